@@ -1,0 +1,42 @@
+# Two commands do all the set-up on a fresh machine with Python 3.11+:
+#   make demo   - venv, install, run the demo on an embedded SQLite ledger
+#   make test   - venv, install, lint, type-check, layering check, tests
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PKG_DIRS := api domain projections adapters
+# Re-install when a package folder gains or loses a file (strict editable mode links files).
+PKG_STAMP := $(shell find $(PKG_DIRS) -type d -not -name __pycache__ 2>/dev/null)
+
+.PHONY: demo test lint typecheck layers unit bench clean
+
+$(BIN)/.installed: pyproject.toml $(PKG_STAMP)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]" --config-settings editable_mode=strict
+	touch $@
+
+demo: $(BIN)/.installed
+	rm -f demo.db demo.db-wal demo.db-shm
+	$(BIN)/contextledger demo --db sqlite:///demo.db
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy -p contextledger
+
+layers: $(BIN)/.installed
+	$(BIN)/lint-imports
+
+unit: $(BIN)/.installed
+	$(BIN)/pytest -q -n 2
+
+test: lint typecheck layers unit
+
+bench: $(BIN)/.installed
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

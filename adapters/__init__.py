@@ -1,0 +1,1 @@
+"""Adapters: everything that does I/O (stores, tokenizers, wire formats, importers, CLI)."""

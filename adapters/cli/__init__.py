@@ -1,0 +1,1 @@
+"""The ``contextledger`` command line."""

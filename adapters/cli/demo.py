@@ -1,0 +1,51 @@
+"""``contextledger demo``: record a realistic tool-using session on the embedded ledger and show it."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from contextledger.adapters.cli.common import DbOption, JsonOption, console, emit_json, ledger_for, run_guarded
+from contextledger.adapters.cli.demo_session import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_messages
+from contextledger.adapters.cli.history import history_rows
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``demo`` command to ``app``."""
+
+    @app.command()
+    def demo(db: DbOption = "sqlite:///contextledger-demo.db", json_output: JsonOption = False) -> None:
+        """Record a multi-turn, tool-using coding session in a ledger and print what was stored."""
+
+        def body() -> None:
+            with ledger_for(db) as ledger:
+                session_id = ledger.start_session(
+                    system_prompt=DEMO_SYSTEM_PROMPT,
+                    model="gpt-4o",
+                    tools=DEMO_TOOLS,
+                    metadata={"source_format": "demo", "repository": "money"},
+                )
+                for message in demo_messages():
+                    ledger.append(session_id, message)
+                rows = history_rows(ledger, session_id)
+                if json_output:
+                    emit_json({"db": ledger.store_url, "session_id": session_id, "events": rows})
+                    return
+                console.print(f"Recorded session [bold]{session_id}[/bold] in {ledger.store_url}")
+                table = Table("pos", "event", "role", "content", "tool calls / call id", "stored")
+                for row in rows:
+                    table.add_row(
+                        str(row["position"]),
+                        row["event"],
+                        row["role"],
+                        row["preview"],
+                        row["tools"],
+                        row["stored"],
+                    )
+                console.print(table)
+                info = next(s for s in ledger.sessions() if s.session_id == session_id)
+                console.print(f"{info.events} events stored; the log is append-only and replays to this table.")
+
+        run_guarded(body)

@@ -1,0 +1,1 @@
+"""Wire formats: OpenAI Chat Completions and Anthropic Messages payloads."""

@@ -1,0 +1,1 @@
+"""Importers of real agent transcripts into the ledger."""

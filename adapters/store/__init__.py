@@ -1,0 +1,1 @@
+"""Event stores on the eventsourcing library: SQLite, PostgreSQL and in-memory."""

@@ -1,0 +1,195 @@
+"""The ``EventStore`` port on an eventsourcing recorder, with driver errors mapped into the tree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Protocol
+
+import structlog
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PersistenceError,
+)
+
+from contextledger.adapters.store.mapper import MsgspecMapper
+from contextledger.domain.errors import (
+    ConcurrencyConflictError,
+    ContextLedgerError,
+    StoreError,
+    StoreUnavailableError,
+)
+from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, topic_of
+from contextledger.domain.ports import AppendOutcome, SessionInfo
+
+__all__ = ["LedgerRecorder", "RecorderEventStore"]
+
+log = structlog.get_logger(__name__)
+
+_PAGE = 1000
+
+
+class LedgerRecorder(Protocol):
+    """What the store needs of a recorder beyond eventsourcing's ``ApplicationRecorder``."""
+
+    def read_blob(self, sha256: str) -> str | None:
+        """Return a blob's text."""
+        ...
+
+    def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
+        """Return the positions stored under an idempotency key."""
+        ...
+
+    def load_token_counts(self, tokenizer: str, keys: Sequence[str]) -> dict[str, int]:
+        """Return cached token counts."""
+        ...
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Store token counts."""
+        ...
+
+    def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
+        """Return the last position of each stream."""
+        ...
+
+
+@contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """Re-raise driver and eventsourcing errors as ``StoreError`` subclasses."""
+    try:
+        yield
+    except ContextLedgerError:
+        raise
+    except (OperationalError, InterfaceError) as error:
+        msg = f"{action}: database unavailable: {error}"
+        raise StoreUnavailableError(msg) from error
+    except PersistenceError as error:
+        msg = f"{action}: {error}"
+        raise StoreError(msg) from error
+    except OSError as error:
+        msg = f"{action}: {error}"
+        raise StoreUnavailableError(msg) from error
+
+
+class RecorderEventStore:
+    """Session streams stored through an eventsourcing ``ApplicationRecorder``.
+
+    The recorder's primary key ``(originator_id, originator_version)`` is the optimistic
+    concurrency check; blobs and the idempotency key ride in the same transaction.
+    """
+
+    def __init__(
+        self,
+        recorder: ApplicationRecorder,
+        *,
+        url: str,
+        mapper: MsgspecMapper | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        """Wrap ``recorder`` (one of the ``Ledger*Recorder`` classes)."""
+        self.recorder = recorder
+        self.extras: LedgerRecorder = recorder  # type: ignore[assignment]  # the Ledger*Recorder classes
+        self.url = url
+        self.mapper = mapper or MsgspecMapper()
+        self._on_close = on_close
+        self._started_topic = topic_of(SessionStarted)
+
+    def append(
+        self,
+        stream_id: str,
+        expected_version: int,
+        events: Sequence[AnyEvent],
+        *,
+        blobs: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendOutcome:
+        """Append ``events`` after ``expected_version`` atomically, with their blobs."""
+        if not events:
+            return AppendOutcome(())
+        first = expected_version + 1
+        last = expected_version + len(events)
+        stored = [self.mapper.to_stored(stream_id, first + i, e) for i, e in enumerate(events)]
+        idempotency = None if idempotency_key is None else (stream_id, idempotency_key, first, last)
+        with _translated(f"append to {stream_id!r}"):
+            try:
+                self.recorder.insert_events(stored, blobs=blobs or {}, idempotency=idempotency)
+            except IntegrityError as error:
+                if idempotency_key is not None:
+                    earlier = self.extras.lookup_idempotency(stream_id, idempotency_key)
+                    if earlier is not None:
+                        return AppendOutcome(tuple(range(earlier[0], earlier[1] + 1)), replayed=True)
+                log.info("append_conflict", stream_id=stream_id, expected_version=expected_version)
+                raise ConcurrencyConflictError(stream_id, expected_version) from error
+        return AppendOutcome(tuple(range(first, last + 1)))
+
+    def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
+        """Return the stream's events with positions in ``(after, upto]``."""
+        with _translated(f"read {stream_id!r}"):
+            rows = self.recorder.select_events(stream_id, gt=after or None, lte=upto)
+        return [self.mapper.to_recorded(row) for row in rows]
+
+    def version(self, stream_id: str) -> int:
+        """Return the last position of the stream, 0 when it is empty."""
+        with _translated(f"version of {stream_id!r}"):
+            rows = self.recorder.select_events(stream_id, desc=True, limit=1)
+        return rows[0].originator_version if rows else 0
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every started session in the order they were stored."""
+        started: list[SessionStarted] = []
+        with _translated("list sessions"):
+            start = 1
+            while True:
+                page = self.recorder.select_notifications(start, _PAGE, topics=[self._started_topic])
+                for row in page:
+                    event = self.mapper.to_recorded(row).event
+                    if isinstance(event, SessionStarted):
+                        started.append(event)
+                if len(page) < _PAGE:
+                    break
+                start = page[-1].id + 1
+            versions = self.extras.stream_versions([s.session_id for s in started])
+        return [
+            SessionInfo(
+                session_id=s.session_id,
+                events=versions.get(s.session_id, 0),
+                model=s.model,
+                started_at=s.at,
+                source=str(s.metadata.get("source_format")) if "source_format" in s.metadata else None,
+            )
+            for s in started
+        ]
+
+    def read_blob(self, sha256: str) -> str:
+        """Return the text stored under ``sha256``."""
+        with _translated(f"read blob {sha256[:12]}"):
+            text = self.extras.read_blob(sha256)
+        if text is None:
+            msg = f"blob {sha256} is missing from the store"
+            raise StoreError(msg)
+        return text
+
+    def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
+        """Return the positions an earlier append with ``key`` stored, or None."""
+        with _translated(f"look up idempotency key of {stream_id!r}"):
+            found = self.extras.lookup_idempotency(stream_id, key)
+        return None if found is None else tuple(range(found[0], found[1] + 1))
+
+    def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
+        """Return cached token counts of content hashes."""
+        with _translated("load token counts"):
+            return self.extras.load_token_counts(tokenizer, list(keys))
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Cache token counts of content hashes."""
+        if counts:
+            with _translated("save token counts"):
+                self.extras.save_token_counts(tokenizer, counts)
+
+    def close(self) -> None:
+        """Release the connections of the underlying datastore."""
+        if self._on_close is not None:
+            self._on_close()

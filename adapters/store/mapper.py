@@ -1,0 +1,66 @@
+"""MessagePack mapping of domain events to eventsourcing ``StoredEvent`` rows, with upcasting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from eventsourcing.persistence import StoredEvent
+
+from contextledger.domain.errors import EventDecodeError
+from contextledger.domain.events import AnyEvent, LedgerEvent, Recorded
+from contextledger.domain.topics import TopicRegistry, default_registry
+
+__all__ = ["MsgspecMapper"]
+
+
+class MsgspecMapper:
+    """Encodes events as MessagePack under their stable topic and decodes them back, typed.
+
+    eventsourcing 9.5 ships only a JSON transcoder (about 3x slower to decode); this mapper
+    replaces it at the recorder boundary. Payloads of an older version are decoded untyped,
+    upcast through the registry, then converted to the current event class.
+    """
+
+    def __init__(self, registry: TopicRegistry | None = None) -> None:
+        self.registry = registry or default_registry()
+        self._encoder = msgspec.msgpack.Encoder()
+        self._decoders: dict[type[LedgerEvent], msgspec.msgpack.Decoder[Any]] = {}
+        self._untyped = msgspec.msgpack.Decoder()
+
+    def to_stored(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
+        """Return the row that stores ``event`` at ``position`` of ``stream_id``."""
+        return StoredEvent(
+            originator_id=stream_id,
+            originator_version=position,
+            topic=self.registry.topic(event),
+            state=self._encoder.encode(event),
+        )
+
+    def to_recorded(self, stored: StoredEvent) -> Recorded:
+        """Decode a stored row into a ``Recorded`` event, upcasting older payloads."""
+        event_type, version = self.registry.resolve(stored.topic)
+        try:
+            if version == event_type.VERSION:
+                decoder = self._decoders.get(event_type)
+                if decoder is None:
+                    decoder = msgspec.msgpack.Decoder(event_type)
+                    self._decoders[event_type] = decoder
+                event = decoder.decode(stored.state)
+            else:
+                payload = self._untyped.decode(stored.state)
+                tag = str(event_type.__struct_config__.tag)
+                payload = self.registry.upcast(tag, version, event_type.VERSION, payload)
+                payload["type"] = tag
+                event = msgspec.convert(payload, event_type)
+        except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+            msg = (
+                f"stored event {stored.originator_id}@{stored.originator_version} "
+                f"({stored.topic}) does not decode: {error}"
+            )
+            raise EventDecodeError(msg) from error
+        return Recorded(stored.originator_version, _as_any(event))
+
+
+def _as_any(event: LedgerEvent) -> AnyEvent:
+    return event  # type: ignore[return-value]  # every registered type is a member of AnyEvent

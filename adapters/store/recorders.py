@@ -1,0 +1,281 @@
+"""eventsourcing application recorders extended with blobs, idempotency keys and token counts.
+
+Each extra row is written inside the same transaction as the events it belongs to, through the
+``_insert_events`` hook that eventsourcing calls within its insert transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.popo import POPOApplicationRecorder
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
+from psycopg.sql import SQL, Identifier
+
+__all__ = [
+    "Extras",
+    "LedgerPOPORecorder",
+    "LedgerPostgresRecorder",
+    "LedgerSQLiteRecorder",
+]
+
+Extras = Mapping[str, Any]
+"""Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
+
+
+def _blob_rows(kwargs: Extras) -> list[tuple[str, str]]:
+    blobs: Mapping[str, str] = kwargs.get("blobs") or {}
+    return sorted(blobs.items())
+
+
+def _idempotency_row(kwargs: Extras) -> tuple[str, str, int, int] | None:
+    row: tuple[str, str, int, int] | None = kwargs.get("idempotency")
+    return row
+
+
+class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
+    """SQLite recorder whose inserts also write blobs and the idempotency key atomically."""
+
+    def construct_create_table_statements(self) -> list[str]:
+        """Create the events table plus the ledger's side tables."""
+        return [
+            *super().construct_create_table_statements(),
+            "CREATE TABLE IF NOT EXISTS ledger_blobs (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS ledger_idempotency (stream_id TEXT, key TEXT, "
+            "first_position INTEGER NOT NULL, last_position INTEGER NOT NULL, "
+            "PRIMARY KEY (stream_id, key))",
+            "CREATE TABLE IF NOT EXISTS ledger_token_counts (tokenizer TEXT, sha256 TEXT, "
+            "tokens INTEGER NOT NULL, PRIMARY KEY (tokenizer, sha256)) WITHOUT ROWID",
+            f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
+            f"ON {self.events_table_name} (topic)",
+        ]
+
+    def _insert_events(
+        self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        ids = super()._insert_events(c, stored_events)
+        rows = _blob_rows(kwargs)
+        if rows:
+            c.executemany("INSERT OR IGNORE INTO ledger_blobs (sha256, text) VALUES (?, ?)", rows)
+        idempotency = _idempotency_row(kwargs)
+        if idempotency is not None:
+            c.execute("INSERT INTO ledger_idempotency VALUES (?, ?, ?, ?)", idempotency)
+        return ids
+
+    def read_blob(self, sha256: str) -> str | None:
+        """Return the text stored under ``sha256``, or None."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT text FROM ledger_blobs WHERE sha256 = ?", (sha256,))
+            row = c.fetchone()
+        return None if row is None else str(row[0])
+
+    def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
+        """Return the first and last positions stored under an idempotency key, or None."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT first_position, last_position FROM ledger_idempotency "
+                "WHERE stream_id = ? AND key = ?",
+                (stream_id, key),
+            )
+            row = c.fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def load_token_counts(self, tokenizer: str, keys: Sequence[str]) -> dict[str, int]:
+        """Return cached counts for the given content hashes."""
+        found: dict[str, int] = {}
+        with self.datastore.transaction(commit=False) as c:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    "SELECT sha256, tokens FROM ledger_token_counts "  # noqa: S608 - only placeholders
+                    f"WHERE tokenizer = ? AND sha256 IN ({marks})",
+                    (tokenizer, *chunk),
+                )
+                found.update({str(row[0]): int(row[1]) for row in c.fetchall()})
+        return found
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Store counts for content hashes (existing ones are kept)."""
+        with self.datastore.transaction(commit=True) as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO ledger_token_counts VALUES (?, ?, ?)",
+                [(tokenizer, key, value) for key, value in counts.items()],
+            )
+
+    def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
+        """Return the last position of each stream."""
+        ids = list(stream_ids)
+        found: dict[str, int] = {}
+        with self.datastore.transaction(commit=False) as c:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    f"SELECT originator_id, MAX(originator_version) FROM {self.events_table_name} "  # noqa: S608
+                    f"WHERE originator_id IN ({marks}) GROUP BY originator_id",
+                    chunk,
+                )
+                found.update({str(row[0]): int(row[1]) for row in c.fetchall()})
+        return found
+
+
+class LedgerPostgresRecorder(PostgresApplicationRecorder):
+    """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
+
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
+        """Create the recorder and register the side tables it needs."""
+        super().__init__(datastore, events_table_name=events_table_name)
+        prefix = events_table_name.removesuffix("_events")
+        self.blobs_table = f"{prefix}_blobs"
+        self.idempotency_table = f"{prefix}_idempotency"
+        self.counts_table = f"{prefix}_token_counts"
+        schema = Identifier(self.datastore.schema)
+        self.sql_create_statements.extend(
+            [
+                SQL("CREATE TABLE IF NOT EXISTS {}.{} (sha256 text PRIMARY KEY, text text NOT NULL)").format(
+                    schema, Identifier(self.blobs_table)
+                ),
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.{} (stream_id text, key text, "
+                    "first_position bigint NOT NULL, last_position bigint NOT NULL, "
+                    "PRIMARY KEY (stream_id, key))"
+                ).format(schema, Identifier(self.idempotency_table)),
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.{} (tokenizer text, sha256 text, tokens bigint NOT NULL, "
+                    "PRIMARY KEY (tokenizer, sha256))"
+                ).format(schema, Identifier(self.counts_table)),
+                SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} (topic)").format(
+                    Identifier(f"{events_table_name}_topic_idx"), schema, Identifier(events_table_name)
+                ),
+            ]
+        )
+
+    def _table(self, name: str) -> SQL | Any:
+        return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
+
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        rows = _blob_rows(kwargs)
+        if rows:
+            curs.executemany(
+                SQL("INSERT INTO {} (sha256, text) VALUES (%s, %s) ON CONFLICT DO NOTHING").format(
+                    self._table(self.blobs_table)
+                ),
+                rows,
+            )
+        idempotency = _idempotency_row(kwargs)
+        if idempotency is not None:
+            curs.execute(
+                SQL("INSERT INTO {} VALUES (%s, %s, %s, %s)").format(self._table(self.idempotency_table)),
+                idempotency,
+            )
+
+    def read_blob(self, sha256: str) -> str | None:
+        """Return the text stored under ``sha256``, or None."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(
+                SQL("SELECT text FROM {} WHERE sha256 = %s").format(self._table(self.blobs_table)), (sha256,)
+            )
+            row = curs.fetchone()
+        return None if row is None else str(row["text"])
+
+    def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
+        """Return the first and last positions stored under an idempotency key, or None."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(
+                SQL("SELECT first_position, last_position FROM {} WHERE stream_id = %s AND key = %s").format(
+                    self._table(self.idempotency_table)
+                ),
+                (stream_id, key),
+            )
+            row = curs.fetchone()
+        return None if row is None else (int(row["first_position"]), int(row["last_position"]))
+
+    def load_token_counts(self, tokenizer: str, keys: Sequence[str]) -> dict[str, int]:
+        """Return cached counts for the given content hashes."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(
+                SQL("SELECT sha256, tokens FROM {} WHERE tokenizer = %s AND sha256 = ANY(%s)").format(
+                    self._table(self.counts_table)
+                ),
+                (tokenizer, list(keys)),
+            )
+            return {str(row["sha256"]): int(row["tokens"]) for row in curs.fetchall()}
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Store counts for content hashes (existing ones are kept)."""
+        with self.datastore.transaction(commit=True) as curs:
+            curs.executemany(
+                SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
+                    self._table(self.counts_table)
+                ),
+                [(tokenizer, key, value) for key, value in counts.items()],
+            )
+
+    def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
+        """Return the last position of each stream."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(
+                SQL(
+                    "SELECT originator_id, MAX(originator_version) AS v FROM {} "
+                    "WHERE originator_id = ANY(%s) GROUP BY originator_id"
+                ).format(self._table(self.events_table_name)),
+                (list(stream_ids),),
+            )
+            return {str(row["originator_id"]): int(row["v"]) for row in curs.fetchall()}
+
+
+class LedgerPOPORecorder(POPOApplicationRecorder):
+    """In-memory recorder with the same blob, idempotency and token-count semantics."""
+
+    def __init__(self) -> None:
+        """Create an empty in-memory store."""
+        super().__init__()
+        self._blobs: dict[str, str] = {}
+        self._idempotency: dict[tuple[str, str], tuple[int, int]] = {}
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        with self._database_lock:
+            idempotency = _idempotency_row(kwargs)
+            if idempotency is not None and (idempotency[0], idempotency[1]) in self._idempotency:
+                msg = f"idempotency key already used: {idempotency[:2]}"
+                raise IntegrityError(msg)
+            self._assert_uniqueness(stored_events, **kwargs)
+            ids = self._update_table(stored_events, **kwargs)
+            self._blobs.update(_blob_rows(kwargs))
+            if idempotency is not None:
+                self._idempotency[(idempotency[0], idempotency[1])] = (idempotency[2], idempotency[3])
+            return ids
+
+    def read_blob(self, sha256: str) -> str | None:
+        """Return the text stored under ``sha256``, or None."""
+        return self._blobs.get(sha256)
+
+    def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
+        """Return the first and last positions stored under an idempotency key, or None."""
+        with self._database_lock:
+            return self._idempotency.get((stream_id, key))
+
+    def load_token_counts(self, tokenizer: str, keys: Sequence[str]) -> dict[str, int]:
+        """Return cached counts for the given content hashes."""
+        with self._database_lock:
+            return {k: self._counts[(tokenizer, k)] for k in keys if (tokenizer, k) in self._counts}
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Store counts for content hashes (existing ones are kept)."""
+        with self._database_lock:
+            for key, value in counts.items():
+                self._counts.setdefault((tokenizer, key), value)
+
+    def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
+        """Return the last position of each stream."""
+        with self._database_lock:
+            return {
+                sid: max(self._stored_events_index[sid])
+                for sid in stream_ids
+                if self._stored_events_index.get(sid)
+            }

@@ -1,0 +1,72 @@
+"""Token counts cached by content hash per tokenizer, in memory and in the store."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from contextledger.domain.content import BlobText, InlineText, Text
+from contextledger.domain.ports import EventStore, TokenCounter
+
+__all__ = ["CachedTokenCounter", "content_key"]
+
+
+def content_key(text: str) -> str:
+    """Return the cache key of a text: the SHA-256 of its UTF-8 bytes (the blob address too)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class CachedTokenCounter:
+    """Counts each distinct text at most once per tokenizer and remembers the count in the store.
+
+    A blob's count is found by its address without reading the blob; the tokenizer runs only
+    for texts no process has counted before.
+    """
+
+    def __init__(self, counter: TokenCounter, store: EventStore, *, memory_limit: int = 200_000) -> None:
+        """Cache ``counter``'s results in memory and in ``store``."""
+        self.counter = counter
+        self.store = store
+        self._memory: dict[str, int] = {}
+        self._memory_limit = memory_limit
+        self.tokenized = 0
+        """How many texts were actually tokenized (cache misses)."""
+
+    @property
+    def name(self) -> str:
+        """The wrapped tokenizer's name."""
+        return self.counter.name
+
+    def count(self, text: str) -> int:
+        """Return the token count of ``text``."""
+        return self.count_many([text])[0]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Return token counts of texts, tokenizing only those never counted."""
+        keys = [content_key(t) for t in texts]
+        self._fill(keys, dict(zip(keys, texts, strict=True)))
+        return [self._memory[k] for k in keys]
+
+    def count_texts(self, texts: Sequence[Text]) -> list[int]:
+        """Return token counts of event contents; a blob is read only if its count is unknown."""
+        keys = [t.sha256 if isinstance(t, BlobText) else content_key(t.text) for t in texts]
+        inline = {k: t.text for k, t in zip(keys, texts, strict=True) if isinstance(t, InlineText)}
+        self._fill(keys, inline)
+        return [self._memory[k] for k in keys]
+
+    def _fill(self, keys: Sequence[str], known_texts: dict[str, str]) -> None:
+        missing = list(dict.fromkeys(k for k in keys if k not in self._memory))
+        if not missing:
+            return
+        if len(self._memory) + len(missing) > self._memory_limit:
+            self._memory.clear()
+        self._memory.update(self.store.load_token_counts(self.counter.name, missing))
+        still = [k for k in missing if k not in self._memory]
+        if not still:
+            return
+        texts = [known_texts[k] if k in known_texts else self.store.read_blob(k) for k in still]
+        counts = self.counter.count_many(texts)
+        self.tokenized += len(texts)
+        fresh = dict(zip(still, counts, strict=True))
+        self._memory.update(fresh)
+        self.store.save_token_counts(self.counter.name, fresh)

@@ -1,0 +1,403 @@
+"""The ledger service: the append API over an event store, with validation at the boundary."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Self, TypeVar
+
+import pydantic
+
+import structlog
+
+from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text
+from contextledger.domain.errors import (
+    ConcurrencyConflictError,
+    InvalidMessageError,
+    SessionNotFoundError,
+)
+from contextledger.domain.events import (
+    AnyEvent,
+    AssistantMessageAdded,
+    ForkParent,
+    ItemPinned,
+    ItemUnpinned,
+    Recorded,
+    SessionStarted,
+    SummaryRecorded,
+    ToolCall,
+    ToolResultRecorded,
+    ToolSchema,
+    UserMessageAdded,
+)
+from contextledger.domain.ports import AppendOutcome, Clock, EventStore, IdSource, SessionInfo
+from contextledger.domain.session import SessionState
+from contextledger.messages import (
+    AssistantMessage,
+    ToolCallIn,
+    ToolResult,
+    ToolSchemaIn,
+    UserMessage,
+    parse_message,
+)
+
+__all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger", "summary_stream"]
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_BLOB_THRESHOLD = 8 * 1024
+"""Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""
+
+MessageLike = UserMessage | AssistantMessage | ToolResult | dict[str, Any]
+
+
+def summary_stream(session_id: str) -> str:
+    """Return the id of the stream that holds a session's summary artifacts."""
+    return f"{session_id}::summaries"
+
+
+class Ledger:
+    """Append and read agent sessions as immutable event streams.
+
+    Every write validates first and then appends in one transaction, so a rejected write
+    changes nothing. ``expected_version`` gives optimistic concurrency; ``idempotency_key``
+    makes a retried write a no-op that returns the positions of the first.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        clock: Clock,
+        ids: IdSource,
+        blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+        cache_size: int = 1024,
+    ) -> None:
+        """Wire the ledger to its ports (use ``contextledger.open_ledger`` for the defaults)."""
+        self.store = store
+        self.clock = clock
+        self.ids = ids
+        self.blob_threshold = blob_threshold
+        self._states: OrderedDict[str, SessionState] = OrderedDict()
+        self._cache_size = cache_size
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        *,
+        session_id: str | None = None,
+        system_prompt: str = "",
+        model: str | None = None,
+        tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        parent: tuple[str, int] | None = None,
+        messages: Sequence[MessageLike] = (),
+        at: datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Start a session (optionally with its first messages, atomically) and return its id."""
+        session_id = session_id or self.ids.new_id()
+        schemas = tuple(self._tool_schema(t) for t in tools)
+        started = SessionStarted(
+            session_id=session_id,
+            system_prompt=system_prompt,
+            model=model,
+            tools=schemas,
+            metadata=dict(metadata or {}),
+            parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
+            at=at or self.clock.now(),
+        )
+        state = SessionState(session_id)
+        blobs: dict[str, str] = {}
+        events: list[AnyEvent] = [started]
+        issued: dict[str, str] = {}
+        for raw in messages:
+            event = self._to_event(parse_message(raw), state, issued, blobs)
+            events.append(event)
+        self._append(session_id, events, blobs, idempotency_key=idempotency_key)
+        return session_id
+
+    def append(
+        self,
+        session_id: str,
+        message: MessageLike,
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Validate and append one message; return its position."""
+        return self.append_many(
+            session_id, [message], expected_version=expected_version, idempotency_key=idempotency_key
+        )[0]
+
+    def append_many(
+        self,
+        session_id: str,
+        messages: Sequence[MessageLike],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[int, ...]:
+        """Validate and append several messages in one transaction; return their positions."""
+        parsed = [parse_message(m) for m in messages]
+        state = self._state(session_id)
+        if not state.exists:
+            raise SessionNotFoundError(session_id)
+        blobs: dict[str, str] = {}
+        issued: dict[str, str] = {}
+        events = [self._to_event(m, state, issued, blobs) for m in parsed]
+        return self._append(
+            session_id, events, blobs, expected_version=expected_version, idempotency_key=idempotency_key
+        ).positions
+
+    def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
+        """Append what the user said; return its position."""
+        return self.append(session_id, UserMessage(content=content), **options)
+
+    def add_assistant_message(
+        self,
+        session_id: str,
+        content: str | None = None,
+        *,
+        tool_calls: Sequence[ToolCallIn | Mapping[str, Any]] = (),
+        reasoning: str | None = None,
+        model: str | None = None,
+        **options: Any,
+    ) -> int:
+        """Append the model's answer with its tool calls; return its position."""
+        calls = tuple(c if isinstance(c, ToolCallIn) else self._tool_call(c) for c in tool_calls)
+        message = AssistantMessage(content=content, tool_calls=calls, reasoning=reasoning, model=model)
+        return self.append(session_id, message, **options)
+
+    def add_tool_result(
+        self,
+        session_id: str,
+        call_id: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        tool_name: str | None = None,
+        **options: Any,
+    ) -> int:
+        """Append the result of a tool call the session issued; return its position."""
+        message = ToolResult(call_id=call_id, content=content, is_error=is_error, tool_name=tool_name)
+        return self.append(session_id, message, **options)
+
+    def pin(self, session_id: str, position: int, reason: str = "", **options: Any) -> int:
+        """Pin the event at ``position`` so no reducer evicts it; return the pin's position."""
+        return self._append_events(session_id, [ItemPinned(position=position, reason=reason)], **options)
+
+    def unpin(self, session_id: str, position: int, **options: Any) -> int:
+        """Lift a pin; return the position of the unpin event."""
+        return self._append_events(session_id, [ItemUnpinned(position=position)], **options)
+
+    def record_summary(
+        self,
+        session_id: str,
+        *,
+        covers_from: int,
+        covers_through: int,
+        text: str,
+        produced_at: int | None = None,
+        model: str | None = None,
+        prompt_sha: str | None = None,
+        config_sha: str | None = None,
+    ) -> SummaryRecorded:
+        """Store a summary artifact of positions ``covers_from..covers_through`` in the summary stream."""
+        head = self.version(session_id)
+        produced = head if produced_at is None else produced_at
+        if not 1 <= covers_from <= covers_through <= produced <= head:
+            msg = (
+                f"a summary must cover 1 <= from <= through <= produced_at <= {head}; "
+                f"got {covers_from}..{covers_through} produced at {produced}"
+            )
+            raise InvalidMessageError(msg)
+        blobs: dict[str, str] = {}
+        event = SummaryRecorded(
+            summary_id=self.ids.new_id(),
+            session_id=session_id,
+            covers_from=covers_from,
+            covers_through=covers_through,
+            content=self._text(text, blobs),
+            produced_at=produced,
+            model=model,
+            prompt_sha=prompt_sha,
+            config_sha=config_sha,
+            at=self.clock.now(),
+        )
+        stream = summary_stream(session_id)
+        self.store.append(stream, self.store.version(stream), [event], blobs=blobs)
+        return event
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def store_url(self) -> str:
+        """The URL of the database this ledger writes to."""
+        return str(getattr(self.store, "url", "?"))
+
+    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
+        """Return the session's events with positions in ``(after, upto]``."""
+        events = self.store.read(session_id, after=after, upto=upto)
+        if not events and self.store.version(session_id) == 0:
+            raise SessionNotFoundError(session_id)
+        return events
+
+    def summaries(self, session_id: str) -> list[SummaryRecorded]:
+        """Return the summary artifacts stored for a session, oldest first."""
+        return [r.event for r in self.store.read(summary_stream(session_id)) if isinstance(r.event, SummaryRecorded)]
+
+    def version(self, session_id: str) -> int:
+        """Return the position of the session's last event; raise if the session does not exist."""
+        version = self.store.version(session_id)
+        if version == 0:
+            raise SessionNotFoundError(session_id)
+        return version
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every session in the ledger, oldest first."""
+        return self.store.sessions()
+
+    def text(self, text: Text | None) -> str:
+        """Return the full text of an event's content, reading the blob if it is stored apart."""
+        if text is None:
+            return ""
+        if isinstance(text, InlineText):
+            return text.text
+        return self.store.read_blob(text.sha256)
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        """Use the ledger as a context manager that closes it."""
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Close the ledger."""
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _append_events(self, session_id: str, events: list[AnyEvent], **options: Any) -> int:
+        self._state(session_id)
+        return self._append(session_id, events, {}, **options).positions[0]
+
+    def _append(
+        self,
+        session_id: str,
+        events: list[AnyEvent],
+        blobs: dict[str, str],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendOutcome:
+        if idempotency_key is not None:
+            earlier = self.store.lookup_idempotency_key(session_id, idempotency_key)
+            if earlier is not None:
+                return AppendOutcome(earlier, replayed=True)
+        state = self._state(session_id)
+        if expected_version is not None and expected_version != state.version:
+            raise ConcurrencyConflictError(session_id, expected_version)
+        state.check(events)
+        outcome = self.store.append(
+            session_id, state.version, events, blobs=blobs, idempotency_key=idempotency_key
+        )
+        if outcome.replayed:
+            return outcome
+        for event in events:
+            state.apply(event)
+        self._remember(state)
+        return outcome
+
+    def _state(self, session_id: str) -> SessionState:
+        """Return the cached rules state of a session, caught up with the store."""
+        state = self._states.get(session_id)
+        if state is None:
+            state = SessionState(session_id)
+        try:
+            for recorded in self.store.read(session_id, after=state.version):
+                state.apply(recorded.event)
+        except Exception:
+            self._states.pop(session_id, None)
+            raise
+        self._remember(state)
+        return state
+
+    def _remember(self, state: SessionState) -> None:
+        self._states[state.session_id] = state
+        self._states.move_to_end(state.session_id)
+        while len(self._states) > self._cache_size:
+            self._states.popitem(last=False)
+
+    def _to_event(
+        self,
+        message: UserMessage | AssistantMessage | ToolResult,
+        state: SessionState,
+        issued: dict[str, str],
+        blobs: dict[str, str],
+    ) -> AnyEvent:
+        at = message.at or self.clock.now()
+        if isinstance(message, UserMessage):
+            return UserMessageAdded(content=self._text(message.content, blobs), at=at, meta=message.meta)
+        if isinstance(message, AssistantMessage):
+            calls = tuple(
+                ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments)) for c in message.tool_calls
+            )
+            issued.update({c.id: c.name for c in calls})
+            return AssistantMessageAdded(
+                content=None if message.content is None else self._text(message.content, blobs),
+                reasoning=message.reasoning,
+                tool_calls=calls,
+                model=message.model,
+                at=at,
+                meta=message.meta,
+            )
+        tool_name = message.tool_name or issued.get(message.call_id) or state.issued.get(message.call_id, "")
+        return ToolResultRecorded(
+            call_id=message.call_id,
+            tool_name=tool_name,
+            content=self._text(message.content, blobs),
+            is_error=message.is_error,
+            at=at,
+            meta=message.meta,
+        )
+
+    def _text(self, text: str, blobs: dict[str, str]) -> Text:
+        encoded = text.encode("utf-8", "surrogatepass")
+        if len(encoded) <= self.blob_threshold:
+            return InlineText(text)
+        sha = hashlib.sha256(encoded).hexdigest()
+        blobs[sha] = text
+        return BlobText(sha256=sha, chars=len(text), preview=text[:PREVIEW_CHARS])
+
+    @staticmethod
+    def _tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
+        schema = raw if isinstance(raw, ToolSchemaIn) else _validated(ToolSchemaIn, raw, "tool schema")
+        return ToolSchema(name=schema.name, description=schema.description, parameters=dict(schema.parameters))
+
+    @staticmethod
+    def _tool_call(raw: Mapping[str, Any]) -> ToolCallIn:
+        return _validated(ToolCallIn, raw, "tool call")
+
+
+_M = TypeVar("_M", ToolSchemaIn, ToolCallIn)
+
+
+def _validated(model: type[_M], raw: Mapping[str, Any], what: str) -> _M:
+    try:
+        return model.model_validate(dict(raw))
+    except pydantic.ValidationError as error:
+        msg = f"invalid {what}: {error.errors()[0]['msg']} at {error.errors()[0]['loc']}"
+        raise InvalidMessageError(msg) from None
+
+
+def _arguments_json(arguments: str | dict[str, Any]) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))

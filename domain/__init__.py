@@ -1,0 +1,1 @@
+"""The pure core of contextledger: events, rules and errors; no I/O."""

@@ -1,0 +1,153 @@
+"""The one error tree of contextledger: every failure the package raises is a ``ContextLedgerError``."""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetError",
+    "ConcurrencyConflictError",
+    "ConfigError",
+    "ContextLedgerError",
+    "DuplicateToolCallError",
+    "DuplicateToolResultError",
+    "EventDecodeError",
+    "InjectionOverflowError",
+    "InvalidMessageError",
+    "PinnedOverBudgetError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "StoreError",
+    "StoreUnavailableError",
+    "TokenizerError",
+    "TranscriptImportError",
+    "UnknownToolCallError",
+    "ValidationError",
+]
+
+
+class ContextLedgerError(Exception):
+    """Root of every error contextledger raises."""
+
+
+class ValidationError(ContextLedgerError):
+    """Input was rejected at the boundary; nothing was written."""
+
+
+class InvalidMessageError(ValidationError):
+    """A message has an unknown role, non-text content, or a missing or ill-typed field."""
+
+
+class UnknownToolCallError(ValidationError):
+    """A tool result names a call id that the session never issued."""
+
+    def __init__(self, session_id: str, call_id: str) -> None:
+        super().__init__(f"session {session_id!r} never issued tool call {call_id!r}")
+        self.session_id = session_id
+        self.call_id = call_id
+
+
+class DuplicateToolResultError(ValidationError):
+    """A tool call already has its result; a second one is refused."""
+
+    def __init__(self, session_id: str, call_id: str) -> None:
+        super().__init__(f"tool call {call_id!r} of session {session_id!r} already has a result")
+        self.session_id = session_id
+        self.call_id = call_id
+
+
+class DuplicateToolCallError(ValidationError):
+    """A tool call id is reused within one session."""
+
+    def __init__(self, session_id: str, call_id: str) -> None:
+        super().__init__(f"tool call id {call_id!r} is already used in session {session_id!r}")
+        self.session_id = session_id
+        self.call_id = call_id
+
+
+class SessionNotFoundError(ContextLedgerError):
+    """The session does not exist in this ledger."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r} in this ledger")
+        self.session_id = session_id
+
+
+class SessionExistsError(ValidationError):
+    """A session with this id was already started."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class ConcurrencyConflictError(ContextLedgerError):
+    """Another writer appended to the session first; reload and decide again."""
+
+    def __init__(self, session_id: str, expected_version: int) -> None:
+        super().__init__(
+            f"session {session_id!r} moved past version {expected_version} while appending; "
+            "another writer won, reload and retry"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+
+
+class StoreError(ContextLedgerError):
+    """The event store failed; the driver's error is chained as the cause."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database could not be reached or is locked."""
+
+
+class EventDecodeError(StoreError):
+    """A stored event could not be decoded (unknown topic, or a payload that does not fit)."""
+
+
+class ConfigError(ContextLedgerError):
+    """A configuration value (database URL, policy file, tokenizer name) is invalid."""
+
+
+class TokenizerError(ConfigError):
+    """The requested tokenizer is not available on this machine."""
+
+
+class TranscriptImportError(ValidationError):
+    """A transcript file could not be imported; names the file, the place in it and what was expected."""
+
+    def __init__(self, path: str, location: str, problem: str) -> None:
+        super().__init__(f"{path}: {location}: {problem}")
+        self.path = path
+        self.location = location
+        self.problem = problem
+
+
+class BudgetError(ContextLedgerError):
+    """A context cannot be rendered within its token budget."""
+
+
+class PinnedOverBudgetError(BudgetError):
+    """The pinned items alone exceed the budget."""
+
+    def __init__(self, pinned_tokens: int, budget_tokens: int) -> None:
+        over = pinned_tokens - budget_tokens
+        super().__init__(
+            f"pinned items need {pinned_tokens} tokens but the budget allows {budget_tokens} "
+            f"(over by {over})"
+        )
+        self.pinned_tokens = pinned_tokens
+        self.budget_tokens = budget_tokens
+        self.over_by = over
+
+
+class InjectionOverflowError(BudgetError):
+    """An injection hook produced more tokens than its reserve."""
+
+    def __init__(self, hook: str, tokens: int, reserve: int) -> None:
+        super().__init__(
+            f"injection hook {hook!r} produced {tokens} tokens, over its reserve of {reserve} "
+            f"by {tokens - reserve}"
+        )
+        self.hook = hook
+        self.tokens = tokens
+        self.reserve = reserve
+        self.over_by = tokens - reserve

@@ -1,0 +1,166 @@
+"""Domain events of a session's stream: immutable, tagged msgspec Structs with stable topics."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+import msgspec
+
+from contextledger.domain.content import Text
+
+__all__ = [
+    "AnyEvent",
+    "AssistantMessageAdded",
+    "EVENT_TYPES",
+    "ForkParent",
+    "ItemPinned",
+    "ItemUnpinned",
+    "LedgerEvent",
+    "Recorded",
+    "SessionStarted",
+    "SummaryRecorded",
+    "ToolCall",
+    "ToolResultRecorded",
+    "ToolSchema",
+    "UserMessageAdded",
+    "topic_of",
+]
+
+
+class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool the model may call: name, description and JSON-schema parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = {}
+
+
+class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One tool call of an assistant message; ``arguments`` is the JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class ForkParent(msgspec.Struct, frozen=True, kw_only=True):
+    """The session and position a forked session continues from."""
+
+    session_id: str
+    position: int
+
+
+class LedgerEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every domain event.
+
+    ``at`` is the time the caller says the event happened (the domain never reads a clock);
+    ``meta`` carries provenance such as the source format and record id of an import.
+    The tag (class name) plus ``VERSION`` make the stored topic; renaming a class must keep its tag.
+    """
+
+    VERSION: ClassVar[int] = 1
+
+    at: datetime | None = None
+    meta: dict[str, Any] = {}
+
+
+class SessionStarted(LedgerEvent, frozen=True, kw_only=True, tag="SessionStarted"):
+    """A session began: its system prompt, model, tool schemas, metadata and fork parent."""
+
+    session_id: str
+    system_prompt: str = ""
+    model: str | None = None
+    tools: tuple[ToolSchema, ...] = ()
+    metadata: dict[str, Any] = {}
+    parent: ForkParent | None = None
+
+
+class UserMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="UserMessageAdded"):
+    """The user (a human or a simulator) said something."""
+
+    content: Text
+
+
+class AssistantMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="AssistantMessageAdded"):
+    """The model answered: text, optional reasoning, and the tool calls it issued."""
+
+    content: Text | None = None
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str | None = None
+
+
+class ToolResultRecorded(LedgerEvent, frozen=True, kw_only=True, tag="ToolResultRecorded"):
+    """The result of one tool call, paired to it by ``call_id``."""
+
+    call_id: str
+    tool_name: str
+    content: Text
+    is_error: bool = False
+
+
+class ItemPinned(LedgerEvent, frozen=True, kw_only=True, tag="ItemPinned"):
+    """The event at ``position`` must never be evicted from the rendered context."""
+
+    position: int
+    reason: str = ""
+
+
+class ItemUnpinned(LedgerEvent, frozen=True, kw_only=True, tag="ItemUnpinned"):
+    """An earlier pin of the event at ``position`` is lifted."""
+
+    position: int
+
+
+class SummaryRecorded(LedgerEvent, frozen=True, kw_only=True, tag="SummaryRecorded"):
+    """A summary artifact covering the session's positions ``covers_from..covers_through``.
+
+    ``produced_at`` is the session position the summary was made after: a render at an earlier
+    position never uses it, which keeps renders deterministic. Summaries live in their own stream.
+    """
+
+    summary_id: str
+    session_id: str
+    covers_from: int
+    covers_through: int
+    content: Text
+    produced_at: int
+    model: str | None = None
+    prompt_sha: str | None = None
+    config_sha: str | None = None
+
+
+AnyEvent = (
+    SessionStarted
+    | UserMessageAdded
+    | AssistantMessageAdded
+    | ToolResultRecorded
+    | ItemPinned
+    | ItemUnpinned
+    | SummaryRecorded
+)
+"""Every event type the ledger stores."""
+
+EVENT_TYPES: tuple[type[LedgerEvent], ...] = (
+    SessionStarted,
+    UserMessageAdded,
+    AssistantMessageAdded,
+    ToolResultRecorded,
+    ItemPinned,
+    ItemUnpinned,
+    SummaryRecorded,
+)
+
+
+def topic_of(event_type: type[LedgerEvent]) -> str:
+    """Return the stable stored topic of an event type, e.g. ``contextledger/UserMessageAdded/v1``."""
+    tag = event_type.__struct_config__.tag
+    return f"contextledger/{tag}/v{event_type.VERSION}"
+
+
+class Recorded(msgspec.Struct, frozen=True):
+    """An event with its position (1-based version) in its session's stream."""
+
+    seq: int
+    event: AnyEvent

@@ -1,0 +1,122 @@
+"""Ports the core owns: the event store, token counting, and the clock and id sources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+import msgspec
+
+from contextledger.domain.events import AnyEvent, Recorded
+
+__all__ = [
+    "AppendOutcome",
+    "Clock",
+    "EventStore",
+    "IdSource",
+    "SessionInfo",
+    "TokenCounter",
+]
+
+
+class AppendOutcome(msgspec.Struct, frozen=True):
+    """Positions the appended events hold; ``replayed`` is true when an idempotency key matched."""
+
+    positions: tuple[int, ...]
+    replayed: bool = False
+
+
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One stored session: its id, how many events it holds, its model and start time."""
+
+    session_id: str
+    events: int
+    model: str | None = None
+    started_at: datetime | None = None
+    source: str | None = None
+
+
+class EventStore(Protocol):
+    """Append-only streams of domain events with optimistic concurrency and idempotency keys.
+
+    Every method raises only ``ContextLedgerError`` subclasses: a version conflict is a
+    ``ConcurrencyConflictError``, a driver failure a ``StoreError`` with the cause chained.
+    """
+
+    def append(
+        self,
+        stream_id: str,
+        expected_version: int,
+        events: Sequence[AnyEvent],
+        *,
+        blobs: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendOutcome:
+        """Append ``events`` after ``expected_version`` in one transaction, with their blobs."""
+        ...
+
+    def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
+        """Return the stream's events with positions in ``(after, upto]``, in order."""
+        ...
+
+    def version(self, stream_id: str) -> int:
+        """Return the last position of the stream, 0 when it has no events."""
+        ...
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every started session, oldest first."""
+        ...
+
+    def read_blob(self, sha256: str) -> str:
+        """Return the text stored under ``sha256``."""
+        ...
+
+    def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
+        """Return the positions an earlier append with ``key`` stored, or None."""
+        ...
+
+    def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
+        """Return the cached token counts of content hashes under ``tokenizer``."""
+        ...
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Cache token counts of content hashes under ``tokenizer``."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of text for one tokenizer; ``name`` identifies it in caches and audits."""
+
+    @property
+    def name(self) -> str:
+        """Stable identifier, e.g. ``cl100k_base`` or ``heuristic-chars/4+15%``."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of ``text``."""
+        ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Return the token counts of several texts."""
+        ...
+
+
+class Clock(Protocol):
+    """Source of the current time, passed into the core (it never reads the machine clock)."""
+
+    def now(self) -> datetime:
+        """Return the current time, timezone-aware."""
+        ...
+
+
+class IdSource(Protocol):
+    """Source of new unique ids (session ids, summary ids)."""
+
+    def new_id(self) -> str:
+        """Return a fresh unique id."""
+        ...

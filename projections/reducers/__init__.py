@@ -1,0 +1,1 @@
+"""Reducers of the render pipeline, run cheap to expensive."""
