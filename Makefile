@@ -12,8 +12,8 @@ PKG_STAMP := $(shell find $(PKG_DIRS) -type d -not -name __pycache__ 2>/dev/null
 
 $(BIN)/.installed: pyproject.toml $(PKG_STAMP)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]" --config-settings editable_mode=strict
+	flock /tmp/contextledger-install.lock sh -c '$(BIN)/python -m pip install -q --upgrade pip && \
+	  $(BIN)/python -m pip install -q -e ".[dev]" --config-settings editable_mode=strict'
 	touch $@
 
 demo: $(BIN)/.installed

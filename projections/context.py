@@ -1,0 +1,96 @@
+"""The rendered context: a provider-neutral, token-counted list of messages with its provenance."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from contextledger.domain.events import ToolSchema
+
+__all__ = [
+    "Decision",
+    "DecisionAction",
+    "MESSAGE_OVERHEAD",
+    "MessageKind",
+    "RenderedContext",
+    "RenderedMessage",
+    "RenderedToolCall",
+    "Role",
+    "TOOL_CALL_OVERHEAD",
+]
+
+MESSAGE_OVERHEAD = 4
+"""Tokens counted per message on top of its content (role and separators)."""
+
+TOOL_CALL_OVERHEAD = 4
+"""Tokens counted per tool call on top of its name and arguments."""
+
+Role = Literal["user", "assistant", "tool"]
+MessageKind = Literal["message", "summary", "stub", "truncated", "injection"]
+DecisionAction = Literal["kept", "stubbed", "truncated", "summarized", "dropped", "pinned"]
+
+
+class RenderedToolCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call as it is sent: id, name, JSON arguments text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class RenderedMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """One message of the history after the system prompt.
+
+    ``sources`` are the log positions it was rendered from; ``kind`` says whether it is a message
+    as logged, a summary block, a stubbed or truncated tool result, or injected content.
+    ``tokens`` is its counted size including ``MESSAGE_OVERHEAD`` and tool-call overheads.
+    """
+
+    role: Role
+    text: str
+    tokens: int
+    kind: MessageKind = "message"
+    sources: tuple[int, ...] = ()
+    tool_calls: tuple[RenderedToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
+    """What happened to the logged events at positions ``first..last`` in this render, and by which rule.
+
+    Ranges keep the list short (a render at 100k events must not list 100k decisions).
+    """
+
+    first: int
+    last: int
+    action: DecisionAction
+    rule: str
+    detail: str = ""
+
+
+class RenderedContext(msgspec.Struct, frozen=True, kw_only=True):
+    """The context to send at ``position`` of a session under ``policy``.
+
+    Layout (cache-prefix discipline): ``system`` and ``tools`` first, then ``messages`` whose first
+    ``stable_prefix`` entries (pinned head, summary block) change only at compaction points, then the
+    verbatim history, then injected content next to the last user message.
+    ``tokens`` never exceeds ``budget``.
+    """
+
+    session_id: str
+    position: int
+    policy: str
+    tokenizer: str
+    system: str
+    system_tokens: int
+    tools: tuple[ToolSchema, ...]
+    tools_tokens: int
+    messages: tuple[RenderedMessage, ...]
+    stable_prefix: int
+    tokens: int
+    budget: int
+    decisions: tuple[Decision, ...] = ()
+    summary_id: str | None = None

@@ -1,0 +1,107 @@
+"""Shared fixtures: ledgers on every backend, the transcripts folder, PostgreSQL availability."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import contextledger
+
+REPO = Path(__file__).resolve().parents[1]
+TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))
+PG_BASE = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+class FixedClock:
+    """A clock that advances one second per reading, from a fixed start."""
+
+    def __init__(self) -> None:
+        self._now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        self._now += timedelta(seconds=1)
+        return self._now
+
+
+class CountingIds:
+    """Deterministic ids: id-1, id-2, ..."""
+
+    def __init__(self) -> None:
+        self._n = 0
+
+    def new_id(self) -> str:
+        self._n += 1
+        return f"id-{self._n}"
+
+
+def postgres_reason() -> str | None:
+    """Return why PostgreSQL tests cannot run here, or None when the server answers."""
+    try:
+        with psycopg.connect(PG_BASE.split("?")[0], connect_timeout=3):
+            return None
+    except psycopg.Error as error:
+        return (
+            f"PostgreSQL not reachable at {PG_BASE} ({error.__class__.__name__}); start it with "
+            "'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start' "
+            "or set CONTEXTLEDGER_TEST_POSTGRES"
+        )
+
+
+def require_postgres() -> None:
+    """Skip (or, in CI, fail) when PostgreSQL is not available."""
+    reason = postgres_reason()
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the PostgreSQL tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL with a fresh schema, dropped afterwards."""
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    yield f"{PG_BASE.split('?')[0]}?schema={schema}"
+    with psycopg.connect(PG_BASE.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A URL of a fresh SQLite file."""
+    return f"sqlite:///{tmp_path / 'ledger.db'}"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """One URL per backend: memory, SQLite file, PostgreSQL schema."""
+    if request.param == "memory":
+        yield "memory://"
+    elif request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'ledger.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def ledger() -> Iterator[contextledger.Ledger]:
+    """An in-memory ledger with a fixed clock and deterministic ids."""
+    with contextledger.open_ledger("memory://", clock=FixedClock(), ids=CountingIds()) as opened:
+        yield opened
+
+
+@pytest.fixture
+def transcripts() -> Path:
+    """The folder of real transcripts (../shared/transcripts); skips when it is absent."""
+    if not TRANSCRIPTS.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs the transcripts at {TRANSCRIPTS}")
+        pytest.skip(f"no transcripts folder at {TRANSCRIPTS} (set CONTEXTLEDGER_TRANSCRIPTS)")
+    return TRANSCRIPTS
