@@ -10,9 +10,7 @@ from datetime import datetime
 from typing import Any, Self, TypeVar
 
 import pydantic
-
 import structlog
-
 from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
@@ -249,7 +247,11 @@ class Ledger:
 
     def summaries(self, session_id: str) -> list[SummaryRecorded]:
         """Return the summary artifacts stored for a session, oldest first."""
-        return [r.event for r in self.store.read(summary_stream(session_id)) if isinstance(r.event, SummaryRecorded)]
+        return [
+            r.event
+            for r in self.store.read(summary_stream(session_id))
+            if isinstance(r.event, SummaryRecorded)
+        ]
 
     def version(self, session_id: str) -> int:
         """Return the position of the session's last event; raise if the session does not exist."""
@@ -347,7 +349,8 @@ class Ledger:
             return UserMessageAdded(content=self._text(message.content, blobs), at=at, meta=message.meta)
         if isinstance(message, AssistantMessage):
             calls = tuple(
-                ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments)) for c in message.tool_calls
+                ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments))
+                for c in message.tool_calls
             )
             issued.update({c.id: c.name for c in calls})
             return AssistantMessageAdded(
@@ -379,7 +382,9 @@ class Ledger:
     @staticmethod
     def _tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
         schema = raw if isinstance(raw, ToolSchemaIn) else _validated(ToolSchemaIn, raw, "tool schema")
-        return ToolSchema(name=schema.name, description=schema.description, parameters=dict(schema.parameters))
+        return ToolSchema(
+            name=schema.name, description=schema.description, parameters=dict(schema.parameters)
+        )
 
     @staticmethod
     def _tool_call(raw: Mapping[str, Any]) -> ToolCallIn:

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import pydantic
-
 from contextledger.domain.errors import InvalidMessageError
 
 __all__ = [
@@ -90,9 +89,9 @@ _ADAPTER: pydantic.TypeAdapter[UserMessage | AssistantMessage | ToolResult] = py
 _ROLES = ("user", "assistant", "tool")
 
 
-def parse_message(raw: UserMessage | AssistantMessage | ToolResult | dict[str, Any]) -> (
-    UserMessage | AssistantMessage | ToolResult
-):
+def parse_message(
+    raw: UserMessage | AssistantMessage | ToolResult | dict[str, Any],
+) -> UserMessage | AssistantMessage | ToolResult:
     """Validate a message given as a model or a dict; raise ``InvalidMessageError`` on bad input."""
     if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
         return raw

@@ -131,8 +131,7 @@ class PinnedOverBudgetError(BudgetError):
     def __init__(self, pinned_tokens: int, budget_tokens: int) -> None:
         over = pinned_tokens - budget_tokens
         super().__init__(
-            f"pinned items need {pinned_tokens} tokens but the budget allows {budget_tokens} "
-            f"(over by {over})"
+            f"pinned items need {pinned_tokens} tokens but the budget allows {budget_tokens} (over by {over})"
         )
         self.pinned_tokens = pinned_tokens
         self.budget_tokens = budget_tokens

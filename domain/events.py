@@ -6,13 +6,12 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 import msgspec
-
 from contextledger.domain.content import Text
 
 __all__ = [
+    "EVENT_TYPES",
     "AnyEvent",
     "AssistantMessageAdded",
-    "EVENT_TYPES",
     "ForkParent",
     "ItemPinned",
     "ItemUnpinned",

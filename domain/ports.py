@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Protocol
 
 import msgspec
-
 from contextledger.domain.events import AnyEvent, Recorded
 
 __all__ = [

@@ -83,19 +83,27 @@ class SessionState:
         if version == 0:
             raise SessionNotFoundError(self.session_id)
         if isinstance(event, AssistantMessageAdded):
-            seen: set[str] = set()
-            for call in event.tool_calls:
-                if call.id in self.issued or call.id in new_issued or call.id in seen:
-                    raise DuplicateToolCallError(self.session_id, call.id)
-                seen.add(call.id)
+            self._check_calls(event, new_issued)
         elif isinstance(event, ToolResultRecorded):
-            if event.call_id not in self.issued and event.call_id not in new_issued:
-                raise UnknownToolCallError(self.session_id, event.call_id)
-            if event.call_id in self.answered or event.call_id in new_answered:
-                raise DuplicateToolResultError(self.session_id, event.call_id)
+            self._check_result(event, new_issued, new_answered)
         elif isinstance(event, ItemPinned | ItemUnpinned) and not 1 <= event.position <= version:
             msg = f"position {event.position} is outside session {self.session_id!r} (1..{version})"
             raise InvalidMessageError(msg)
+
+    def _check_calls(self, event: AssistantMessageAdded, new_issued: dict[str, str]) -> None:
+        seen: set[str] = set()
+        for call in event.tool_calls:
+            if call.id in self.issued or call.id in new_issued or call.id in seen:
+                raise DuplicateToolCallError(self.session_id, call.id)
+            seen.add(call.id)
+
+    def _check_result(
+        self, event: ToolResultRecorded, new_issued: dict[str, str], new_answered: set[str]
+    ) -> None:
+        if event.call_id not in self.issued and event.call_id not in new_issued:
+            raise UnknownToolCallError(self.session_id, event.call_id)
+        if event.call_id in self.answered or event.call_id in new_answered:
+            raise DuplicateToolResultError(self.session_id, event.call_id)
 
     def apply(self, event: AnyEvent) -> None:
         """Advance the state past one stored event."""

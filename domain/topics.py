@@ -9,7 +9,7 @@ from typing import Any
 from contextledger.domain.errors import EventDecodeError
 from contextledger.domain.events import EVENT_TYPES, LedgerEvent, topic_of
 
-__all__ = ["Upcaster", "TopicRegistry", "default_registry"]
+__all__ = ["TopicRegistry", "Upcaster", "default_registry"]
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 """Turns a stored payload of version N into the payload of version N + 1."""

@@ -5,19 +5,18 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
-
 from contextledger.domain.events import ToolSchema
 
 __all__ = [
+    "MESSAGE_OVERHEAD",
+    "TOOL_CALL_OVERHEAD",
     "Decision",
     "DecisionAction",
-    "MESSAGE_OVERHEAD",
     "MessageKind",
     "RenderedContext",
     "RenderedMessage",
     "RenderedToolCall",
     "Role",
-    "TOOL_CALL_OVERHEAD",
 ]
 
 MESSAGE_OVERHEAD = 4

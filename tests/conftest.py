@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import contextledger
 import psycopg
 import pytest
-
-import contextledger
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))

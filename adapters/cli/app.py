@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-
 from contextledger.adapters.cli import demo, import_cmd, render_cmd, sessions
 
 __all__ = ["app", "main"]

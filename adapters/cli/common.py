@@ -8,24 +8,27 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
+import contextledger
 import msgspec
 import typer
-from rich.console import Console
-
-import contextledger
 from contextledger.adapters.logging_setup import configure_logging
+from rich.console import Console
 
 __all__ = ["DbOption", "JsonOption", "console", "emit_json", "fail", "ledger_for", "run_guarded"]
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="Database URL (sqlite:///path.db, postgresql://..., memory://); "
-                 "default $CONTEXTLEDGER_DB or sqlite:///contextledger.db"),
+    typer.Option(
+        "--db",
+        help="Database URL (sqlite:///path.db, postgresql://..., memory://); "
+        "default $CONTEXTLEDGER_DB or sqlite:///contextledger.db",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False)
+"""Progress bars and notes go to stderr so stdout stays clean for --json."""
 
 
 def emit_json(value: Any) -> None:
@@ -35,7 +38,7 @@ def emit_json(value: Any) -> None:
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one clear error line on stderr and return the exit to raise."""
-    err_console.print(f"error: {message}", markup=False)
+    sys.stderr.write("error: " + " ".join(message.split()) + "\n")
     return typer.Exit(code)
 
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
-
-from contextledger.adapters.cli.common import DbOption, JsonOption, console, emit_json, ledger_for, run_guarded
+from contextledger.adapters.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    ledger_for,
+    run_guarded,
+)
 from contextledger.adapters.cli.demo_session import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_messages
 from contextledger.adapters.cli.history import history_rows
+from rich.table import Table
 
 __all__ = ["register"]
 
@@ -46,6 +52,8 @@ def register(app: typer.Typer) -> None:
                     )
                 console.print(table)
                 info = next(s for s in ledger.sessions() if s.session_id == session_id)
-                console.print(f"{info.events} events stored; the log is append-only and replays to this table.")
+                console.print(
+                    f"{info.events} events stored; the log is append-only and replays to this table."
+                )
 
         run_guarded(body)

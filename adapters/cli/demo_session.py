@@ -21,7 +21,11 @@ DEMO_TOOLS: list[dict[str, Any]] = [
     {
         "name": "run",
         "description": "Run a shell command in the repository and return its output.",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        },
     },
     {
         "name": "edit_file",
@@ -76,9 +80,11 @@ _PYTEST_FAIL = "\n".join(
     + [f"DEBUG trace line {i}: money.py:{i % 12 + 1} locals={{'text': '{i}.{i % 100}'}}" for i in range(400)]
 )
 
-_PYTEST_PASS = "collected 48 items\n\n" + "\n".join(
-    f"tests/test_money.py::test_case_{i:02d} PASSED" for i in range(1, 49)
-) + "\n\n============================== 48 passed in 0.39s =============================="
+_PYTEST_PASS = (
+    "collected 48 items\n\n"
+    + "\n".join(f"tests/test_money.py::test_case_{i:02d} PASSED" for i in range(1, 49))
+    + "\n\n============================== 48 passed in 0.39s =============================="
+)
 
 
 def _call(call_id: str, name: str, **arguments: str) -> dict[str, Any]:
@@ -88,7 +94,10 @@ def _call(call_id: str, name: str, **arguments: str) -> dict[str, Any]:
 def demo_messages() -> list[dict[str, Any]]:
     """Return the session's messages after its start, in order, as append-API dicts."""
     return [
-        {"role": "user", "content": "The money tests fail since yesterday. Please find out why and fix money.py."},
+        {
+            "role": "user",
+            "content": "The money tests fail since yesterday. Please find out why and fix money.py.",
+        },
         {
             "role": "assistant",
             "content": "I'll run the tests first to see what fails.",

@@ -5,10 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
-
-from contextledger.adapters.cli.common import DbOption, JsonOption, console, emit_json, ledger_for, run_guarded
+from contextledger.adapters.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    ledger_for,
+    run_guarded,
+)
 from contextledger.adapters.cli.history import history_rows
+from rich.table import Table
 
 __all__ = ["register"]
 
@@ -29,7 +35,9 @@ def register(app: typer.Typer) -> None:
                 table = Table("session", "events", "model", "source", "started")
                 for info in infos:
                     started = info.started_at.isoformat(timespec="seconds") if info.started_at else ""
-                    table.add_row(info.session_id, str(info.events), info.model or "", info.source or "", started)
+                    table.add_row(
+                        info.session_id, str(info.events), info.model or "", info.source or "", started
+                    )
                 console.print(table)
                 console.print(f"{len(infos)} sessions")
 
@@ -52,7 +60,12 @@ def register(app: typer.Typer) -> None:
                 table = Table("pos", "event", "role", "content", "tools", "stored")
                 for row in rows:
                     table.add_row(
-                        str(row["position"]), row["event"], row["role"], row["preview"], row["tools"], row["stored"]
+                        str(row["position"]),
+                        row["event"],
+                        row["role"],
+                        row["preview"],
+                        row["tools"],
+                        row["stored"],
                     )
                 console.print(table)
 

@@ -7,14 +7,6 @@ from contextlib import contextmanager
 from typing import Protocol
 
 import structlog
-from eventsourcing.persistence import (
-    ApplicationRecorder,
-    IntegrityError,
-    InterfaceError,
-    OperationalError,
-    PersistenceError,
-)
-
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
@@ -24,6 +16,13 @@ from contextledger.domain.errors import (
 )
 from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, topic_of
 from contextledger.domain.ports import AppendOutcome, SessionInfo
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PersistenceError,
+)
 
 __all__ = ["LedgerRecorder", "RecorderEventStore"]
 

@@ -7,11 +7,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
-from eventsourcing.persistence import PersistenceError
-from eventsourcing.postgres import PostgresDatastore
-from eventsourcing.sqlite import SQLiteDatastore
-from psycopg.sql import SQL, Identifier
-
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.recorders import (
     LedgerPOPORecorder,
@@ -19,6 +14,10 @@ from contextledger.adapters.store.recorders import (
     LedgerSQLiteRecorder,
 )
 from contextledger.domain.errors import ConfigError, StoreUnavailableError
+from eventsourcing.persistence import PersistenceError
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+from psycopg.sql import SQL, Identifier
 
 __all__ = ["DEFAULT_URL", "ENV_VAR", "open_store", "resolve_url"]
 
@@ -98,8 +97,8 @@ def _open_postgres(url: str) -> RecorderEventStore:
             max_overflow=4,
             lock_timeout=5,
             connect_timeout=5,
-            pool_open_timeout=10,
         )
+        datastore.pool.open(wait=True, timeout=10)  # once, here: concurrent first opens race in psycopg_pool
         recorder = LedgerPostgresRecorder(datastore, events_table_name="contextledger_events")
         recorder.create_table()
     except (psycopg.Error, PersistenceError) as error:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from eventsourcing.persistence import StoredEvent
-
 from contextledger.domain.errors import EventDecodeError
 from contextledger.domain.events import AnyEvent, LedgerEvent, Recorded
 from contextledger.domain.topics import TopicRegistry, default_registry
+from eventsourcing.persistence import StoredEvent
 
 __all__ = ["MsgspecMapper"]
 

@@ -44,13 +44,19 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         return [
             *super().construct_create_table_statements(),
             "CREATE TABLE IF NOT EXISTS ledger_blobs (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL)",
-            "CREATE TABLE IF NOT EXISTS ledger_idempotency (stream_id TEXT, key TEXT, "
-            "first_position INTEGER NOT NULL, last_position INTEGER NOT NULL, "
-            "PRIMARY KEY (stream_id, key))",
-            "CREATE TABLE IF NOT EXISTS ledger_token_counts (tokenizer TEXT, sha256 TEXT, "
-            "tokens INTEGER NOT NULL, PRIMARY KEY (tokenizer, sha256)) WITHOUT ROWID",
-            f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
-            f"ON {self.events_table_name} (topic)",
+            (
+                "CREATE TABLE IF NOT EXISTS ledger_idempotency (stream_id TEXT, key TEXT, "
+                "first_position INTEGER NOT NULL, last_position INTEGER NOT NULL, "
+                "PRIMARY KEY (stream_id, key))"
+            ),
+            (
+                "CREATE TABLE IF NOT EXISTS ledger_token_counts (tokenizer TEXT, sha256 TEXT, "
+                "tokens INTEGER NOT NULL, PRIMARY KEY (tokenizer, sha256)) WITHOUT ROWID"
+            ),
+            (
+                f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
+                f"ON {self.events_table_name} (topic)"
+            ),
         ]
 
     def _insert_events(
@@ -157,7 +163,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
     def _table(self, name: str) -> SQL | Any:
         return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
 
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:  # noqa: ARG002 - hook signature
         rows = _blob_rows(kwargs)
         if rows:
             curs.executemany(

@@ -1,0 +1,56 @@
+"""The CLI's demo, sessions and error handling, run as a user would run them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("contextledger"))
+
+
+def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], cwd=cwd, capture_output=True, text=True, check=False, env=env)
+
+
+def test_demo_records_a_session_in_sqlite_and_prints_it(tmp_path):
+    """`contextledger demo` stores a tool-using session in a SQLite file and shows every event."""
+    done = _run("demo", "--db", f"sqlite:///{tmp_path / 'd.db'}", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    kinds = [row["event"] for row in shown["events"]]
+    assert kinds[0] == "SessionStarted"
+    assert kinds.count("ToolResultRecorded") == 6
+    assert any(row["stored"].startswith("blob") for row in shown["events"])
+    assert (tmp_path / "d.db").exists()
+
+
+def test_sessions_json_lists_stored_sessions(tmp_path):
+    """`sessions --json` prints the stored sessions as a JSON list with event counts."""
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    assert _run("demo", "--db", url, "--json", cwd=tmp_path).returncode == 0
+    listed = json.loads(_run("sessions", "--db", url, "--json", cwd=tmp_path).stdout)
+    assert isinstance(listed, list)
+    assert listed[0]["events"] == 16
+    assert listed[0]["model"] == "gpt-4o"
+
+
+def test_db_defaults_to_the_environment_variable(tmp_path):
+    """Without --db, CONTEXTLEDGER_DB selects the database."""
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    env = {"CONTEXTLEDGER_DB": url, "PATH": "/usr/bin:/bin"}
+    assert _run("demo", "--db", url, "--json", cwd=tmp_path).returncode == 0
+    listed = json.loads(_run("sessions", "--json", cwd=tmp_path, env=env).stdout)
+    assert len(listed) == 1
+
+
+def test_errors_print_one_line_and_exit_non_zero(tmp_path):
+    """A bad database URL and a missing session each print one clear line and exit 1."""
+    bad = _run("sessions", "--db", "mysql://x", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().count("\n") == 0
+    assert "unsupported database URL" in bad.stderr
+    missing = _run("show", "nope", "--db", f"sqlite:///{tmp_path / 'e.db'}", cwd=tmp_path)
+    assert missing.returncode == 1
+    assert "SessionNotFoundError" in missing.stderr
