@@ -1,0 +1,141 @@
+"""Append benchmarks: durable single appends at 100 and 10,000 events, batched vs raw SQLite.
+
+Run: .venv/bin/python bench/bench_append.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import contextledger
+from contextledger.domain.content import InlineText
+from contextledger.domain.events import UserMessageAdded
+
+sys.path.insert(0, str(Path(__file__).parent))
+from harness import median_of_runs, percentile, save, time_each  # noqa: E402
+
+PAYLOAD = "x" * 300  # the ~300-byte messages of research/eventsourcing.md
+
+
+def fill(ledger: contextledger.Ledger, session_id: str, events: int) -> None:
+    """Append ``events - 1`` user messages after the start, 1,000 per transaction."""
+    remaining = events - ledger.version(session_id)
+    while remaining > 0:
+        batch = min(1000, remaining)
+        ledger.append_many(session_id, [{"role": "user", "content": PAYLOAD}] * batch)
+        remaining -= batch
+
+
+def single_append_latency(size: int, samples: int, folder: Path) -> dict[str, float]:
+    """p50/p99 of one durable append (its own transaction) to a session of ``size`` events."""
+    url = f"sqlite:///{folder / f'single-{size}.db'}"
+    with contextledger.open_ledger(url) as ledger:
+        session_id = ledger.start_session(system_prompt="bench")
+        fill(ledger, session_id, size)
+        durations = time_each(lambda: ledger.add_user_message(session_id, PAYLOAD), samples)
+    with contextledger.open_ledger(url) as fresh:  # a new process: rules state rebuilt from the log
+        start = time.perf_counter()
+        fresh.add_user_message(session_id, PAYLOAD)
+        cold = time.perf_counter() - start
+    return {
+        "p50_ms": statistics.median(durations) * 1000,
+        "p99_ms": percentile(durations, 0.99) * 1000,
+        "cold_first_append_ms": cold * 1000,
+    }
+
+
+def batched_ledger_rate(total: int, batch: int, folder: Path) -> float:
+    """Events per second appending ``total`` events ``batch`` per transaction through the ledger."""
+    path = folder / f"batched-{time.perf_counter_ns()}.db"
+    with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
+        session_id = ledger.start_session(system_prompt="bench")
+        messages = [{"role": "user", "content": PAYLOAD}] * batch
+        start = time.perf_counter()
+        for _ in range(total // batch):
+            ledger.append_many(session_id, messages)
+        return total / (time.perf_counter() - start)
+
+
+def stored_row_bytes() -> int:
+    """Size of the stored state of one benchmark event, for the raw baseline."""
+    from contextledger.adapters.store.mapper import MsgspecMapper  # noqa: PLC0415
+
+    return len(MsgspecMapper().to_stored("s", 1, UserMessageAdded(content=InlineText(PAYLOAD))).state)
+
+
+def raw_sqlite_rate(total: int, batch: int, folder: Path, row_bytes: int) -> float:
+    """Rows per second inserting the same bytes with plain sqlite3 (WAL, synchronous=FULL)."""
+    path = folder / f"raw-{time.perf_counter_ns()}.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute(
+        "CREATE TABLE e (originator_id TEXT, originator_version INTEGER, topic TEXT, state BLOB, "
+        "PRIMARY KEY (originator_id, originator_version))"
+    )
+    state = b"x" * row_bytes
+    version = 0
+    start = time.perf_counter()
+    for _ in range(total // batch):
+        rows = [("s", version + i + 1, "contextledger/UserMessageAdded/v1", state) for i in range(batch)]
+        version += batch
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO e VALUES (?,?,?,?)", rows)
+        conn.execute("COMMIT")
+    rate = total / (time.perf_counter() - start)
+    conn.close()
+    return rate
+
+
+def main() -> None:
+    """Run every append measurement and write bench/results/append.json."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
+    args = parser.parse_args()
+    samples = 50 if args.quick else 300
+    runs = 3 if args.quick else 5
+    total = 10_000 if args.quick else 50_000
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        single = {size: single_append_latency(size, samples, folder) for size in (100, 10_000)}
+        row_bytes = stored_row_bytes()
+        batched = {}
+        for batch in (100, 1000):
+            ledger_rate = median_of_runs(lambda b=batch: batched_ledger_rate(total, b, folder), runs)
+            raw_rate = median_of_runs(lambda b=batch: raw_sqlite_rate(total, b, folder, row_bytes), runs)
+            batched[batch] = {
+                "ledger_events_per_s": ledger_rate,
+                "raw_sqlite_rows_per_s": raw_rate,
+                "ratio_median": ledger_rate[0] / raw_rate[0],
+            }
+    flat = single[10_000]["p50_ms"] / single[100]["p50_ms"]
+    result = {
+        "single_append": single,
+        "single_append_p50_ratio_10k_over_100": flat,
+        "stored_bytes_per_event": row_bytes,
+        "batched": batched,
+    }
+    path = save("append", result)
+    for size, figures in single.items():
+        print(
+            f"single durable append @ {size:>6} events: p50 {figures['p50_ms']:.2f} ms, "
+            f"p99 {figures['p99_ms']:.2f} ms, cold first append {figures['cold_first_append_ms']:.1f} ms"
+        )
+    print(f"p50 ratio 10k/100: {flat:.2f} (flat = about 1)")
+    for batch, figures in batched.items():
+        ledger_rate, raw_rate = figures["ledger_events_per_s"], figures["raw_sqlite_rows_per_s"]
+        print(
+            f"batched {batch}/txn: ledger {ledger_rate[0]:,.0f} ev/s (min {ledger_rate[1]:,.0f}, max "
+            f"{ledger_rate[2]:,.0f}); raw sqlite {raw_rate[0]:,.0f} rows/s; ratio {figures['ratio_median']:.2f}"
+        )
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
