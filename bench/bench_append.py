@@ -18,7 +18,7 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.events import UserMessageAdded
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import median_of_runs, percentile, save, time_each  # noqa: E402
+from harness import median_of_runs, percentile, save, time_each
 
 PAYLOAD = "x" * 300  # the ~300-byte messages of research/eventsourcing.md
 
@@ -131,8 +131,9 @@ def main() -> None:
     for batch, figures in batched.items():
         ledger_rate, raw_rate = figures["ledger_events_per_s"], figures["raw_sqlite_rows_per_s"]
         print(
-            f"batched {batch}/txn: ledger {ledger_rate[0]:,.0f} ev/s (min {ledger_rate[1]:,.0f}, max "
-            f"{ledger_rate[2]:,.0f}); raw sqlite {raw_rate[0]:,.0f} rows/s; ratio {figures['ratio_median']:.2f}"
+            f"batched {batch}/txn: ledger {ledger_rate[0]:,.0f} ev/s (min {ledger_rate[1]:,.0f}, "
+            f"max {ledger_rate[2]:,.0f}); raw sqlite {raw_rate[0]:,.0f} rows/s; "
+            f"ratio {figures['ratio_median']:.2f}"
         )
     print(f"results: {path}")
 

@@ -11,10 +11,31 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FOLDERS = {"contextledger": "api", "contextledger.domain": "domain", "contextledger.projections": "projections",
-           "contextledger.adapters": "adapters"}
-IO_MODULES = {"sqlite3", "psycopg", "psycopg_pool", "tiktoken", "tiktoken_ext", "httpx", "openai", "anthropic",
-              "eventsourcing", "structlog", "typer", "rich", "socket", "urllib", "subprocess", "requests", "os"}
+FOLDERS = {
+    "contextledger": "api",
+    "contextledger.domain": "domain",
+    "contextledger.projections": "projections",
+    "contextledger.adapters": "adapters",
+}
+IO_MODULES = {
+    "sqlite3",
+    "psycopg",
+    "psycopg_pool",
+    "tiktoken",
+    "tiktoken_ext",
+    "httpx",
+    "openai",
+    "anthropic",
+    "eventsourcing",
+    "structlog",
+    "typer",
+    "rich",
+    "socket",
+    "urllib",
+    "subprocess",
+    "requests",
+    "os",
+}
 
 
 def _pyproject() -> dict:
@@ -57,7 +78,9 @@ def test_import_works_beside_a_users_own_domain_package(tmp_path):
         "sid = ledger.start_session(system_prompt='s')\n"
         "print(ledger.version(sid))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
 
@@ -77,7 +100,8 @@ def _imports(path: Path) -> set[str]:
 def test_core_modules_import_no_io_library(folder):
     """domain/ and projections/ import no database, tokenizer, HTTP, logging or OS module."""
     offenders = {
-        str(path.relative_to(REPO)): sorted(_imports(path) & IO_MODULES) for path in (REPO / folder).rglob("*.py")
+        str(path.relative_to(REPO)): sorted(_imports(path) & IO_MODULES)
+        for path in (REPO / folder).rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import contextledger
+import pytest
 from contextledger.adapters.token_cache import CachedTokenCounter
 from contextledger.adapters.tokenizers import HeuristicCounter, get_counter
 from contextledger.domain.content import InlineText

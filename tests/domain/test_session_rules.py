@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import contextledger
+import pytest
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import (
     AssistantMessageAdded,
@@ -51,7 +50,10 @@ def test_check_never_changes_the_state():
     [
         ([_result("zz")], contextledger.UnknownToolCallError),
         ([_result("a"), _result("a")], contextledger.DuplicateToolResultError),
-        ([AssistantMessageAdded(tool_calls=(ToolCall(id="a", name="x"),))], contextledger.DuplicateToolCallError),
+        (
+            [AssistantMessageAdded(tool_calls=(ToolCall(id="a", name="x"),))],
+            contextledger.DuplicateToolCallError,
+        ),
         (
             [AssistantMessageAdded(tool_calls=(ToolCall(id="n", name="x"), ToolCall(id="n", name="y")))],
             contextledger.DuplicateToolCallError,
@@ -59,7 +61,14 @@ def test_check_never_changes_the_state():
         ([SessionStarted(session_id="s")], contextledger.SessionExistsError),
         ([ItemPinned(position=99)], contextledger.InvalidMessageError),
     ],
-    ids=["unknown-call", "second-result", "reused-id", "repeated-id-in-one-message", "restart", "pin-outside"],
+    ids=[
+        "unknown-call",
+        "second-result",
+        "reused-id",
+        "repeated-id-in-one-message",
+        "restart",
+        "pin-outside",
+    ],
 )
 def test_rule_violations_raise_typed_errors(events, error):
     """Each broken rule raises its own error from the package tree."""

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import contextledger
 import msgspec
 import pytest
-from eventsourcing.persistence import StoredEvent
-
-import contextledger
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.domain.content import InlineText
-from contextledger.domain.events import EVENT_TYPES, LedgerEvent, ToolResultRecorded, UserMessageAdded, topic_of
+from contextledger.domain.events import (
+    EVENT_TYPES,
+    LedgerEvent,
+    ToolResultRecorded,
+    UserMessageAdded,
+    topic_of,
+)
 from contextledger.domain.topics import TopicRegistry
+from eventsourcing.persistence import StoredEvent
 
 
 def test_topics_name_the_tag_and_version_not_the_module():

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 import hashlib
 import sqlite3
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 
+import contextledger
 import psycopg
 import pytest
-
-import contextledger
 from contextledger.domain.content import BlobText, InlineText
 from contextledger.domain.events import SessionStarted, UserMessageAdded
 from contextledger.domain.ports import EventStore
@@ -85,9 +84,11 @@ class EventStoreContract(ABC):
         """Of two writers on one version, the second gets ConcurrencyConflictError."""
         session_id = self._session(ledger)
         version = ledger.version(session_id)
-        with contextledger.open_ledger(ledger.store_url) as other:
-            other = other if ledger.store_url != "memory://" else ledger
-            other.add_user_message(session_id, "writer one", expected_version=version)
+        if ledger.store_url == "memory://":
+            ledger.add_user_message(session_id, "writer one", expected_version=version)
+        else:
+            with contextledger.open_ledger(ledger.store_url) as other:
+                other.add_user_message(session_id, "writer one", expected_version=version)
         with pytest.raises(contextledger.ConcurrencyConflictError, match="another writer won"):
             ledger.add_user_message(session_id, "writer two", expected_version=version)
         texts = [r.event.content for r in ledger.events(session_id) if isinstance(r.event, UserMessageAdded)]
@@ -149,7 +150,10 @@ class EventStoreContract(ABC):
         with pytest.raises(contextledger.UnknownToolCallError):
             ledger.append_many(
                 session_id,
-                [{"role": "tool", "call_id": "c1", "content": "ok"}, {"role": "tool", "call_id": "c9", "content": "x"}],
+                [
+                    {"role": "tool", "call_id": "c1", "content": "ok"},
+                    {"role": "tool", "call_id": "c9", "content": "x"},
+                ],
             )
         assert self.snapshot(ledger) == before
 
@@ -259,7 +263,7 @@ class TestSQLiteStore(EventStoreContract):
         blocker = sqlite3.connect(path, timeout=0.1)
         blocker.execute("BEGIN EXCLUSIVE")
         try:
-            ledger.store.recorder.datastore.pool._lock_timeout = 0  # noqa: SLF001
+            ledger.store.recorder.datastore.pool._lock_timeout = 0
             with pytest.raises(contextledger.StoreUnavailableError):
                 ledger.add_user_message(session_id, "blocked")
         finally:
