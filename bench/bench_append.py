@@ -32,9 +32,8 @@ def fill(ledger: contextledger.Ledger, session_id: str, events: int) -> None:
         remaining -= batch
 
 
-def single_append_latency(size: int, samples: int, folder: Path) -> dict[str, float]:
+def single_append_latency(size: int, samples: int, url: str) -> dict[str, float]:
     """p50/p99 of one durable append (its own transaction) to a session of ``size`` events."""
-    url = f"sqlite:///{folder / f'single-{size}.db'}"
     with contextledger.open_ledger(url) as ledger:
         session_id = ledger.start_session(system_prompt="bench")
         fill(ledger, session_id, size)
@@ -93,18 +92,53 @@ def raw_sqlite_rate(total: int, batch: int, folder: Path, row_bytes: int) -> flo
     return rate
 
 
+def raw_sqlite_single_latency(samples: int, folder: Path, row_bytes: int) -> float:
+    """Median seconds of one plain sqlite3 insert committed on its own (WAL, synchronous=FULL)."""
+    conn = sqlite3.connect(folder / f"raw-single-{time.perf_counter_ns()}.db", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE e (id TEXT, v INTEGER, topic TEXT, state BLOB, PRIMARY KEY (id, v))")
+    state = b"x" * row_bytes
+    counter = iter(range(1, samples + 1))
+
+    def insert() -> None:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO e VALUES ('s', ?, 't', ?)", (next(counter), state))
+        conn.execute("COMMIT")
+
+    durations = time_each(insert, samples)
+    conn.close()
+    return statistics.median(durations)
+
+
 def main() -> None:
     """Run every append measurement and write bench/results/append.json."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
+    parser.add_argument(
+        "--postgres",
+        default="postgresql://postgres@127.0.0.1:5432/test",
+        help="PostgreSQL URL for the same single-append figures ('' to skip)",
+    )
     args = parser.parse_args()
     samples = 50 if args.quick else 300
     runs = 3 if args.quick else 5
     total = 10_000 if args.quick else 50_000
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        single = {size: single_append_latency(size, samples, folder) for size in (100, 10_000)}
+        single = {
+            size: single_append_latency(size, samples, f"sqlite:///{folder / f'single-{size}.db'}")
+            for size in (100, 10_000)
+        }
+        postgres = {}
+        if args.postgres:
+            schema = f"bench_{time.time_ns()}"
+            postgres = {
+                size: single_append_latency(size, samples, f"{args.postgres}?schema={schema}_{size}")
+                for size in (100, 10_000)
+            }
         row_bytes = stored_row_bytes()
+        raw_single_ms = raw_sqlite_single_latency(samples, folder, row_bytes) * 1000
         batched = {}
         for batch in (100, 1000):
             ledger_rate = median_of_runs(lambda b=batch: batched_ledger_rate(total, b, folder), runs)
@@ -117,6 +151,8 @@ def main() -> None:
     flat = single[10_000]["p50_ms"] / single[100]["p50_ms"]
     result = {
         "single_append": single,
+        "single_append_postgres": postgres,
+        "raw_sqlite_single_insert_p50_ms": raw_single_ms,
         "single_append_p50_ratio_10k_over_100": flat,
         "stored_bytes_per_event": row_bytes,
         "batched": batched,
@@ -128,6 +164,15 @@ def main() -> None:
             f"p99 {figures['p99_ms']:.2f} ms, cold first append {figures['cold_first_append_ms']:.1f} ms"
         )
     print(f"p50 ratio 10k/100: {flat:.2f} (flat = about 1)")
+    print(
+        f"raw sqlite single-row commit p50 {raw_single_ms:.3f} ms; ledger/raw at 10k: "
+        f"{single[10_000]['p50_ms'] / raw_single_ms:.1f}x"
+    )
+    for size, figures in postgres.items():
+        print(
+            f"postgres single append @ {size:>6} events: "
+            f"p50 {figures['p50_ms']:.2f} ms, p99 {figures['p99_ms']:.2f} ms"
+        )
     for batch, figures in batched.items():
         ledger_rate, raw_rate = figures["ledger_events_per_s"], figures["raw_sqlite_rows_per_s"]
         print(
