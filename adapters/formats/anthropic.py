@@ -1,0 +1,182 @@
+"""Anthropic Messages wire format: ``system`` apart, content blocks, cache breakpoints."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+from contextledger.adapters.formats.common import is_blank, object_schema, rewrite_id, wire_role
+from contextledger.domain.events import ToolSchema
+from contextledger.projections.context import RenderedContext, RenderedMessage
+
+__all__ = [
+    "ANTHROPIC_MAX_CALL_ID",
+    "EMPTY_ERROR_RESULT",
+    "LEADING_USER_PLACEHOLDER",
+    "RAW_ARGUMENTS_KEY",
+    "anthropic_call_id",
+    "to_anthropic",
+    "tool_input",
+]
+
+ANTHROPIC_MAX_CALL_ID = 128
+"""Longest ``tool_use`` id sent as is (defensive; ids must also match ``[A-Za-z0-9_-]+``)."""
+
+LEADING_USER_PLACEHOLDER = "[conversation continues]"
+"""Text of the user message put first when the history would not start with a user message."""
+
+EMPTY_ERROR_RESULT = "[error: the tool returned no output]"
+"""Content of an error ``tool_result`` whose text is blank (the API needs content when ``is_error``)."""
+
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+"""Key under which arguments that are not a JSON object are sent, verbatim, as ``tool_use`` input."""
+
+_TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def anthropic_call_id(call_id: str) -> str:
+    """Return the ``tool_use`` id sent for a logged call id (the API requires ``^[a-zA-Z0-9_-]+$``).
+
+    Args:
+        call_id: The id as logged, e.g. ``call_7`` (kept) or ``Bash:12`` (rewritten).
+
+    Returns:
+        The id itself when accepted, else a deterministic accepted form (see ``common.rewrite_id``).
+    """
+    return rewrite_id(call_id, max_length=ANTHROPIC_MAX_CALL_ID, allowed=_TOOL_ID)
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """Return the ``tool_use`` input for a call's arguments text; the API needs a JSON object.
+
+    Blank arguments are the empty object. Text that is not a JSON object (invalid JSON, or an
+    array, string or number) is wrapped as ``{"_raw_arguments": <the text, verbatim>}``: lossless,
+    deterministic, and unlikely to collide with a real parameter name.
+
+    Args:
+        arguments: The JSON text the model produced.
+
+    Returns:
+        A fresh dict.
+    """
+    if is_blank(arguments):
+        return {}
+    try:
+        value = msgspec.json.decode(arguments)
+    except msgspec.DecodeError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    return {RAW_ARGUMENTS_KEY: arguments}
+
+
+def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
+    """Return the Messages request parts for ``ctx``: ``{"system", "messages", "tools"}``.
+
+    Mapping:
+
+    - ``system`` is a list with one text block, omitted (like ``tools``) when blank;
+    - every message's ``content`` is a list of blocks; blank text blocks are never emitted (the API
+      rejects empty and whitespace-only text), so a message with nothing else left is skipped;
+    - user messages and, whatever their neutral role, summaries and injections are user text
+      blocks (see ``common.USER_TEXT_KINDS``);
+    - an assistant message is its text block then one ``tool_use`` block per call; ``input`` is the
+      parsed arguments object (``tool_input`` wraps anything else);
+    - a tool result (stubs and truncations included) is a ``tool_result`` block in a user message,
+      with ``is_error: true`` when it failed; blank content is omitted, or replaced by
+      ``EMPTY_ERROR_RESULT`` for an error (the API requires content then);
+    - consecutive messages of the same wire role are merged into one message, so the roles
+      alternate and consecutive results share one user message;
+    - if the first message would not be a user message (a window starting on an assistant
+      message), or there is none, a user message ``LEADING_USER_PLACEHOLDER`` is put first.
+
+    Cache breakpoints (``cache_control: {"type": "ephemeral"}``, at most 3 of the API's 4):
+
+    - the end of the stable prefix: the last block of ``ctx.messages[:ctx.stable_prefix]``;
+    - the end of system and tools: the system block, or the last tool when there is no system.
+      It is the stable-prefix breakpoint when that prefix is empty, and otherwise keeps the
+      system prompt cached across compactions, which change the summary after it;
+    - the last block of the final message (rolling breakpoint).
+
+    Call ids the API would reject are rewritten deterministically (``anthropic_call_id``).
+    Equal contexts give equal payloads; the payload shares no mutable object with ``ctx``.
+
+    Args:
+        ctx: The rendered, provider-neutral context.
+
+    Returns:
+        A JSON-ready dict with ``messages`` and, when not empty, ``system`` and ``tools``.
+
+    Raises:
+        InvalidMessageError: A message shape no provider can express (see ``common.wire_role``).
+    """
+    system: list[dict[str, Any]] = [] if is_blank(ctx.system) else [{"type": "text", "text": ctx.system}]
+    tools = [_tool(tool) for tool in ctx.tools]
+    messages: list[dict[str, Any]] = []
+    last_blocks: list[dict[str, Any] | None] = []
+    for index, message in enumerate(ctx.messages):
+        role = wire_role(message, index)
+        blocks = _blocks(message, role)
+        last_blocks.append(blocks[-1] if blocks else None)
+        if not blocks:
+            continue
+        side = "assistant" if role == "assistant" else "user"
+        if messages and messages[-1]["role"] == side:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": side, "content": blocks})
+    if not messages or messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": LEADING_USER_PLACEHOLDER}]})
+
+    head: dict[str, Any] | None = system[-1] if system else (tools[-1] if tools else None)
+    stable = next((b for b in reversed(last_blocks[: ctx.stable_prefix]) if b is not None), head)
+    final: dict[str, Any] = messages[-1]["content"][-1]
+    marked: set[int] = set()
+    for block in (head, stable, final):
+        if block is not None and id(block) not in marked:
+            marked.add(id(block))
+            block["cache_control"] = {"type": "ephemeral"}
+
+    payload: dict[str, Any] = {}
+    if system:
+        payload["system"] = system
+    payload["messages"] = messages
+    if tools:
+        payload["tools"] = tools
+    return payload
+
+
+def _blocks(message: RenderedMessage, role: str) -> list[dict[str, Any]]:
+    if role == "tool":
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": anthropic_call_id(message.tool_call_id or ""),
+        }
+        if not is_blank(message.text):
+            block["content"] = message.text
+        elif message.is_error:
+            block["content"] = EMPTY_ERROR_RESULT
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    blocks: list[dict[str, Any]] = [] if is_blank(message.text) else [{"type": "text", "text": message.text}]
+    if role == "assistant":
+        blocks.extend(
+            {
+                "type": "tool_use",
+                "id": anthropic_call_id(call.id),
+                "name": call.name,
+                "input": tool_input(call.arguments),
+            }
+            for call in message.tool_calls
+        )
+    return blocks
+
+
+def _tool(tool: ToolSchema) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["input_schema"] = object_schema(tool.parameters)
+    return out

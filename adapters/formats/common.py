@@ -1,0 +1,100 @@
+"""Rules shared by the wire formats: which wire role a neutral message takes, and id rewriting."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from typing import Any, Literal
+
+from contextledger.domain.errors import InvalidMessageError
+from contextledger.projections.context import RenderedMessage
+
+__all__ = ["USER_TEXT_KINDS", "WireRole", "is_blank", "object_schema", "rewrite_id", "wire_role"]
+
+WireRole = Literal["user", "assistant", "tool"]
+
+USER_TEXT_KINDS = frozenset({"summary", "injection"})
+"""Kinds always sent as user-role text, whatever role the neutral message names.
+
+A summary (the stable prefix) and injected per-turn content (retrieved memories) are context the
+caller supplies, not something the model said, and must not gain system authority: a summary can
+quote tool output or user text verbatim. A user-role text message is valid at the head of the
+history in both APIs (Anthropic requires the first message to be a user message) and is cacheable.
+"""
+
+
+def wire_role(message: RenderedMessage, index: int) -> WireRole:
+    """Return the role ``message`` takes on the wire, refusing shapes no provider can express.
+
+    Args:
+        message: A message of ``RenderedContext.messages``.
+        index: Its index there, for the error message.
+
+    Returns:
+        ``"user"`` for summaries and injections, else the message's own role.
+
+    Raises:
+        InvalidMessageError: Tool calls outside an assistant message, a tool result without
+            ``tool_call_id``, or a call id on a message that is not a tool result.
+    """
+    role: WireRole = "user" if message.kind in USER_TEXT_KINDS else message.role
+    if message.tool_calls and role != "assistant":
+        raise InvalidMessageError(
+            f"messages[{index}]: a {message.kind} {role} message cannot carry tool calls"
+        )
+    if role == "tool" and not message.tool_call_id:
+        raise InvalidMessageError(f"messages[{index}]: a tool result needs a tool_call_id")
+    if role != "tool" and message.tool_call_id is not None:
+        raise InvalidMessageError(
+            f"messages[{index}]: only a tool result may carry a tool_call_id ({message.kind} {role} does)"
+        )
+    return role
+
+
+def is_blank(text: str) -> bool:
+    """Return whether ``text`` is empty or whitespace only (Anthropic rejects such text blocks)."""
+    return not text.strip()
+
+
+def rewrite_id(call_id: str, *, max_length: int, allowed: re.Pattern[str] | None = None) -> str:
+    """Return ``call_id`` unchanged if the provider accepts it, else a deterministic accepted form.
+
+    The rewritten form keeps the allowed characters (others become ``_``), cut so that an
+    underscore and 8 hex digits of the SHA-256 of the original id fit in ``max_length``; the hash
+    keeps distinct ids distinct. A call and its result go through the same function, so they stay
+    paired.
+
+    Args:
+        call_id: The id as logged.
+        max_length: The provider's maximum id length.
+        allowed: A pattern the whole id must match (``fullmatch``), or None when any
+            characters are accepted.
+
+    Returns:
+        An id no longer than ``max_length`` (and matching ``allowed``; a rewritten id always
+        matches ``[A-Za-z0-9_-]+``).
+    """
+    if len(call_id) <= max_length and (allowed is None or allowed.fullmatch(call_id)):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[: max_length - 9]
+    return f"{cleaned}_{digest}"
+
+
+def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    """Return a copy of a tool's parameters schema as both APIs accept it: a ``type: object`` schema.
+
+    An empty schema becomes ``{"type": "object", "properties": {}}``; a schema without ``type``
+    gets ``"type": "object"`` first; any other schema is copied verbatim.
+
+    Args:
+        parameters: ``ToolSchema.parameters``.
+
+    Returns:
+        A deep copy, so that the payload shares nothing mutable with the frozen schema.
+    """
+    if not parameters:
+        return {"type": "object", "properties": {}}
+    schema = copy.deepcopy(parameters)
+    return schema if "type" in schema else {"type": "object", **schema}

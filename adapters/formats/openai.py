@@ -1,0 +1,97 @@
+"""OpenAI Chat Completions wire format: the ``messages`` and ``tools`` of a request body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextledger.adapters.formats.common import object_schema, rewrite_id, wire_role
+from contextledger.domain.events import ToolSchema
+from contextledger.projections.context import RenderedContext, RenderedMessage
+
+__all__ = ["OPENAI_MAX_CALL_ID", "openai_call_id", "to_openai"]
+
+OPENAI_MAX_CALL_ID = 40
+"""The longest tool call id Chat Completions accepts ("string too long ... maximum length 40")."""
+
+
+def openai_call_id(call_id: str) -> str:
+    """Return the id sent for a logged tool call id: unchanged up to 40 characters, else shortened.
+
+    Args:
+        call_id: The id as logged.
+
+    Returns:
+        The id itself, or a deterministic 40-character form (see ``common.rewrite_id``).
+    """
+    return rewrite_id(call_id, max_length=OPENAI_MAX_CALL_ID)
+
+
+def to_openai(ctx: RenderedContext) -> dict[str, Any]:
+    """Return the Chat Completions request parts for ``ctx``: ``{"messages": [...], "tools": [...]}``.
+
+    Mapping:
+
+    - the system prompt is the first message (role ``system``), omitted when empty;
+    - user messages and, whatever their neutral role, summaries and injections are role ``user``
+      with string content (the summary heads the stable prefix; see ``common.USER_TEXT_KINDS``);
+    - an assistant message carries ``tool_calls`` ``[{id, type: "function", function: {name,
+      arguments}}]`` with ``content`` null when it has no text (``""`` when it has neither);
+    - a tool result (stubbed and truncated ones included) is role ``tool`` with ``tool_call_id``.
+      Chat Completions has no error flag: an error result is sent as its text, unchanged, so that
+      the counted tokens stay exact;
+    - tools are ``{"type": "function", "function": {name, description, parameters}}``; an empty
+      description is omitted and the schema is made a ``type: object`` schema
+      (``common.object_schema``); ``tools`` is omitted when there are none.
+
+    Texts are sent verbatim; call ids longer than 40 characters are shortened deterministically
+    (``openai_call_id``). Equal contexts give equal payloads; the payload shares no mutable
+    object with ``ctx``.
+
+    Args:
+        ctx: The rendered, provider-neutral context.
+
+    Returns:
+        A JSON-ready dict with ``messages`` and, when there are tools, ``tools``.
+
+    Raises:
+        InvalidMessageError: A message shape no provider can express (see ``common.wire_role``).
+    """
+    messages: list[dict[str, Any]] = []
+    if ctx.system:
+        messages.append({"role": "system", "content": ctx.system})
+    messages.extend(_message(message, index) for index, message in enumerate(ctx.messages))
+    payload: dict[str, Any] = {"messages": messages}
+    if ctx.tools:
+        payload["tools"] = [_tool(tool) for tool in ctx.tools]
+    return payload
+
+
+def _message(message: RenderedMessage, index: int) -> dict[str, Any]:
+    role = wire_role(message, index)
+    if role == "tool":
+        call_id = openai_call_id(message.tool_call_id or "")
+        return {"role": "tool", "tool_call_id": call_id, "content": message.text}
+    if role == "user":
+        return {"role": "user", "content": message.text}
+    if not message.tool_calls:
+        return {"role": "assistant", "content": message.text}
+    return {
+        "role": "assistant",
+        "content": message.text or None,
+        "tool_calls": [
+            {
+                "id": openai_call_id(call.id),
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in message.tool_calls
+        ],
+    }
+
+
+def _tool(tool: ToolSchema) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        function["description"] = tool.description
+    function["parameters"] = object_schema(tool.parameters)
+    return {"type": "function", "function": function}
