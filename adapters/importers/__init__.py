@@ -1,1 +1,3 @@
-"""Importers of real agent transcripts into the ledger."""
+"""Importers of real agent transcripts into the ledger (entry points in ``service``)."""
+
+__all__: list[str] = []

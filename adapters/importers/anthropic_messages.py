@@ -1,0 +1,264 @@
+"""Anthropic Messages API transcripts, and the content-block mapping Claude Code sessions share."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+from contextledger.adapters.importers.base import CallBook, SessionDraft
+from contextledger.adapters.importers.source import Source
+
+__all__ = ["Block", "add_user_blocks", "extend_assistant", "new_assistant", "parse_anthropic", "result_text"]
+
+
+class Block(msgspec.Struct, kw_only=True):
+    """One content block (text, thinking, tool_use, tool_result, image, ...); unknown fields ignored."""
+
+    type: str
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+    tool_use_id: str | None = None
+    content: str | list[dict[str, Any]] | None = None
+    is_error: bool | None = None
+
+
+class AMessage(msgspec.Struct, kw_only=True):
+    """A Messages API message: a role and a string or a list of blocks."""
+
+    role: Literal["user", "assistant"]
+    content: str | list[Block]
+
+
+class ATool(msgspec.Struct, kw_only=True):
+    """A tool definition of a Messages API request."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = {}
+
+
+class AResponse(msgspec.Struct, kw_only=True):
+    """A Messages API response: the final assistant turn."""
+
+    content: list[Block]
+    id: str | None = None
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    stop_reason: str | None = None
+
+
+class ARequest(msgspec.Struct, kw_only=True):
+    """A Messages API request body, optionally with the response it got."""
+
+    messages: list[AMessage]
+    model: str | None = None
+    system: str | list[Block] | None = None
+    tools: list[ATool] = []
+    id: str | None = None
+    response: AResponse | None = None
+
+
+def _need(source: Source, value: str | None, path: str, what: str) -> str:
+    if not isinstance(value, str):
+        raise source.error(path, f"expected {what} (a string)")
+    return value
+
+
+def result_text(content: str | list[dict[str, Any]] | None, draft: SessionDraft) -> str:
+    """Return the text of a ``tool_result`` content (string or blocks); report dropped non-text blocks."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    texts: list[str] = []
+    for block in content:
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        else:
+            draft.note(f"non-text blocks ({block.get('type')}) inside tool results were dropped")
+    return "\n".join(texts)
+
+
+def new_assistant(meta: dict[str, Any], model: str | None, at: datetime | None) -> dict[str, Any]:
+    """Return an empty assistant message dict that ``extend_assistant`` fills."""
+    message: dict[str, Any] = {"role": "assistant", "content": None, "reasoning": None, "tool_calls": []}
+    message |= {"model": model, "at": at, "meta": meta}
+    return message
+
+
+def _join(old: str | None, new: str) -> str:
+    return new if old is None else f"{old}\n\n{new}"
+
+
+def extend_assistant(
+    source: Source,
+    draft: SessionDraft,
+    message: dict[str, Any],
+    blocks: list[Block],
+    *,
+    path: str,
+    book: CallBook,
+) -> None:
+    """Add assistant blocks to ``message``: text to content, thinking to reasoning, tool_use to calls.
+
+    Several text (or thinking) blocks are joined with a blank line; thinking signatures are kept in
+    ``meta.thinking_signatures`` so the reasoning can be replayed to the API.
+    """
+    for index, block in enumerate(blocks):
+        where = f"{path}[{index}]"
+        if block.type == "text":
+            message["content"] = _join(message["content"], _need(source, block.text, f"{where}.text", "text"))
+        elif block.type == "thinking":
+            thought = _need(source, block.thinking, f"{where}.thinking", "thinking")
+            message["reasoning"] = _join(message["reasoning"], thought)
+            if block.signature:
+                message["meta"].setdefault("thinking_signatures", []).append(block.signature)
+        elif block.type == "tool_use":
+            call_name = _need(source, block.name, f"{where}.name", "a tool name")
+            call_id = book.issue(_need(source, block.id, f"{where}.id", "a tool_use id"), call_name)
+            arguments = block.input if isinstance(block.input, dict | str) else {}
+            message["tool_calls"].append({"id": call_id, "name": call_name, "arguments": arguments})
+            if call_id in book.renamed:
+                message["meta"].setdefault("renamed_calls", {})[call_id] = book.renamed[call_id]
+        elif block.type == "redacted_thinking":
+            draft.note("redacted_thinking blocks (encrypted reasoning) were dropped")
+        else:
+            draft.note(f"assistant '{block.type}' blocks have no ledger field and were dropped")
+
+
+def add_user_blocks(
+    source: Source,
+    draft: SessionDraft,
+    blocks: list[Block],
+    *,
+    path: str,
+    book: CallBook,
+    meta: dict[str, Any],
+    at: datetime | None,
+) -> int:
+    """Append a user turn's blocks: ``tool_result`` blocks become tool results, text a user message.
+
+    Returns the number of messages appended.
+    """
+    texts: list[str] = []
+    added = 0
+    for index, block in enumerate(blocks):
+        where = f"{path}[{index}]"
+        if block.type == "tool_result":
+            source_id = _need(source, block.tool_use_id, f"{where}.tool_use_id", "a tool_use_id")
+            call_id = book.resolve(source_id)
+            if call_id is None:
+                draft.metadata.setdefault("dropped_results", []).append(
+                    {"source_ref": where, "call_id": source_id}
+                )
+                draft.note("tool results naming no open tool_use cannot be stored: dropped, see metadata")
+                continue
+            result_meta = dict(meta) | {"source_ref": where}
+            draft.messages.append(
+                {
+                    "role": "tool",
+                    "call_id": call_id,
+                    "content": result_text(block.content, draft),
+                    "tool_name": book.names[call_id],
+                    "is_error": bool(block.is_error),
+                    "at": at,
+                    "meta": result_meta,
+                }
+            )
+            added += 1
+        elif block.type == "text":
+            texts.append(_need(source, block.text, f"{where}.text", "text"))
+        else:
+            draft.note(f"user '{block.type}' blocks (not text) were dropped: the ledger stores text only")
+    if texts:
+        draft.messages.append({"role": "user", "content": "\n\n".join(texts), "at": at, "meta": dict(meta)})
+        added += 1
+    return added
+
+
+def _request_session(source: Source, request: ARequest, path: str) -> SessionDraft:
+    draft = SessionDraft("anthropic", source.path, request.id or "", source_ref=path, model=request.model)
+    if isinstance(request.system, list):
+        draft.system_prompt = "\n\n".join(b.text for b in request.system if b.type == "text" and b.text)
+    else:
+        draft.system_prompt = request.system or ""
+    draft.tools = [
+        {"name": t.name, "description": t.description, "parameters": t.input_schema} for t in request.tools
+    ]
+    draft.source_messages = len(request.messages)
+    book = CallBook()
+    base = f"{path}.messages" if path else "$"
+    for index, message in enumerate(request.messages):
+        where = f"{base}[{index}]"
+        if message.role == "user":
+            if isinstance(message.content, str):
+                draft.messages.append(
+                    {"role": "user", "content": message.content, "meta": {"source_ref": where}}
+                )
+            else:
+                add_user_blocks(
+                    source,
+                    draft,
+                    message.content,
+                    path=f"{where}.content",
+                    book=book,
+                    meta={"source_ref": where},
+                    at=None,
+                )
+            continue
+        reply = new_assistant({"source_ref": where}, request.model, None)
+        if isinstance(message.content, str):
+            reply["content"] = message.content
+        else:
+            extend_assistant(source, draft, reply, message.content, path=f"{where}.content", book=book)
+        draft.messages.append(reply)
+    if request.response is not None:
+        draft.source_messages += 1
+        reply = new_assistant(
+            {"source_ref": f"{path or '$'}.response"}, request.response.model or request.model, None
+        )
+        if request.response.usage:
+            reply["meta"]["usage"] = request.response.usage
+        extend_assistant(
+            source, draft, reply, request.response.content, path=f"{path or '$'}.response.content", book=book
+        )
+        draft.messages.append(reply)
+    note = book.rename_note()
+    if note:
+        draft.note(note)
+    return draft
+
+
+def parse_anthropic(source: Source) -> list[SessionDraft]:
+    """Parse Messages API transcripts into one session per request or message list.
+
+    Accepted: a request body (``messages``, ``system``, ``tools``, optional ``response``), a list
+    of messages, a list of requests, or JSON Lines of either.
+    """
+    if source.looks_like_json_lines():
+        rows = list(source.lines())
+        if all(isinstance(v, dict) and "role" in v for _, v in rows):
+            messages = [source.convert(v, AMessage, f"line {n}: $") for n, v in rows]
+            return [_request_session(source, ARequest(messages=messages), "")]
+        return [
+            _request_session(source, source.convert(v, ARequest, f"line {n}: $"), f"line {n}")
+            for n, v in rows
+        ]
+    document = source.document
+    if isinstance(document, list):
+        if all(isinstance(v, dict) and "role" in v for v in document):
+            return [
+                _request_session(source, ARequest(messages=source.convert(document, list[AMessage], "$")), "")
+            ]
+        return [
+            _request_session(source, source.convert(v, ARequest, f"$[{i}]"), f"$[{i}]")
+            for i, v in enumerate(document)
+        ]
+    if isinstance(document, dict):
+        return [_request_session(source, source.convert(document, ARequest, "$"), "$")]
+    raise source.error(
+        "$", f"expected a Messages API request object or message list, got {type(document).__name__}"
+    )

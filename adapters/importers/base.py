@@ -1,0 +1,254 @@
+"""Session drafts, call/result pairing and per-session reports shared by every transcript importer."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from contextledger.domain.errors import InvalidMessageError, TranscriptImportError
+from contextledger.messages import AssistantMessage, ToolResult, UserMessage, parse_message
+
+__all__ = [
+    "CallBook",
+    "ImportReport",
+    "PreparedSession",
+    "SessionDraft",
+    "aware_time",
+    "prepare",
+    "small_fields",
+]
+
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class SessionDraft:
+    """One source session parsed into ledger message dicts, before anything is written.
+
+    ``native_id`` is the session's identity inside its source (a Claude Code ``sessionId``, a
+    SWE-bench instance id, a tau-bench task and trial); with the content hash it makes the
+    deterministic session id. ``notes`` lists what the format could not express or what the
+    importer had to decide; they are stored in the session metadata and printed in the report.
+    ``source_messages`` counts the source's conversational records the way PROVENANCE.md does.
+    """
+
+    source_format: str
+    source: str
+    native_id: str
+    source_ref: str = ""
+    system_prompt: str = ""
+    model: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    started_at: datetime | None = None
+    source_messages: int = 0
+
+    def note(self, text: str) -> None:
+        """Record one loss or decision, once."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def last_assistant(self) -> dict[str, Any] | None:
+        """Return the most recent message if it is an assistant message, else None."""
+        if self.messages and self.messages[-1]["role"] == "assistant":
+            return self.messages[-1]
+        return None
+
+
+class ImportReport(msgspec.Struct, kw_only=True):
+    """What happened to one source session: where it came from, what was stored, what was lost."""
+
+    session_id: str | None
+    format: str
+    source: str
+    source_ref: str = ""
+    status: str
+    messages: int = 0
+    user_messages: int = 0
+    assistant_messages: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    unpaired_calls: int = 0
+    source_messages: int = 0
+    notes: list[str] = []
+    error: str | None = None
+
+
+@dataclass
+class PreparedSession:
+    """A validated draft with its deterministic id, idempotency key and counts; ready to write."""
+
+    draft: SessionDraft
+    session_id: str
+    idempotency_key: str
+    messages: list[UserMessage | AssistantMessage | ToolResult]
+    report: ImportReport
+
+
+class CallBook:
+    """Issues unique ledger call ids and pairs results with them.
+
+    Sources reuse call ids (tau-bench reuses ``call_…`` ids inside one run) or have none at
+    all; the ledger refuses both. A reused id gets a ``#n`` suffix, a missing one becomes
+    ``call_<n>``. A result pairs with the earliest unanswered call carrying its source id.
+    """
+
+    def __init__(self) -> None:
+        """Start with no calls issued."""
+        self.names: dict[str, str] = {}
+        self._open: dict[str, list[str]] = {}
+        self._answered: set[str] = set()
+        self.synthesized = 0
+        self.renamed: dict[str, str] = {}
+
+    def issue(self, source_id: str | None, name: str) -> str:
+        """Return the ledger id of a new call with ``source_id`` (None: synthesize one)."""
+        if not source_id:
+            self.synthesized += 1
+            source_id = f"call_{self.synthesized}"
+        call_id = source_id
+        n = 1
+        while call_id in self.names:
+            n += 1
+            call_id = f"{source_id}#{n}"
+        if call_id != source_id:
+            self.renamed[call_id] = source_id
+        self.names[call_id] = name
+        self._open.setdefault(source_id, []).append(call_id)
+        return call_id
+
+    def resolve(self, source_id: str) -> str | None:
+        """Return the ledger id a result for ``source_id`` answers, or None if no call awaits it."""
+        waiting = self._open.get(source_id)
+        if not waiting:
+            return None
+        call_id = waiting.pop(0)
+        self._answered.add(call_id)
+        return call_id
+
+    def was_issued(self, source_id: str) -> bool:
+        """Return True when some call (answered or not) used ``source_id``."""
+        return source_id in self.names
+
+    @property
+    def pending(self) -> list[str]:
+        """Ledger ids of calls without a result, in issue order."""
+        return [c for c in self.names if c not in self._answered]
+
+    def rename_note(self) -> str | None:
+        """Describe the renamed ids, or None when every source id was unique."""
+        if not self.renamed:
+            return None
+        return (
+            f"{len(self.renamed)} tool call id(s) were reused within the session; later uses were renamed "
+            "'<id>#<n>' (the source id is kept in meta.renamed_calls / meta.source_call_id) and each "
+            "result was paired with the earliest unanswered call carrying its id"
+        )
+
+
+def aware_time(value: str | None) -> datetime | None:
+    """Parse an ISO-8601 timestamp that names its zone; return None for absent or zone-less ones."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def small_fields(values: dict[str, Any], limit: int = 2000) -> dict[str, Any]:
+    """Return the entries of ``values`` whose JSON encoding is at most ``limit`` bytes."""
+    kept: dict[str, Any] = {}
+    for key, value in values.items():
+        try:
+            size = len(msgspec.json.encode(value))
+        except (TypeError, msgspec.EncodeError):
+            continue
+        if size <= limit:
+            kept[key] = value
+    return kept
+
+
+def _digest(draft: SessionDraft) -> str:
+    content = {
+        "format": draft.source_format,
+        "native_id": draft.native_id,
+        "system_prompt": draft.system_prompt,
+        "model": draft.model,
+        "tools": draft.tools,
+        "metadata": draft.metadata,
+        "messages": draft.messages,
+    }
+    return hashlib.sha256(msgspec.json.encode(content, order="deterministic")).hexdigest()
+
+
+def _check_pairing(draft: SessionDraft, messages: list[UserMessage | AssistantMessage | ToolResult]) -> int:
+    """Apply the domain's pairing rules before writing; return how many calls stay unanswered."""
+    issued: set[str] = set()
+    answered: set[str] = set()
+    for position, message in enumerate(messages):
+        where = str(draft.messages[position].get("meta", {}).get("source_ref", f"message {position}"))
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id in issued:
+                    raise TranscriptImportError(
+                        draft.source, where, f"tool call id {call.id!r} is used twice"
+                    )
+                issued.add(call.id)
+        elif isinstance(message, ToolResult):
+            if message.call_id not in issued:
+                problem = (
+                    f"tool result for call {message.call_id!r}, which no earlier assistant message issued"
+                )
+                raise TranscriptImportError(draft.source, where, problem)
+            if message.call_id in answered:
+                raise TranscriptImportError(
+                    draft.source, where, f"second result for call {message.call_id!r}"
+                )
+            answered.add(message.call_id)
+    return len(issued - answered)
+
+
+def prepare(draft: SessionDraft) -> PreparedSession:
+    """Validate a draft as the ledger will, and give it its deterministic id and idempotency key.
+
+    Raises:
+        TranscriptImportError: a message does not fit the append API or breaks the pairing rules.
+    """
+    validated: list[UserMessage | AssistantMessage | ToolResult] = []
+    for position, raw in enumerate(draft.messages):
+        try:
+            validated.append(parse_message(raw))
+        except InvalidMessageError as error:
+            where = str(raw.get("meta", {}).get("source_ref", f"message {position}"))
+            raise TranscriptImportError(draft.source, where, str(error)) from None
+    unpaired = _check_pairing(draft, validated)
+    digest = _digest(draft)
+    slug = _SLUG.sub("-", draft.native_id).strip("-")[:48]
+    session_id = (
+        f"{draft.source_format}-{slug}-{digest[:12]}" if slug else f"{draft.source_format}-{digest[:16]}"
+    )
+    roles = [m.role for m in validated]
+    report = ImportReport(
+        session_id=session_id,
+        format=draft.source_format,
+        source=draft.source,
+        source_ref=draft.source_ref,
+        status="parsed",
+        messages=len(validated),
+        user_messages=roles.count("user"),
+        assistant_messages=roles.count("assistant"),
+        tool_calls=sum(len(m.tool_calls) for m in validated if isinstance(m, AssistantMessage)),
+        tool_results=roles.count("tool"),
+        unpaired_calls=unpaired,
+        source_messages=draft.source_messages,
+        notes=list(draft.notes),
+    )
+    return PreparedSession(draft, session_id, f"import:{digest}", validated, report)

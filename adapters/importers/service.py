@@ -1,0 +1,166 @@
+"""Import transcript files into a ledger: parse and validate a whole file, then write it idempotently."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from contextledger.adapters.importers.aider import parse_aider
+from contextledger.adapters.importers.anthropic_messages import parse_anthropic
+from contextledger.adapters.importers.base import ImportReport, PreparedSession, SessionDraft, prepare
+from contextledger.adapters.importers.claude_code import parse_claude_code
+from contextledger.adapters.importers.detect import detect_format
+from contextledger.adapters.importers.mini_swe_agent import parse_mini_swe_agent
+from contextledger.adapters.importers.openai_chat import parse_openai, parse_tau_bench
+from contextledger.adapters.importers.openhands_events import parse_openhands
+from contextledger.adapters.importers.source import Source
+from contextledger.adapters.importers.swe_agent import parse_swe_agent
+from contextledger.domain.errors import ConfigError, TranscriptImportError, ValidationError
+from contextledger.ledger import Ledger
+
+__all__ = ["FORMATS", "PARSERS", "FileImport", "Progress", "import_file", "import_files", "parse_file"]
+
+Progress = Callable[[str, int, int], None]
+"""Called with a stage (``parse`` or ``write``), units done and units in total."""
+
+PARSERS: dict[str, Callable[[Source], list[SessionDraft]]] = {
+    "openai": parse_openai,
+    "anthropic": parse_anthropic,
+    "claude-code": parse_claude_code,
+    "swe-agent": parse_swe_agent,
+    "mini-swe-agent": parse_mini_swe_agent,
+    "openhands": parse_openhands,
+    "aider": parse_aider,
+    "tau-bench": parse_tau_bench,
+}
+
+FORMATS = tuple(PARSERS)
+"""Every format name ``--format`` accepts besides ``auto``."""
+
+
+@dataclass
+class FileImport:
+    """The outcome of importing one file: its format, one report per session, or the error."""
+
+    path: str
+    format: str | None = None
+    sessions: list[ImportReport] = field(default_factory=list)
+    error: TranscriptImportError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the file imported (or was already imported) completely."""
+        return self.error is None
+
+    def reports(self) -> list[ImportReport]:
+        """Return the session reports, or one ``failed`` report naming the error."""
+        if self.error is None:
+            return self.sessions
+        return [
+            ImportReport(
+                session_id=None,
+                format=self.format or "unknown",
+                source=self.path,
+                status="failed",
+                error=f"{self.error.location}: {self.error.problem}",
+            )
+        ]
+
+
+def _stored_metadata(prepared: PreparedSession) -> dict[str, object]:
+    draft = prepared.draft
+    return draft.metadata | {
+        "source_format": draft.source_format,
+        "source": draft.source,
+        "source_ref": draft.source_ref,
+        "native_id": draft.native_id,
+        "source_messages": draft.source_messages,
+        "import_notes": list(draft.notes),
+    }
+
+
+def parse_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[PreparedSession]]:
+    """Read, detect, parse and validate every session of a file; write nothing.
+
+    Raises:
+        TranscriptImportError: the file cannot be read, matches no format, or any session is invalid.
+        ConfigError: ``fmt`` names no known format.
+    """
+    if fmt != "auto" and fmt not in PARSERS:
+        msg = f"unknown transcript format {fmt!r}: expected auto or one of {', '.join(FORMATS)}"
+        raise ConfigError(msg)
+    source = Source.read(path)
+    chosen = detect_format(source) if fmt == "auto" else fmt
+    drafts = PARSERS[chosen](source)
+    prepared = [prepare(draft) for draft in drafts]
+    seen: dict[str, str] = {}
+    for session in prepared:
+        if session.session_id in seen:
+            where = session.draft.source_ref or session.draft.native_id
+            problem = f"session identical to {seen[session.session_id]} (same identity and content)"
+            raise source.error(where, problem)
+        seen[session.session_id] = session.draft.source_ref or session.draft.native_id
+    return chosen, prepared
+
+
+def _write(ledger: Ledger, sessions: list[PreparedSession], progress: Progress | None) -> None:
+    """Write the sessions not stored yet; a session id already taken by other content is refused first."""
+    pending: list[PreparedSession] = []
+    for session in sessions:
+        if ledger.store.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
+            session.report.status = "unchanged"
+        elif ledger.store.version(session.session_id) > 0:
+            where = session.draft.source_ref or session.draft.native_id
+            problem = f"session id {session.session_id!r} already exists with other content"
+            raise TranscriptImportError(session.draft.source, where, problem)
+        else:
+            pending.append(session)
+    for done, session in enumerate(pending, start=1):
+        draft = session.draft
+        ledger.start_session(
+            session_id=session.session_id,
+            system_prompt=draft.system_prompt,
+            model=draft.model,
+            tools=draft.tools,
+            metadata=_stored_metadata(session),
+            messages=session.messages,
+            at=draft.started_at,
+            idempotency_key=session.idempotency_key,
+        )
+        session.report.status = "imported"
+        if progress is not None:
+            progress("write", done, len(pending))
+
+
+def import_file(
+    ledger: Ledger, path: str | Path, fmt: str = "auto", progress: Progress | None = None
+) -> FileImport:
+    """Import one file: every session is parsed and validated before the first is written.
+
+    A bad file yields a ``FileImport`` with its ``TranscriptImportError`` and nothing written.
+    Sessions already imported (same id and idempotency key) are reported ``unchanged``.
+    """
+    outcome = FileImport(str(path))
+    try:
+        if progress is not None:
+            progress("parse", 0, 1)
+        outcome.format, sessions = parse_file(path, fmt)
+        if progress is not None:
+            progress("parse", 1, 1)
+        _write(ledger, sessions, progress)
+    except TranscriptImportError as error:
+        outcome.error = error
+        return outcome
+    except ValidationError as error:
+        outcome.error = TranscriptImportError(str(path), "ledger", str(error))
+        return outcome
+    outcome.sessions = [s.report for s in sessions]
+    return outcome
+
+
+def import_files(
+    ledger: Ledger, paths: list[str | Path], fmt: str = "auto", progress: Progress | None = None
+) -> list[FileImport]:
+    """Import several files independently: one bad file does not stop the others."""
+    return [import_file(ledger, path, fmt, progress) for path in paths]
