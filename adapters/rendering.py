@@ -1,0 +1,227 @@
+"""The render service: loads a session incrementally, counts through the token cache, folds and renders."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+
+import msgspec
+from contextledger.adapters.token_cache import CachedTokenCounter
+from contextledger.adapters.tokenizers import get_counter
+from contextledger.domain.content import BlobText, InlineText, Text
+from contextledger.domain.errors import ValidationError
+from contextledger.domain.events import Recorded, SummaryRecorded
+from contextledger.domain.ports import TokenCounter
+from contextledger.ledger import Ledger
+from contextledger.projections.context import RenderedContext
+from contextledger.projections.counting import CountedEvent, event_texts
+from contextledger.projections.fold import Projector
+from contextledger.projections.injection import InjectionHook, Placement, inject
+from contextledger.projections.policy import Policy
+from contextledger.projections.presets import get_preset
+from contextledger.projections.state import RenderState
+
+__all__ = ["Renderer"]
+
+_CHUNK = 2_000
+"""Events read and counted per batch while catching up."""
+
+
+class _Cached(msgspec.Struct):
+    """A folded state and the ids of the summary artifacts folded into it."""
+
+    state: RenderState
+    summaries: set[str]
+
+
+class Renderer:
+    """Renders the context of a ledger session under a policy, incrementally.
+
+    For each (session, policy, budget, tokenizer) it keeps the folded state in memory and catches up
+    with only the events appended since (and summary artifacts that became available). Event texts
+    are counted once through ``CachedTokenCounter`` (a blob's count is found by its address without
+    reading it); blobs are read only for messages shown verbatim, or when the policy must cut them.
+
+    Args:
+        ledger: The ledger to read sessions from.
+        tokenizer: A tokenizer name for ``get_counter`` or a ``TokenCounter``.
+        max_states: How many folded states to keep (least recently used are forgotten).
+        max_blobs: How many blob texts to keep in memory.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        tokenizer: str | TokenCounter = "cl100k_base",
+        max_states: int = 64,
+        max_blobs: int = 256,
+    ) -> None:
+        """Wire the renderer to ``ledger`` and a cached counter over ``tokenizer``."""
+        self.ledger = ledger
+        base = get_counter(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        self.counter = CachedTokenCounter(base, ledger.store)
+        self._states: OrderedDict[tuple[str, ...], _Cached] = OrderedDict()
+        self._projectors: dict[tuple[str, ...], Projector] = {}
+        self._blobs: OrderedDict[str, str] = OrderedDict()
+        self._max_states = max_states
+        self._max_blobs = max_blobs
+
+    def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
+        """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
+        chosen = get_preset(policy) if isinstance(policy, str) else policy
+        key = (chosen.fingerprint(), str(budget))
+        projector = self._projectors.get(key)
+        if projector is None:
+            limits = chosen.budget.build()
+            if budget is not None:
+                limits = limits.with_prompt_limit(budget)
+            projector = self._projectors[key] = Projector(chosen, self.counter, budget=limits)
+        return projector
+
+    def render(
+        self,
+        session_id: str,
+        policy: Policy | str = "default",
+        *,
+        at: int | None = None,
+        budget: int | None = None,
+        hooks: Sequence[InjectionHook] = (),
+        placement: Placement = "after_last_user",
+    ) -> RenderedContext:
+        """Return the context to send at position ``at`` (default: the last event) of a session.
+
+        Args:
+            session_id: The session.
+            policy: A preset name or a ``Policy``.
+            at: Render as of this position (summary artifacts produced later are not used).
+            budget: Override the prompt budget (tokens a request may hold).
+            hooks: Injection hooks, run after reduction within the injection reserve.
+            placement: Where injected content goes.
+
+        Raises:
+            SessionNotFoundError: The session does not exist.
+            ValidationError: ``at`` lies outside the session.
+            PinnedOverBudgetError: The pinned items alone exceed the budget.
+            InjectionOverflowError: A hook exceeded its reserve.
+        """
+        projector = self.projector(policy, budget=budget)
+        state = self.state(session_id, projector, at=at)
+        context = projector.render(state, self._resolve)
+        if hooks:
+            context = inject(
+                context,
+                hooks,
+                self.counter,
+                injection_reserve=projector.budget.injection_reserve,
+                placement=placement,
+            )
+        return context
+
+    def state(self, session_id: str, projector: Projector, *, at: int | None = None) -> RenderState:
+        """Return the folded state of a session at ``at`` (default: its last event), caught up incrementally.
+
+        The state kept per (session, policy, budget, tokenizer) is the last one requested: moving
+        forward folds only the new events; moving back refolds from the start. The returned state
+        is owned by the cache: copy it before evolving it yourself.
+        """
+        head = self.ledger.version(session_id)
+        position = head if at is None else at
+        if not 1 <= position <= head:
+            raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
+        summaries = self.ledger.summaries(session_id)
+        key = (session_id, projector.policy.fingerprint(), str(projector.budget.total), projector.tokenizer)
+        cached = self._states.get(key)
+        if cached is None or not self._usable(cached, position, summaries):
+            # Behind the request or missing an artifact due earlier: fold from the start.
+            cached = _Cached(state=projector.start(), summaries=set())
+        self._catch_up(session_id, projector, cached, position, summaries)
+        self._remember(key, cached)
+        return cached.state
+
+    # -- internals ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _usable(cached: _Cached, position: int, summaries: list[SummaryRecorded]) -> bool:
+        """A cached state can be caught up unless it is ahead or missed an artifact now due earlier."""
+        at = cached.state.position
+        if at > position:
+            return False
+        return all(s.summary_id in cached.summaries or s.produced_at >= at for s in summaries)
+
+    def _remember(self, key: tuple[str, ...], cached: _Cached) -> None:
+        self._states[key] = cached
+        self._states.move_to_end(key)
+        while len(self._states) > self._max_states:
+            self._states.popitem(last=False)
+
+    def _catch_up(
+        self,
+        session_id: str,
+        projector: Projector,
+        cached: _Cached,
+        position: int,
+        summaries: list[SummaryRecorded],
+    ) -> None:
+        due: dict[int, list[SummaryRecorded]] = {}
+        for summary in summaries:
+            if summary.summary_id not in cached.summaries and summary.produced_at <= position:
+                due.setdefault(summary.produced_at, []).append(summary)
+        state = cached.state
+        state = self._fold_summaries(projector, state, cached, due.pop(state.position, []))
+        for chunk in self._chunks(session_id, state.position, position):
+            for counted in self._count(projector, chunk):
+                state = projector.evolve(state, counted)
+                state = self._fold_summaries(projector, state, cached, due.pop(counted.seq, []))
+        cached.state = state
+
+    def _fold_summaries(
+        self, projector: Projector, state: RenderState, cached: _Cached, summaries: list[SummaryRecorded]
+    ) -> RenderState:
+        if not summaries:
+            return state
+        counts = self.counter.count_texts([s.content for s in summaries])
+        for summary, tokens in zip(summaries, counts, strict=True):
+            counted = CountedEvent(seq=summary.produced_at, event=summary, tokens=(tokens,))
+            state = projector.evolve(state, counted)
+            cached.summaries.add(summary.summary_id)
+        return state
+
+    def _chunks(self, session_id: str, after: int, upto: int) -> Iterator[list[Recorded]]:
+        while after < upto:
+            end = min(after + _CHUNK, upto)
+            chunk = self.ledger.events(session_id, after=after, upto=end)
+            if not chunk:
+                return
+            yield chunk
+            after = chunk[-1].seq
+
+    def _count(self, projector: Projector, chunk: list[Recorded]) -> list[CountedEvent]:
+        """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut."""
+        texts = [event_texts(r.event) for r in chunk]
+        flat = self.counter.count_texts([t for group in texts for t in group])
+        out: list[CountedEvent] = []
+        at = 0
+        for recorded, group in zip(chunk, texts, strict=True):
+            counted = CountedEvent(
+                seq=recorded.seq, event=recorded.event, tokens=tuple(flat[at : at + len(group)])
+            )
+            at += len(group)
+            if projector.needs_text(counted):
+                content = getattr(recorded.event, "content", None)
+                if isinstance(content, BlobText):
+                    counted = msgspec.structs.replace(counted, full_text=self._resolve(content))
+            out.append(counted)
+        return out
+
+    def _resolve(self, text: Text) -> str:
+        if isinstance(text, InlineText):
+            return text.text
+        cached = self._blobs.get(text.sha256)
+        if cached is None:
+            cached = self._blobs[text.sha256] = self.ledger.text(text)
+            while len(self._blobs) > self._max_blobs:
+                self._blobs.popitem(last=False)
+        else:
+            self._blobs.move_to_end(text.sha256)
+        return cached

@@ -1,0 +1,118 @@
+"""The token budget threaded through the reducers: limits, reserves, water marks and tier caps."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+from contextledger.domain.errors import ConfigError
+
+__all__ = ["Budget"]
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True):
+    """Every token level a render is held to, derived from the model window.
+
+    ``prompt_limit`` (window minus output reserve and safety margin) is what a request may hold;
+    reduction targets ``target`` (prompt limit minus the injection reserve) so injected content
+    always fits. Compaction starts above ``high_mark`` and evicts down to ``low_mark``.
+    New fields (more tier caps) can be added without changing the reducer signature.
+
+    Attributes:
+        total: The model's context window in tokens.
+        output_reserve: Tokens kept free for the model's answer.
+        injection_reserve: Tokens kept free for injection hooks (added after reduction).
+        safety_margin: Tokens kept free for tokenizer error.
+        high_water: Fraction of ``target`` above which a compaction point fires.
+        low_water: Fraction of ``target`` a compaction evicts down to.
+        headroom: If set, compaction fires ``headroom`` tokens below ``target`` instead of at
+            ``high_water`` (never below half the target).
+        tool_results_cap: If set, tool results may use at most this fraction of ``target``;
+            crossing it is a compaction point that stubs the oldest results.
+        head_cap: Fraction of ``target`` the pinned head (``keep_first``) may use.
+        message_cap: Fraction of ``target`` one message may use; larger ones are truncated on arrival.
+    """
+
+    total: int
+    output_reserve: int = 0
+    injection_reserve: int = 0
+    safety_margin: int = 0
+    high_water: float = 0.9
+    low_water: float = 0.6
+    headroom: int | None = None
+    tool_results_cap: float | None = None
+    head_cap: float = 0.15
+    message_cap: float = 0.25
+
+    def __post_init__(self) -> None:
+        """Reject inconsistent levels with a ``ConfigError``."""
+        if min(self.total, self.output_reserve, self.injection_reserve, self.safety_margin) < 0:
+            raise ConfigError("budget values must not be negative")
+        if self.target <= 0:
+            raise ConfigError(
+                f"budget leaves no room for the prompt: total {self.total} - output reserve "
+                f"{self.output_reserve} - safety margin {self.safety_margin} - injection reserve "
+                f"{self.injection_reserve} = {self.target}"
+            )
+        if not 0 < self.low_water <= self.high_water <= 1:
+            raise ConfigError(
+                f"water marks need 0 < low_water <= high_water <= 1, got low {self.low_water} "
+                f"and high {self.high_water}"
+            )
+        for name in ("tool_results_cap", "head_cap", "message_cap"):
+            value = getattr(self, name)
+            if value is not None and not 0 < value <= 1:
+                raise ConfigError(f"{name} must be a fraction in (0, 1], got {value}")
+
+    @property
+    def prompt_limit(self) -> int:
+        """Tokens a request may hold: the window minus output reserve and safety margin."""
+        return self.total - self.output_reserve - self.safety_margin
+
+    @property
+    def target(self) -> int:
+        """Tokens the reduced context may hold: the prompt limit minus the injection reserve."""
+        return self.prompt_limit - self.injection_reserve
+
+    @property
+    def high_mark(self) -> int:
+        """Token level above which a compaction point fires."""
+        if self.headroom is not None:
+            return max(self.target - self.headroom, self.target // 2)
+        return math.floor(self.target * self.high_water)
+
+    @property
+    def low_mark(self) -> int:
+        """Token level a compaction evicts down to (never above the high mark)."""
+        return min(math.floor(self.target * self.low_water), self.high_mark)
+
+    @property
+    def tool_cap(self) -> int | None:
+        """Tokens tool results may use, or None without a tool-result tier cap."""
+        if self.tool_results_cap is None:
+            return None
+        return math.floor(self.target * self.tool_results_cap)
+
+    @property
+    def tool_low(self) -> int | None:
+        """Tokens tool results are reduced to when their cap fires (cap scaled by low/high water)."""
+        cap = self.tool_cap
+        if cap is None:
+            return None
+        return math.floor(cap * self.low_water / self.high_water)
+
+    @property
+    def head_tokens(self) -> int:
+        """Tokens the pinned head may use."""
+        return math.floor(self.target * self.head_cap)
+
+    @property
+    def message_tokens(self) -> int:
+        """Tokens one message may use before it is truncated on arrival."""
+        return max(math.floor(self.target * self.message_cap), 16)
+
+    def with_prompt_limit(self, prompt_limit: int) -> Budget:
+        """Return this budget with the window resized so that ``prompt_limit`` is exactly as given."""
+        if prompt_limit <= 0:
+            raise ConfigError(f"budget must be positive, got {prompt_limit}")
+        return msgspec.structs.replace(self, total=prompt_limit + self.output_reserve + self.safety_margin)

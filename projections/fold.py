@@ -1,0 +1,225 @@
+"""The fold: ``evolve(state, counted_event) -> state``, with compaction points decided inside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import msgspec
+from contextledger.domain.content import Text
+from contextledger.domain.events import (
+    AssistantMessageAdded,
+    ItemPinned,
+    ItemUnpinned,
+    SessionStarted,
+    SummaryRecorded,
+    ToolResultRecorded,
+    UserMessageAdded,
+)
+from contextledger.domain.ports import TokenCounter
+from contextledger.projections.budget import Budget
+from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
+from contextledger.projections.counting import CountedEvent, system_tokens
+from contextledger.projections.groups import replace_entries
+from contextledger.projections.ingest import EntryBuilder
+from contextledger.projections.policy import Policy
+from contextledger.projections.reducers.base import Reducer
+from contextledger.projections.reducers.guarantee import GuaranteeReducer
+from contextledger.projections.reducers.retention import RetentionReducer
+from contextledger.projections.reducers.summary import SummaryReducer, select_summaries
+from contextledger.projections.reducers.truncation import TruncationReducer
+from contextledger.projections.reducers.window import WindowReducer
+from contextledger.projections.render import render
+from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, SummaryRef
+
+__all__ = ["Projector"]
+
+
+class Projector:
+    """Folds counted events into a ``RenderState`` and renders it, for one policy, budget and tokenizer.
+
+    ``evolve`` mutates the state it is given and returns it (the caller owns the state; snapshot it
+    with ``state.copy()``). Compaction points are decided inside the fold, so rendering at any
+    position is a pure function of the events and summary artifacts folded up to it: an
+    incrementally caught-up state equals a full replay.
+
+    Args:
+        policy: The render policy.
+        counter: The tokenizer port; used only for derived texts (stubs, truncations, placeholders).
+        budget: Overrides the policy's budget (e.g. a ``--budget`` given on the command line).
+    """
+
+    def __init__(self, policy: Policy, counter: TokenCounter, *, budget: Budget | None = None) -> None:
+        """Build the reducer pipeline for ``policy``."""
+        self.policy = policy
+        self.counter = counter
+        self.budget = budget or policy.budget.build()
+        self.entries = EntryBuilder(self.budget, policy.truncation, counter)
+        self.summary = SummaryReducer(policy.summary)
+        self.guarantee = GuaranteeReducer(policy.guarantee, policy.retention, counter)
+        self.pipeline: tuple[Reducer, ...] = (
+            RetentionReducer(policy.retention, counter),
+            TruncationReducer(policy.truncation),
+            self.summary,
+            WindowReducer(policy.window),
+            self.guarantee,
+        )
+
+    @property
+    def tokenizer(self) -> str:
+        """The tokenizer's name."""
+        return self.counter.name
+
+    def start(self) -> RenderState:
+        """Return the state before any event."""
+        return RenderState(pending_tokens=self.entries.pending_tokens())
+
+    def needs_text(self, counted: CountedEvent) -> bool:
+        """Return whether the adapter must put the blob's text in ``counted.full_text``."""
+        return self.entries.needs_text(counted)
+
+    def fold(self, events: Iterable[CountedEvent], state: RenderState | None = None) -> RenderState:
+        """Evolve ``state`` (or a fresh one) through ``events`` and return it."""
+        current = self.start() if state is None else state
+        for counted in events:
+            current = self.evolve(current, counted)
+        return current
+
+    def evolve(self, state: RenderState, counted: CountedEvent) -> RenderState:
+        """Fold one counted event into ``state`` (mutated and returned)."""
+        event = counted.event
+        if isinstance(event, SummaryRecorded):
+            self._summary(state, counted, event)
+            return state
+        if isinstance(event, SessionStarted):
+            state.session_id = event.session_id
+            state.system = event.system_prompt
+            state.system_tokens = system_tokens(counted.tokens[0], event.system_prompt)
+            state.tools = event.tools
+            state.tools_tokens = counted.tokens[1] if event.tools else 0
+        elif isinstance(event, UserMessageAdded):
+            state.turns += 1
+            entry = self.entries.user(counted, event)
+            self._add_group(state, entry, ())
+            state.first_user = counted.seq if state.first_user is None else state.first_user
+            state.latest_user = counted.seq
+        elif isinstance(event, AssistantMessageAdded):
+            state.steps += 1
+            entry = self.entries.assistant(counted, event)
+            pending = tuple(PendingCall(c.id, c.name) for c in event.tool_calls)
+            self._add_group(state, entry, pending)
+            for call in event.tool_calls:
+                state.owners[call.id] = counted.seq
+        elif isinstance(event, ToolResultRecorded):
+            self._result(state, counted, event)
+        elif isinstance(event, ItemPinned):
+            state.pins[event.position] = state.pins.get(event.position, 0) + 1
+        elif isinstance(event, ItemUnpinned) and event.position in state.pins:
+            left = state.pins.pop(event.position) - 1
+            if left > 0:
+                state.pins[event.position] = left
+        state.position = counted.seq
+        self._maybe_compact(state)
+        return state
+
+    def render(self, state: RenderState, resolve: Callable[[Text], str]) -> RenderedContext:
+        """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only."""
+        return render(state, resolve, budget=self.budget, policy=self.policy.name, tokenizer=self.tokenizer)
+
+    # -- folding messages ------------------------------------------------------------------
+
+    def _add_group(self, state: RenderState, entry: Entry, pending: tuple[PendingCall, ...]) -> None:
+        window = state.window
+        tokens = entry.tokens + len(pending) * state.pending_tokens
+        group = Group(
+            start=entry.seq,
+            turn=state.turns,
+            step=state.steps,
+            entries=(entry,),
+            pending=pending,
+            tokens=tokens,
+            tool_tokens=0,
+        )
+        if state.head_open:
+            fits = state.head_tokens + tokens <= self.budget.head_tokens
+            if self.policy.window.in_head(state.turns, state.steps) and fits:
+                group = msgspec.structs.replace(group, head=True)
+                state.head_tokens += tokens
+                state.head_end = entry.seq
+            else:
+                state.head_open = False
+        window.index[group.start] = len(window.groups)
+        window.groups.append(group)
+        window.tokens += tokens
+
+    def _result(self, state: RenderState, counted: CountedEvent, event: ToolResultRecorded) -> None:
+        window = state.window
+        start = state.owners.pop(event.call_id, None)
+        index = None if start is None else window.index.get(start)
+        if index is None:
+            window.removed.append(
+                Removed(
+                    first=counted.seq,
+                    last=counted.seq,
+                    action="dropped",
+                    rule="orphan-result",
+                    messages=1,
+                    tokens=0,
+                )
+            )
+            return
+        group = window.groups[index]
+        entry = self.entries.result(counted, event, head=group.head)
+        pending = tuple(p for p in group.pending if p.call_id != event.call_id)
+        window.groups[index] = msgspec.structs.replace(group, pending=pending)
+        replace_entries(window, index, (*group.entries, entry), state.pending_tokens)
+        if group.head:
+            state.head_tokens += window.groups[index].tokens - group.tokens
+            state.head_end = max(state.head_end, counted.seq)
+            if state.head_tokens > self.budget.head_tokens:
+                state.head_open = False
+
+    def _summary(self, state: RenderState, counted: CountedEvent, event: SummaryRecorded) -> None:
+        config = self.policy.summary
+        ref = SummaryRef(
+            summary_id=event.summary_id,
+            covers_from=event.covers_from,
+            covers_through=event.covers_through,
+            produced_at=event.produced_at,
+            content=event.content,
+            tokens=counted.tokens[0] + MESSAGE_OVERHEAD,
+        )
+        if not config.enabled or not config.fits(ref, self.budget):
+            return
+        if config.mode == "latest":
+            state.available = [s for s in state.available if s.covers_through > ref.covers_through]
+        state.available.append(ref)
+        if (
+            config.on_arrival
+            and select_summaries(config, state.available, state.head_end) != state.window.summaries
+        ):
+            self._run(state, "summary", (self.summary, self.guarantee))
+        self._maybe_compact(state)
+
+    # -- compaction points -------------------------------------------------------------------
+
+    def _maybe_compact(self, state: RenderState) -> None:
+        budget = self.budget
+        total = state.total
+        stuck = state.after_compaction > budget.high_mark
+        if total > budget.high_mark and (not stuck or total > budget.target):
+            self._run(state, "tokens", self.pipeline)
+            return
+        cap = budget.tool_cap
+        if cap is not None and state.window.tool_tokens > cap and state.after_tool <= cap:
+            self._run(state, "tool_tier", self.pipeline)
+
+    def _run(self, state: RenderState, reason: str, reducers: tuple[Reducer, ...]) -> None:
+        state.reason = reason
+        window = state.window
+        for reducer in reducers:
+            window, state = reducer.reduce(window, self.budget, state)
+        state.window = window
+        state.reason = ""
+        state.compactions += 1
+        state.after_compaction = state.total
+        state.after_tool = window.tool_tokens

@@ -1,0 +1,163 @@
+"""Operations on the window shared by the reducers: pins, replacing entries, removing groups."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+import msgspec
+from contextledger.domain.ports import TokenCounter
+from contextledger.projections.context import MESSAGE_OVERHEAD, DecisionAction
+from contextledger.projections.state import Entry, Group, Removed, RenderState, Window
+
+__all__ = [
+    "group_positions",
+    "pin_reason",
+    "remove_groups",
+    "replace_entries",
+    "resize_group",
+    "stub_results",
+    "stub_text",
+]
+
+
+def group_positions(group: Group) -> list[int]:
+    """Return the log positions a group renders from."""
+    return [e.seq for e in group.entries]
+
+
+def pin_reason(group: Group, state: RenderState) -> str | None:
+    """Return why a group may not be evicted (the rule name), or None when it may be."""
+    if group.head:
+        return "keep_first"
+    if group.start == state.first_user:
+        return "first-task"
+    if group.start == state.latest_user:
+        return "latest-user"
+    if group.pending:
+        return "pending-call"
+    if state.pins and any(e.seq in state.pins for e in group.entries):
+        return "explicit"
+    return None
+
+
+def resize_group(group: Group, entries: tuple[Entry, ...], pending_tokens: int) -> Group:
+    """Return ``group`` with new entries and its token sums recomputed."""
+    tokens = sum(e.tokens for e in entries) + len(group.pending) * pending_tokens
+    tool_tokens = sum(e.tokens for e in entries if e.is_result)
+    return msgspec.structs.replace(group, entries=entries, tokens=tokens, tool_tokens=tool_tokens)
+
+
+def replace_entries(window: Window, index: int, entries: tuple[Entry, ...], pending_tokens: int) -> None:
+    """Replace the entries of the group at ``index``, keeping the window's sums right."""
+    old = window.groups[index]
+    new = resize_group(old, entries, pending_tokens)
+    window.groups[index] = new
+    window.tokens += new.tokens - old.tokens
+    window.tool_tokens += new.tool_tokens - old.tool_tokens
+
+
+def remove_groups(window: Window, indices: Iterable[int], action: DecisionAction, rule: str) -> int:
+    """Remove the groups at ``indices`` in one pass and record them as coalesced ranges.
+
+    Consecutive removed groups make one range; a range merges with the previous record of the
+    same action and rule when no kept group lies between them. Returns the tokens freed.
+    """
+    doomed = set(indices)
+    if not doomed:
+        return 0
+    kept: list[Group] = []
+    runs: list[Removed] = []
+    freed = 0
+    current: Removed | None = None
+    for i, group in enumerate(window.groups):
+        if i not in doomed:
+            kept.append(group)
+            if current is not None:
+                runs.append(current)
+                current = None
+            continue
+        freed += group.tokens
+        window.tool_tokens -= group.tool_tokens
+        positions = group_positions(group)
+        if current is None:
+            current = Removed(
+                first=min(positions),
+                last=max(positions),
+                action=action,
+                rule=rule,
+                messages=group.messages,
+                tokens=group.tokens,
+            )
+        else:
+            current = msgspec.structs.replace(
+                current,
+                first=min(current.first, *positions),
+                last=max(current.last, *positions),
+                messages=current.messages + group.messages,
+                tokens=current.tokens + group.tokens,
+            )
+    if current is not None:
+        runs.append(current)
+    window.tokens -= freed
+    window.groups = kept
+    window.index = {g.start: i for i, g in enumerate(kept)}
+    starts = [g.start for g in kept]
+    for run in runs:
+        _record(window, run, starts)
+    return freed
+
+
+def _record(window: Window, run: Removed, kept_starts: list[int]) -> None:
+    if window.removed:
+        last = window.removed[-1]
+        same = last.action == run.action and last.rule == run.rule
+        if same and last.last < run.first:
+            after = bisect.bisect_right(kept_starts, last.last)
+            if after == len(kept_starts) or kept_starts[after] > run.first:
+                window.removed[-1] = msgspec.structs.replace(
+                    last,
+                    last=run.last,
+                    messages=last.messages + run.messages,
+                    tokens=last.tokens + run.tokens,
+                )
+                return
+    window.removed.append(run)
+
+
+def stub_text(entry: Entry, verb: str = "result expired") -> str:
+    """Return the stub that replaces a tool result: tool, call id, original size, restore position."""
+    tool = entry.tool_name or "tool"
+    return f"[{verb}: {tool} {entry.tool_call_id}, {entry.full_tokens:,} tokens; restore: seq {entry.seq}]"
+
+
+def stub_results(
+    window: Window,
+    targets: list[tuple[int, int, str]],
+    counter: TokenCounter,
+    pending_tokens: int,
+    *,
+    verb: str = "result expired",
+) -> int:
+    """Stub the results at ``(group index, entry index, rule)`` in one batch; return the tokens freed.
+
+    The stub keeps the call paired (same ``tool_call_id``) and is counted through the port; a
+    result that is already smaller than its stub is left as it is.
+    """
+    if not targets:
+        return 0
+    texts = [stub_text(window.groups[g].entries[e], verb) for g, e, _ in targets]
+    counts = counter.count_many(texts)
+    by_group: dict[int, dict[int, Entry]] = {}
+    for (g, e, rule), text, count in zip(targets, texts, counts, strict=True):
+        old = window.groups[g].entries[e]
+        if count + MESSAGE_OVERHEAD >= old.tokens:
+            continue  # a result smaller than its stub stays as it is
+        by_group.setdefault(g, {})[e] = msgspec.structs.replace(
+            old, kind="stub", text=text, tokens=count + MESSAGE_OVERHEAD, rule=rule, short_text=None
+        )
+    before = window.tokens
+    for g, changes in by_group.items():
+        entries = tuple(changes.get(i, entry) for i, entry in enumerate(window.groups[g].entries))
+        replace_entries(window, g, entries, pending_tokens)
+    return before - window.tokens

@@ -1,0 +1,145 @@
+"""Turning counted events into window entries: the per-message cap and precomputed short forms."""
+
+from __future__ import annotations
+
+from contextledger.domain.content import BlobText, InlineText, Text, text_preview
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
+from contextledger.domain.ports import TokenCounter
+from contextledger.projections.budget import Budget
+from contextledger.projections.context import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, RenderedToolCall
+from contextledger.projections.counting import CountedEvent
+from contextledger.projections.reducers.truncation import TruncationConfig, cut_tokens, shorten
+from contextledger.projections.state import Entry
+
+__all__ = ["PENDING_TEXT", "EntryBuilder"]
+
+PENDING_TEXT = "[no result recorded yet]"
+"""The placeholder result rendered for a tool call still waiting for its result (keeps the pair)."""
+
+
+class EntryBuilder:
+    """Builds the entry of a message on arrival: capped to the per-message limit, short form ready.
+
+    The cap (``Budget.message_cap``) applies at once, so no single message can exceed the budget;
+    the short form (``TruncationConfig``) is only precomputed here and shown from the next
+    compaction point on. Derived texts are counted through the ``TokenCounter`` port.
+    """
+
+    def __init__(self, budget: Budget, truncation: TruncationConfig, counter: TokenCounter) -> None:
+        """Configure the cap, the short forms and the counter for derived texts."""
+        self.budget = budget
+        self.truncation = truncation
+        self.counter = counter
+
+    def needs_text(self, counted: CountedEvent) -> bool:
+        """Return whether ``counted.full_text`` must carry the blob's text (to cap or shorten it)."""
+        event = counted.event
+        if not isinstance(event, UserMessageAdded | AssistantMessageAdded | ToolResultRecorded):
+            return False
+        if not isinstance(event.content, BlobText):
+            return False
+        over_cap = counted.tokens[0] + MESSAGE_OVERHEAD > self.budget.message_tokens
+        if not isinstance(event, ToolResultRecorded) or not self.truncation.active:
+            return over_cap
+        max_tokens = self.truncation.max_tokens
+        return (
+            over_cap
+            or self.truncation.max_lines is not None
+            or (max_tokens is not None and counted.tokens[0] > max_tokens)
+        )
+
+    def user(self, counted: CountedEvent, event: UserMessageAdded) -> Entry:
+        """Return the entry of a user message."""
+        text, tokens, rule = self._capped(counted, event.content, counted.tokens[0], 0)
+        return Entry(
+            seq=counted.seq,
+            role="user",
+            tokens=tokens + MESSAGE_OVERHEAD,
+            kind="message" if text is None else "truncated",
+            content=event.content,
+            text=text,
+            full_tokens=counted.tokens[0] + MESSAGE_OVERHEAD,
+            rule=rule,
+        )
+
+    def assistant(self, counted: CountedEvent, event: AssistantMessageAdded) -> Entry:
+        """Return the entry of an assistant message with its tool calls."""
+        calls = tuple(RenderedToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in event.tool_calls)
+        counts = counted.tokens
+        call_tokens = sum(
+            TOOL_CALL_OVERHEAD + counts[1 + 2 * i] + counts[2 + 2 * i] for i in range(len(calls))
+        )
+        content = event.content if event.content is not None else InlineText("")
+        text, tokens, rule = self._capped(counted, content, counts[0], call_tokens)
+        return Entry(
+            seq=counted.seq,
+            role="assistant",
+            tokens=tokens + call_tokens + MESSAGE_OVERHEAD,
+            kind="message" if text is None else "truncated",
+            content=content,
+            text=text,
+            tool_calls=calls,
+            full_tokens=counts[0] + call_tokens + MESSAGE_OVERHEAD,
+            rule=rule,
+        )
+
+    def result(self, counted: CountedEvent, event: ToolResultRecorded, *, head: bool) -> Entry:
+        """Return the entry of a tool result (``head`` results get no short form)."""
+        full = counted.tokens[0]
+        text, tokens, rule = self._capped(counted, event.content, full, 0)
+        short_text: str | None = None
+        short_tokens = 0
+        if self.truncation.active and not head:
+            source = text if text is not None else self._text(event.content, counted.full_text)
+            if source is not None:
+                short = shorten(
+                    source,
+                    self.truncation.max_lines,
+                    self.truncation.max_tokens,
+                    self.counter,
+                    seq=counted.seq,
+                    full=full,
+                )
+                if short is not None and short[1] < tokens:
+                    short_text, short_tokens = short
+        return Entry(
+            seq=counted.seq,
+            role="tool",
+            tokens=tokens + MESSAGE_OVERHEAD,
+            kind="message" if text is None else "truncated",
+            content=event.content,
+            text=text,
+            tool_call_id=event.call_id,
+            tool_name=event.tool_name,
+            is_error=event.is_error,
+            full_tokens=full + MESSAGE_OVERHEAD,
+            short_text=short_text,
+            short_tokens=short_tokens,
+            rule=rule,
+        )
+
+    def pending_tokens(self) -> int:
+        """Return the rendered size of a pending-result placeholder."""
+        return self.counter.count(PENDING_TEXT) + MESSAGE_OVERHEAD
+
+    @staticmethod
+    def _text(content: Text, full_text: str | None) -> str | None:
+        if isinstance(content, InlineText):
+            return content.text
+        return full_text
+
+    def _capped(
+        self, counted: CountedEvent, content: Text, tokens: int, extra: int
+    ) -> tuple[str | None, int, str]:
+        """Return (replacement text or None, content tokens, rule) under the per-message cap."""
+        limit = self.budget.message_tokens - MESSAGE_OVERHEAD - extra
+        if tokens <= limit:
+            return None, tokens, ""
+        limit = max(limit, 1)
+        source = self._text(content, counted.full_text)
+        if source is None:
+            # The blob was not resolved: say what is missing instead of reading it here.
+            missing = f"[... the rest of this text was not loaded; restore: seq {counted.seq} ...]"
+            source = f"{text_preview(content)}\n{missing}"
+        cut, count = cut_tokens(source, limit, self.counter, seq=counted.seq, full_tokens=tokens)
+        return cut, count, "cap"

@@ -1,0 +1,29 @@
+"""The reducer interface: ``reduce(context, budget, state) -> (context, state)``."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from contextledger.projections.budget import Budget
+from contextledger.projections.state import RenderState, Window
+
+__all__ = ["Reducer"]
+
+
+class Reducer(Protocol):
+    """One stage of the compaction pipeline, run at compaction points only.
+
+    ``context`` is the window being reduced; ``state`` the fold's state (turn and step counters,
+    pins, available summaries). A reducer may mutate the window it is given (the fold owns it)
+    and returns the window and state to hand to the next stage. The budget is a value that can
+    gain fields (tier caps) without changing this signature.
+    """
+
+    @property
+    def name(self) -> str:
+        """The rule name decisions cite."""
+        ...
+
+    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+        """Return the reduced window and the state."""
+        ...

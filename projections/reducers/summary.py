@@ -1,0 +1,108 @@
+"""Summary application: the latest applicable artifact (or clip-archive batches) replaces what it covers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import pydantic
+from contextledger.projections.budget import Budget
+from contextledger.projections.groups import pin_reason, remove_groups
+from contextledger.projections.state import Removed, RenderState, SummaryRef, Window
+
+__all__ = ["SummaryConfig", "SummaryReducer", "select_summaries"]
+
+
+class SummaryConfig(pydantic.BaseModel):
+    """How summary artifacts (``SummaryRecorded``, produced elsewhere) enter the context.
+
+    Attributes:
+        enabled: Use summaries at all.
+        mode: ``latest`` shows the one artifact reaching furthest (seed 001 "latest applicable
+            summary + verbatim tail"); ``clip`` shows the first and last batches (seed 003).
+        clip_first: Batches shown from the start in ``clip`` mode.
+        clip_last: Batches shown from the end in ``clip`` mode.
+        max_tokens: Artifacts larger than this are not used (seed 002 ``max_summary_tokens``).
+        on_arrival: Apply a new artifact as soon as it is available (itself a compaction point,
+            a single prefix change); otherwise wait for the next compaction point.
+    """
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    mode: Literal["latest", "clip"] = "latest"
+    clip_first: Annotated[int, pydantic.Field(ge=0)] = 2
+    clip_last: Annotated[int, pydantic.Field(gt=0)] = 2
+    max_tokens: Annotated[int, pydantic.Field(gt=0)] | None = None
+    on_arrival: bool = True
+
+    def fits(self, summary: SummaryRef, budget: Budget) -> bool:
+        """Return whether an artifact is small enough to be shown."""
+        limit = (
+            budget.message_tokens if self.max_tokens is None else min(self.max_tokens, budget.message_tokens)
+        )
+        return summary.tokens <= limit
+
+
+def select_summaries(
+    config: SummaryConfig, available: list[SummaryRef], head_end: int
+) -> tuple[SummaryRef, ...]:
+    """Return the artifacts to show, oldest span first, given those available (in arrival order)."""
+    useful = [s for s in available if s.covers_through > head_end]
+    if not useful:
+        return ()
+    if config.mode == "latest":
+        best = useful[0]
+        for summary in useful[1:]:
+            if summary.covers_through >= best.covers_through:
+                best = summary
+        return (best,)
+    batches = sorted(useful, key=lambda s: (s.covers_from, s.covers_through, s.summary_id))
+    if len(batches) <= config.clip_first + config.clip_last:
+        return tuple(batches)
+    return (*batches[: config.clip_first], *batches[len(batches) - config.clip_last :])
+
+
+class SummaryReducer:
+    """Shows the selected artifacts as summary blocks at the front and removes the groups they cover.
+
+    A group is covered when all its positions are at or before the furthest position shown; pinned
+    groups stay. Applying a summary is a compaction point: one prefix change, not one per turn.
+    """
+
+    name = "summary"
+
+    def __init__(self, config: SummaryConfig) -> None:
+        """Apply ``config``."""
+        self.config = config
+
+    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+        """Swap in the selected summaries; return the window and state."""
+        del budget
+        if not self.config.enabled:
+            return context, state
+        chosen = select_summaries(self.config, state.available, state.head_end)
+        if not chosen or chosen == context.summaries:
+            return context, state
+        old = context.summaries
+        if self.config.mode == "latest" and old and old[0].covers_from < chosen[0].covers_from:
+            lost_last = min(chosen[0].covers_from - 1, old[0].covers_through)
+            context.removed.append(
+                Removed(
+                    first=old[0].covers_from,
+                    last=lost_last,
+                    action="dropped",
+                    rule="summary:superseded",
+                    messages=0,
+                    tokens=0,
+                )
+            )
+        context.tokens += sum(s.tokens for s in chosen) - sum(s.tokens for s in old)
+        context.summaries = chosen
+        through = max(s.covers_through for s in chosen)
+        doomed = [
+            i
+            for i, group in enumerate(context.groups)
+            if max(e.seq for e in group.entries) <= through and pin_reason(group, state) is None
+        ]
+        remove_groups(context, doomed, "summarized", "summary")
+        return context, state

@@ -1,0 +1,158 @@
+"""Truncation of long tool outputs: cut to N lines / tokens with a marker naming the restore position."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+import pydantic
+from contextledger.domain.ports import TokenCounter
+from contextledger.projections.budget import Budget
+from contextledger.projections.context import MESSAGE_OVERHEAD
+from contextledger.projections.groups import pin_reason, replace_entries
+from contextledger.projections.state import Entry, RenderState, Window
+
+__all__ = ["TruncationConfig", "TruncationReducer", "cut_lines", "cut_tokens", "shorten"]
+
+_MAX_ROUNDS = 8
+
+
+class TruncationConfig(pydantic.BaseModel):
+    """How long tool outputs are shortened (seed 002 ``tool_output_max_lines``).
+
+    The short form is computed when a result arrives and applied at the next compaction point to
+    every tool result outside the pinned head, so consecutive renders keep their prefix.
+    """
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    max_lines: Annotated[int, pydantic.Field(gt=0)] | None = None
+    max_tokens: Annotated[int, pydantic.Field(gt=0)] | None = None
+    tail_share: Annotated[float, pydantic.Field(ge=0, lt=1)] = 0.2
+
+    @property
+    def active(self) -> bool:
+        """True when results get a short form."""
+        return self.enabled and (self.max_lines is not None or self.max_tokens is not None)
+
+
+def _marker(seq: int, full_tokens: int, what: str) -> str:
+    return f"[... truncated: {what}; full output {full_tokens:,} tokens; restore: seq {seq} ...]"
+
+
+def cut_lines(
+    text: str, max_lines: int, *, seq: int, full_tokens: int, tail_share: float = 0.2
+) -> str | None:
+    """Return ``text`` cut to ``max_lines`` lines (head and tail around a marker), or None if it fits.
+
+    Args:
+        text: The output to shorten.
+        max_lines: How many of its lines to keep.
+        seq: The position to restore the full output from (named in the marker).
+        full_tokens: The full output's size (named in the marker).
+        tail_share: The share of kept lines taken from the end.
+    """
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return None
+    tail = int(max_lines * tail_share)
+    head = max_lines - tail
+    what = f"{len(lines) - max_lines:,} of {len(lines):,} lines omitted"
+    kept = [*lines[:head], _marker(seq, full_tokens, what), *(lines[len(lines) - tail :] if tail else [])]
+    return "\n".join(kept)
+
+
+def cut_tokens(
+    text: str,
+    max_tokens: int,
+    counter: TokenCounter,
+    *,
+    seq: int,
+    full_tokens: int,
+    tail_share: float = 0.2,
+) -> tuple[str, int]:
+    """Return ``text`` cut to at most ``max_tokens`` tokens (head and tail around a marker) and its count.
+
+    Characters are cut in proportion to the text's token density, then shrunk until the count fits;
+    the result is counted through the port, so its size is exact.
+    """
+    count = counter.count(text)
+    if count <= max_tokens:
+        return text, count
+    keep = int(len(text) * max_tokens / max(count, 1) * 0.9)
+    for _ in range(_MAX_ROUNDS):
+        tail = int(keep * tail_share)
+        head = keep - tail
+        omitted = len(text) - keep
+        marker = _marker(seq, full_tokens, f"{omitted:,} of {len(text):,} characters omitted")
+        cut = text[:head] + "\n" + marker + ("\n" + text[len(text) - tail :] if tail else "")
+        count = counter.count(cut)
+        if count <= max_tokens:
+            return cut, count
+        keep = int(keep * max_tokens / count * 0.8)
+    marker = _marker(seq, full_tokens, f"all {len(text):,} characters omitted")
+    return marker, counter.count(marker)
+
+
+def shorten(
+    text: str,
+    limit_lines: int | None,
+    limit_tokens: int | None,
+    counter: TokenCounter,
+    *,
+    seq: int,
+    full: int,
+) -> tuple[str, int] | None:
+    """Return the short form of ``text`` and its content tokens, or None when it already fits."""
+    current = text
+    changed = False
+    if limit_lines is not None:
+        cut = cut_lines(current, limit_lines, seq=seq, full_tokens=full)
+        if cut is not None:
+            current, changed = cut, True
+    if limit_tokens is not None:
+        cut_text, tokens = cut_tokens(current, limit_tokens, counter, seq=seq, full_tokens=full)
+        if changed or cut_text is not current:
+            return cut_text, tokens
+        return None
+    if not changed:
+        return None
+    return current, counter.count(current)
+
+
+class TruncationReducer:
+    """At a compaction point, shows the precomputed short form of every long result of unpinned groups."""
+
+    name = "truncation"
+
+    def __init__(self, config: TruncationConfig) -> None:
+        """Apply ``config``."""
+        self.config = config
+
+    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+        """Swap in short forms (also over a cap truncation); stubbed entries stay as they are."""
+        del budget
+        if not self.config.active:
+            return context, state
+        for i, group in enumerate(context.groups):
+            if group.head or not any(e.short_text is not None and e.kind != "stub" for e in group.entries):
+                continue
+            if pin_reason(group, state) is not None:
+                continue
+            entries = tuple(_shortened(e) for e in group.entries)
+            replace_entries(context, i, entries, state.pending_tokens)
+        return context, state
+
+
+def _shortened(entry: Entry) -> Entry:
+    if entry.short_text is None or entry.kind == "stub":
+        return entry
+    return msgspec.structs.replace(
+        entry,
+        kind="truncated",
+        text=entry.short_text,
+        tokens=entry.short_tokens + MESSAGE_OVERHEAD,
+        rule="truncation",
+        short_text=None,
+    )

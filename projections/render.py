@@ -1,0 +1,213 @@
+"""Rendering a state: arithmetic and assembly over precomputed counts, O(window), never tokenizing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from contextledger.domain.content import Text
+from contextledger.domain.errors import PinnedOverBudgetError
+from contextledger.projections.budget import Budget
+from contextledger.projections.context import (
+    Decision,
+    DecisionAction,
+    RenderedContext,
+    RenderedMessage,
+)
+from contextledger.projections.groups import pin_reason
+from contextledger.projections.ingest import PENDING_TEXT
+from contextledger.projections.state import Entry, Group, RenderState, SummaryRef
+
+__all__ = ["decisions", "render"]
+
+
+def render(
+    state: RenderState,
+    resolve: Callable[[Text], str],
+    *,
+    budget: Budget,
+    policy: str,
+    tokenizer: str,
+) -> RenderedContext:
+    """Assemble the context of ``state``: system, pinned head, summaries, verbatim history.
+
+    Args:
+        state: The folded state.
+        resolve: Returns the full text of a logged content; called only for messages shown verbatim.
+        budget: The budget the state was folded under.
+        policy: The policy's name, recorded in the context.
+        tokenizer: The tokenizer's name, recorded in the context.
+
+    Raises:
+        PinnedOverBudgetError: The pinned items alone exceed the budget's target.
+    """
+    if state.total > budget.target:
+        raise PinnedOverBudgetError(state.total, budget.target)
+    messages: list[RenderedMessage] = []
+    stable = -1
+    for group in state.window.groups:
+        if not group.head and stable < 0:
+            messages.extend(_summary_message(s, resolve) for s in state.window.summaries)
+            stable = len(messages)
+        messages.extend(_group_messages(group, resolve, state.pending_tokens))
+    if stable < 0:
+        messages.extend(_summary_message(s, resolve) for s in state.window.summaries)
+        stable = len(messages)
+    return RenderedContext(
+        session_id=state.session_id,
+        position=state.position,
+        policy=policy,
+        tokenizer=tokenizer,
+        system=state.system,
+        system_tokens=state.system_tokens,
+        tools=state.tools,
+        tools_tokens=state.tools_tokens,
+        messages=tuple(messages),
+        stable_prefix=stable,
+        tokens=state.system_tokens + state.tools_tokens + sum(m.tokens for m in messages),
+        budget=budget.prompt_limit,
+        decisions=decisions(state),
+        summary_id=state.window.summaries[-1].summary_id if state.window.summaries else None,
+    )
+
+
+def _summary_message(summary: SummaryRef, resolve: Callable[[Text], str]) -> RenderedMessage:
+    return RenderedMessage(
+        role="user",
+        text=resolve(summary.content),
+        tokens=summary.tokens,
+        kind="summary",
+        sources=(summary.covers_from, summary.covers_through),
+    )
+
+
+def _group_messages(
+    group: Group, resolve: Callable[[Text], str], pending_tokens: int
+) -> list[RenderedMessage]:
+    out = [_entry_message(e, resolve) for e in group.entries]
+    out += [
+        RenderedMessage(
+            role="tool",
+            text=PENDING_TEXT,
+            tokens=pending_tokens,
+            kind="stub",
+            tool_call_id=p.call_id,
+            tool_name=p.tool_name,
+        )
+        for p in group.pending
+    ]
+    return out
+
+
+def _entry_message(entry: Entry, resolve: Callable[[Text], str]) -> RenderedMessage:
+    if entry.text is not None:
+        text = entry.text
+    elif entry.content is not None:
+        text = resolve(entry.content)
+    else:
+        text = ""
+    return RenderedMessage(
+        role=entry.role,
+        text=text,
+        tokens=entry.tokens,
+        kind=entry.kind,
+        sources=(entry.seq,),
+        tool_calls=entry.tool_calls,
+        tool_call_id=entry.tool_call_id,
+        tool_name=entry.tool_name,
+        is_error=entry.is_error,
+    )
+
+
+_RANK: dict[str, int] = {"kept": 0, "truncated": 1, "stubbed": 2}
+
+
+def _group_action(group: Group, pinned: str | None) -> tuple[DecisionAction, str, int, int]:
+    """Return a group's action and rule, how many of its messages were changed, and its tokens."""
+    action: DecisionAction = "kept"
+    rule = "verbatim"
+    changed = 0
+    for entry in group.entries:
+        if entry.kind in ("stub", "truncated"):
+            changed += 1
+            candidate: DecisionAction = "stubbed" if entry.kind == "stub" else "truncated"
+            if _RANK[candidate] > _RANK[action]:
+                action, rule = candidate, entry.rule
+    if pinned is not None:
+        action, rule = "pinned", pinned
+    return action, rule, changed, group.tokens
+
+
+def decisions(state: RenderState) -> tuple[Decision, ...]:
+    """Return what happened to every logged position, as short ranges sorted by position.
+
+    Shown groups are described whole (a step group whose result was stubbed is ``stubbed``; the
+    messages' ``kind`` says which one), and consecutive groups with the same action and rule merge.
+    """
+    out: list[Decision] = []
+    if state.system_tokens:
+        out.append(
+            Decision(first=1, last=1, action="pinned", rule="system", detail=f"{state.system_tokens} tokens")
+        )
+    out += [
+        Decision(
+            first=r.first,
+            last=r.last,
+            action=r.action,
+            rule=r.rule,
+            detail=f"{r.messages} messages, {r.tokens:,} tokens" if r.messages else "",
+        )
+        for r in state.window.removed
+    ]
+    out += [
+        Decision(
+            first=s.covers_from,
+            last=s.covers_through,
+            action="summarized",
+            rule="summary",
+            detail=f"shown as summary {s.summary_id} ({s.tokens:,} tokens)",
+        )
+        for s in state.window.summaries
+    ]
+    items = [(g, *_group_action(g, pin_reason(g, state))) for g in state.window.groups]
+    _absorb_kept(items)
+    run: list[tuple[Group, DecisionAction, str, int, int]] = []
+    for item in items:
+        if run and (run[-1][1], run[-1][2]) != (item[1], item[2]):
+            out.append(_run_decision(run))
+            run = []
+        run.append(item)
+    if run:
+        out.append(_run_decision(run))
+    out.sort(key=lambda d: (d.first, d.last))
+    return tuple(out)
+
+
+def _absorb_kept(items: list[tuple[Group, DecisionAction, str, int, int]]) -> None:
+    """Relabel kept groups lying between two groups of the same stub/truncation rule, so ranges stay few.
+
+    A compaction stubs the results of a span of steps, but results smaller than their stub stay
+    as they are; without this the span would alternate kept/stubbed ranges.
+    """
+    last_changed: int | None = None
+    for i, (group, action, rule, changed, tokens) in enumerate(items):
+        if action in ("stubbed", "truncated"):
+            if last_changed is not None and items[last_changed][1:3] == (action, rule):
+                for j in range(last_changed + 1, i):
+                    kept = items[j]
+                    items[j] = (kept[0], action, rule, kept[3], kept[4])
+            last_changed = i
+        elif action != "kept":
+            last_changed = None
+        del group, changed, tokens
+
+
+def _run_decision(run: list[tuple[Group, DecisionAction, str, int, int]]) -> Decision:
+    seqs = [e.seq for item in run for e in item[0].entries]
+    messages = sum(item[0].messages for item in run)
+    changed = sum(item[3] for item in run)
+    tokens = sum(item[4] for item in run)
+    action = run[0][1]
+    detail = f"{messages} messages, {tokens:,} tokens"
+    if changed and action != "kept":
+        detail += f"; {changed} {'stubbed or truncated' if action == 'pinned' else action}"
+    return Decision(first=min(seqs), last=max(seqs), action=action, rule=run[0][2], detail=detail)

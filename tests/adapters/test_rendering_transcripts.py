@@ -1,0 +1,161 @@
+"""Every preset renders every session of ../shared/transcripts within budget, before every model call."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import contextledger
+import pytest
+from contextledger.adapters.formats.anthropic import to_anthropic
+from contextledger.adapters.formats.openai import to_openai
+from contextledger.adapters.formats.pairing import check_anthropic_pairing, check_openai_pairing
+from contextledger.adapters.rendering import Renderer
+from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
+from contextledger.projections.counting import count_context
+from contextledger.projections.presets import PRESETS
+
+REPO = Path(__file__).resolve().parents[2]
+BUDGETS = [None, 32_000, 8_000]
+SKIP = {"FORMATS.md", "PROVENANCE.md"}
+USE_IMPORTERS = importlib.util.find_spec("contextledger.adapters.importers.service") is not None
+
+
+def _bash_calls(text: str) -> list[str]:
+    return re.findall(r"```(?:bash|mswea_bash_command)\n(.*?)```", text, re.DOTALL)
+
+
+def _load_mini_swe_agent(path: Path) -> tuple[str, list[dict[str, Any]]]:
+    """A tiny fallback loader: bash blocks become calls, the next user message their result."""
+    data = json.loads(path.read_text())
+    messages = data["messages"]
+    out: list[dict[str, Any]] = [{"role": "user", "content": messages[1]["content"]}]
+    pending: str | None = None
+    for i, message in enumerate(messages[2:]):
+        if message["role"] == "assistant":
+            calls = _bash_calls(message["content"])
+            pending = f"call_{i}" if len(calls) == 1 else None
+            tool_calls = (
+                [{"id": pending, "name": "bash", "arguments": {"command": calls[0]}}] if pending else []
+            )
+            out.append({"role": "assistant", "content": message["content"], "tool_calls": tool_calls})
+        elif pending is not None:
+            out.append({"role": "tool", "call_id": pending, "content": message["content"]})
+            pending = None
+        else:
+            out.append({"role": "user", "content": message["content"]})
+    return messages[0]["content"], out
+
+
+def _load_openai(system: str, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "system":
+            system = message["content"]
+        elif role == "user":
+            out.append({"role": "user", "content": message["content"] or ""})
+        elif role == "assistant":
+            calls = [
+                {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                for c in message.get("tool_calls") or []
+            ]
+            out.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+        elif role == "tool":
+            call_id = message.get("tool_call_id") or message["tool_call_ids"][0]
+            out.append({"role": "tool", "call_id": call_id, "content": str(message["content"])})
+    return system, out
+
+
+def _fallback_import(ledger: contextledger.Ledger, path: Path) -> None:
+    """Import the simple formats without the importers (used only if they are absent)."""
+    if path.name.startswith("mini-swe-agent"):
+        system, messages = _load_mini_swe_agent(path)
+        ledger.start_session(system_prompt=system, messages=messages)
+    elif path.name.startswith("tau-bench"):
+        for run in json.loads(path.read_text()):
+            system, messages = _load_openai("", run["traj"])
+            ledger.start_session(system_prompt=system, messages=messages)
+    elif path.name.startswith("swe-agent") and "fc-" in path.name:
+        system, messages = _load_openai("", json.loads(path.read_text())["history"])
+        ledger.start_session(system_prompt=system, messages=messages)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> contextledger.Ledger:
+    """All transcripts in one SQLite ledger (through the importers when they are installed)."""
+    folder = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))
+    if not folder.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI needs the transcripts at {folder}")
+        pytest.skip(f"no transcripts folder at {folder} (set CONTEXTLEDGER_TRANSCRIPTS)")
+    url = f"sqlite:///{tmp_path_factory.mktemp('render') / 'all.db'}"
+    ledger = contextledger.open_ledger(url)
+    for path in sorted(folder.iterdir()):
+        if path.name in SKIP:
+            continue
+        if USE_IMPORTERS:
+            from contextledger.adapters.importers.service import import_file  # noqa: PLC0415
+
+            outcome = import_file(ledger, path)
+            assert outcome.ok, outcome.error
+        else:
+            _fallback_import(ledger, path)
+    return ledger
+
+
+def _call_positions(ledger: contextledger.Ledger, session_id: str) -> list[int]:
+    events = ledger.events(session_id)
+    calls = [r.seq - 1 for r in events if isinstance(r.event, AssistantMessageAdded) and r.seq > 2]
+    return [*calls, events[-1].seq]
+
+
+@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"budget-{b or 'preset'}")
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_every_preset_renders_every_session_within_budget(imported, preset, budget):
+    """Before every model call of every session: within budget, recount exact, task kept, wire paired."""
+    renderer = Renderer(imported)
+    sessions = [s.session_id for s in imported.sessions()]
+    assert len(sessions) >= (220 if USE_IMPORTERS else 200)
+    calls = 0
+    for session_id in sessions:
+        first_task = next(
+            (r.seq for r in imported.events(session_id) if isinstance(r.event, UserMessageAdded)), None
+        )
+        for position in _call_positions(imported, session_id):
+            context = renderer.render(session_id, preset, at=position, budget=budget)
+            calls += 1
+            assert context.tokens <= context.budget
+            if budget is not None:
+                assert context.budget == budget
+            if first_task is not None and first_task <= position:
+                assert any(m.sources == (first_task,) for m in context.messages), (session_id, position)
+            assert context.messages or position == 1, (session_id, position)
+    assert calls > 3000
+
+
+@pytest.mark.parametrize("preset", ["default", "blocks"])
+def test_recount_and_wire_pairing_at_32k(imported, preset):
+    """At 32k the recount with cl100k equals the tokens, and both wire formats pair every call."""
+    renderer = Renderer(imported)
+    for info in imported.sessions():
+        context = renderer.render(info.session_id, preset, budget=32_000)
+        assert count_context(context, renderer.counter) == context.tokens
+        assert check_openai_pairing(to_openai(context)) == []
+        assert check_anthropic_pairing(to_anthropic(context)) == []
+
+
+def test_the_868k_char_submission_is_cut_to_fit(imported):
+    """mini-swe-agent psf__requests-1142 ends on an 868k-char result: it is cut on arrival, not fatal."""
+    renderer = Renderer(imported)
+    session = next(s.session_id for s in imported.sessions() if "requests-1142" in s.session_id)
+    for budget in (8_000, 32_000, None):
+        context = renderer.render(session, "default", budget=budget)
+        last = context.messages[-1]
+        assert last.kind == "truncated"
+        assert f"restore: seq {context.position}" in last.text
+        assert context.tokens <= context.budget
