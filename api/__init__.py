@@ -1,10 +1,16 @@
 """contextledger: the context layer of LLM agents, event-sourced.
 
-``import contextledger`` is the whole public API: open a ledger, append sessions, read them back.
+``import contextledger`` is the whole public API: open a ledger, append sessions, read them back,
+import transcripts, and render the token-budgeted context to send (OpenAI or Anthropic payloads).
 """
 
 from __future__ import annotations
 
+from contextledger.adapters.formats.anthropic import to_anthropic
+from contextledger.adapters.formats.openai import to_openai
+from contextledger.adapters.importers.service import import_file, import_files
+from contextledger.adapters.policy_files import load_policy_file, resolve_policy
+from contextledger.adapters.rendering import Renderer
 from contextledger.bootstrap import open_ledger
 from contextledger.domain.content import BlobText, InlineText, Text
 from contextledger.domain.errors import (
@@ -42,18 +48,27 @@ from contextledger.domain.events import (
 from contextledger.domain.ports import SessionInfo
 from contextledger.ledger import Ledger
 from contextledger.messages import AssistantMessage, ToolCallIn, ToolResult, ToolSchemaIn, UserMessage
+from contextledger.projections.budget import Budget
+from contextledger.projections.context import Decision, RenderedContext, RenderedMessage, RenderedToolCall
+from contextledger.projections.injection import InjectionHook, StaticInjection
+from contextledger.projections.policy import Policy
+from contextledger.projections.presets import PRESETS, get_preset, preset_names
 
 __all__ = [
+    "PRESETS",
     "AssistantMessage",
     "AssistantMessageAdded",
     "BlobText",
+    "Budget",
     "BudgetError",
     "ConcurrencyConflictError",
     "ConfigError",
     "ContextLedgerError",
+    "Decision",
     "DuplicateToolCallError",
     "DuplicateToolResultError",
     "EventDecodeError",
+    "InjectionHook",
     "InjectionOverflowError",
     "InlineText",
     "InvalidMessageError",
@@ -61,11 +76,17 @@ __all__ = [
     "ItemUnpinned",
     "Ledger",
     "PinnedOverBudgetError",
+    "Policy",
     "Recorded",
+    "RenderedContext",
+    "RenderedMessage",
+    "RenderedToolCall",
+    "Renderer",
     "SessionExistsError",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionStarted",
+    "StaticInjection",
     "StoreError",
     "StoreUnavailableError",
     "SummaryRecorded",
@@ -82,7 +103,15 @@ __all__ = [
     "UserMessage",
     "UserMessageAdded",
     "ValidationError",
+    "get_preset",
+    "import_file",
+    "import_files",
+    "load_policy_file",
     "open_ledger",
+    "preset_names",
+    "resolve_policy",
+    "to_anthropic",
+    "to_openai",
 ]
 
 

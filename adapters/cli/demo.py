@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from contextledger.adapters.cli.common import (
     DbOption,
@@ -13,6 +15,8 @@ from contextledger.adapters.cli.common import (
 )
 from contextledger.adapters.cli.demo_session import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_messages
 from contextledger.adapters.cli.history import history_rows
+from contextledger.adapters.cli.render_cmd import print_context, render_payload
+from contextledger.adapters.rendering import Renderer
 from rich.table import Table
 
 __all__ = ["register"]
@@ -22,8 +26,14 @@ def register(app: typer.Typer) -> None:
     """Add the ``demo`` command to ``app``."""
 
     @app.command()
-    def demo(db: DbOption = "sqlite:///contextledger-demo.db", json_output: JsonOption = False) -> None:
-        """Record a multi-turn, tool-using coding session in a ledger and print what was stored."""
+    def demo(
+        db: DbOption = "sqlite:///contextledger-demo.db",
+        json_output: JsonOption = False,
+        budget: Annotated[
+            int, typer.Option("--budget", help="Prompt budget of the rendered context shown at the end.")
+        ] = 2_500,
+    ) -> None:
+        """Record a multi-turn, tool-using coding session, print what was stored and the context to send."""
 
         def body() -> None:
             with ledger_for(db) as ledger:
@@ -36,8 +46,16 @@ def register(app: typer.Typer) -> None:
                 for message in demo_messages():
                     ledger.append(session_id, message)
                 rows = history_rows(ledger, session_id)
+                context = Renderer(ledger).render(session_id, "default", budget=budget)
                 if json_output:
-                    emit_json({"db": ledger.store_url, "session_id": session_id, "events": rows})
+                    emit_json(
+                        {
+                            "db": ledger.store_url,
+                            "session_id": session_id,
+                            "events": rows,
+                            "render": render_payload(context, "openai"),
+                        }
+                    )
                     return
                 console.print(f"Recorded session [bold]{session_id}[/bold] in {ledger.store_url}")
                 table = Table("pos", "event", "role", "content", "tool calls / call id", "stored")
@@ -55,5 +73,10 @@ def register(app: typer.Typer) -> None:
                 console.print(
                     f"{info.events} events stored; the log is append-only and replays to this table."
                 )
+                console.print(
+                    f"\nThe context to send next under policy 'default' within {budget:,} tokens "
+                    "(a projection of the log; the log itself is unchanged):"
+                )
+                print_context(context)
 
         run_guarded(body)

@@ -21,7 +21,7 @@ from contextledger.adapters.rendering import Renderer
 from contextledger.projections.context import RenderedContext
 from rich.table import Table
 
-__all__ = ["register", "render_payload"]
+__all__ = ["print_context", "register", "render_payload"]
 
 WireFormat = Literal["openai", "anthropic"]
 
@@ -39,7 +39,8 @@ def render_payload(context: RenderedContext, wire: WireFormat) -> dict[str, Any]
     }
 
 
-def _print_context(context: RenderedContext) -> None:
+def print_context(context: RenderedContext) -> None:
+    """Print the rendered messages, the decisions by position and the token totals."""
     table = Table("#", "role", "kind", "tokens", "positions", "content")
     for i, message in enumerate(context.messages):
         flat = " ".join(message.text.split())
@@ -104,6 +105,6 @@ def register(app: typer.Typer) -> None:
                 if json_output:
                     emit_json(render_payload(context, "openai" if wire == "openai" else "anthropic"))
                 else:
-                    _print_context(context)
+                    print_context(context)
 
         run_guarded(body)

@@ -24,6 +24,10 @@ def test_demo_records_a_session_in_sqlite_and_prints_it(tmp_path):
     assert kinds.count("ToolResultRecorded") == 6
     assert any(row["stored"].startswith("blob") for row in shown["events"])
     assert (tmp_path / "d.db").exists()
+    render = shown["render"]
+    assert render["policy"] == "default"
+    assert render["tokens"] <= render["budget"] == 2_500
+    assert render["messages"][0]["role"] == "system"
 
 
 def test_sessions_json_lists_stored_sessions(tmp_path):
