@@ -110,9 +110,25 @@ def test_core_never_imports_adapters():
     """The core depends on ports, never on adapters or the facade."""
     for folder in ("domain", "projections"):
         for path in (REPO / folder).rglob("*.py"):
-            text = path.read_text()
-            assert "contextledger.adapters" not in text, path
-            assert "from contextledger import" not in text, path
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for node in ast.walk(tree):
+                modules = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                for module in modules:
+                    assert not module.startswith("contextledger.adapters"), (path, module)
+                    assert module not in {
+                        "contextledger",
+                        "contextledger.ledger",
+                        "contextledger.bootstrap",
+                    }, (
+                        path,
+                        module,
+                    )
 
 
 def test_import_linter_contracts_hold():
