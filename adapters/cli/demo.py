@@ -14,10 +14,9 @@ from contextledger.adapters.cli.common import (
     run_guarded,
 )
 from contextledger.adapters.cli.demo_session import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_messages
-from contextledger.adapters.cli.history import history_rows
+from contextledger.adapters.cli.history import history_rows, print_history
 from contextledger.adapters.cli.render_cmd import print_context, render_payload
 from contextledger.adapters.rendering import Renderer
-from rich.table import Table
 
 __all__ = ["register"]
 
@@ -58,17 +57,7 @@ def register(app: typer.Typer) -> None:
                     )
                     return
                 console.print(f"Recorded session [bold]{session_id}[/bold] in {ledger.store_url}")
-                table = Table("pos", "event", "role", "content", "tool calls / call id", "stored")
-                for row in rows:
-                    table.add_row(
-                        str(row["position"]),
-                        row["event"],
-                        row["role"],
-                        row["preview"],
-                        row["tools"],
-                        row["stored"],
-                    )
-                console.print(table)
+                print_history(console, rows)
                 info = next(s for s in ledger.sessions() if s.session_id == session_id)
                 console.print(
                     f"{info.events} events stored; the log is append-only and replays to this table."

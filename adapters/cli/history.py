@@ -14,8 +14,10 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.ledger import Ledger
+from rich.console import Console
+from rich.table import Table
 
-__all__ = ["history_rows"]
+__all__ = ["history_rows", "print_history"]
 
 _PREVIEW = 70
 
@@ -75,3 +77,13 @@ def history_rows(ledger: Ledger, session_id: str) -> list[dict[str, Any]]:
             row |= {"preview": f"position {event.position}"}
         rows.append(row)
     return rows
+
+
+def print_history(console: Console, rows: list[dict[str, Any]]) -> None:
+    """Print the rows of ``history_rows`` as a table: position, event, role, content, tools, storage."""
+    table = Table("pos", "event", "role", "content", "tools", "stored")
+    for row in rows:
+        table.add_row(
+            str(row["position"]), row["event"], row["role"], row["preview"], row["tools"], row["stored"]
+        )
+    console.print(table)

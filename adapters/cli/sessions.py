@@ -13,7 +13,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     run_guarded,
 )
-from contextledger.adapters.cli.history import history_rows
+from contextledger.adapters.cli.history import history_rows, print_history
 from rich.table import Table
 
 __all__ = ["register"]
@@ -57,16 +57,6 @@ def register(app: typer.Typer) -> None:
                 if json_output:
                     emit_json({"session_id": session_id, "events": rows})
                     return
-                table = Table("pos", "event", "role", "content", "tools", "stored")
-                for row in rows:
-                    table.add_row(
-                        str(row["position"]),
-                        row["event"],
-                        row["role"],
-                        row["preview"],
-                        row["tools"],
-                        row["stored"],
-                    )
-                console.print(table)
+                print_history(console, rows)
 
         run_guarded(body)
