@@ -99,6 +99,7 @@ class EntryBuilder:
                     self.counter,
                     seq=counted.seq,
                     full=full,
+                    tokens=tokens,
                 )
                 if short is not None and short[1] < tokens:
                     short_text, short_tokens = short

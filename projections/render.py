@@ -154,7 +154,7 @@ def decisions(state: RenderState) -> tuple[Decision, ...]:
             last=r.last,
             action=r.action,
             rule=r.rule,
-            detail=f"{r.messages} messages, {r.tokens:,} tokens" if r.messages else "",
+            detail=_size(r.messages, r.tokens) if r.messages else "",
         )
         for r in state.window.removed
     ]
@@ -201,13 +201,17 @@ def _absorb_kept(items: list[tuple[Group, DecisionAction, str, int, int]]) -> No
         del group, changed, tokens
 
 
+def _size(messages: int, tokens: int) -> str:
+    return f"{messages} message{'' if messages == 1 else 's'}, {tokens:,} tokens"
+
+
 def _run_decision(run: list[tuple[Group, DecisionAction, str, int, int]]) -> Decision:
     seqs = [e.seq for item in run for e in item[0].entries]
     messages = sum(item[0].messages for item in run)
     changed = sum(item[3] for item in run)
     tokens = sum(item[4] for item in run)
     action = run[0][1]
-    detail = f"{messages} messages, {tokens:,} tokens"
+    detail = _size(messages, tokens)
     if changed and action != "kept":
         detail += f"; {changed} {'stubbed or truncated' if action == 'pinned' else action}"
     return Decision(first=min(seqs), last=max(seqs), action=action, rule=run[0][2], detail=detail)

@@ -71,13 +71,15 @@ def cut_tokens(
     seq: int,
     full_tokens: int,
     tail_share: float = 0.2,
+    known: int | None = None,
 ) -> tuple[str, int]:
     """Return ``text`` cut to at most ``max_tokens`` tokens (head and tail around a marker) and its count.
 
     Characters are cut in proportion to the text's token density, then shrunk until the count fits;
-    the result is counted through the port, so its size is exact.
+    the result is counted through the port, so its size is exact. ``known`` is the text's count
+    when the caller has it already.
     """
-    count = counter.count(text)
+    count = counter.count(text) if known is None else known
     if count <= max_tokens:
         return text, count
     keep = int(len(text) * max_tokens / max(count, 1) * 0.9)
@@ -103,19 +105,19 @@ def shorten(
     *,
     seq: int,
     full: int,
+    tokens: int,
 ) -> tuple[str, int] | None:
-    """Return the short form of ``text`` and its content tokens, or None when it already fits."""
+    """Return the short form of ``text`` (whose count is ``tokens``) and its count, or None if it fits."""
     current = text
     changed = False
     if limit_lines is not None:
         cut = cut_lines(current, limit_lines, seq=seq, full_tokens=full)
         if cut is not None:
             current, changed = cut, True
-    if limit_tokens is not None:
-        cut_text, tokens = cut_tokens(current, limit_tokens, counter, seq=seq, full_tokens=full)
-        if changed or cut_text is not current:
-            return cut_text, tokens
-        return None
+    if limit_tokens is not None and (changed or tokens > limit_tokens):
+        known = None if changed else tokens
+        cut_text, count = cut_tokens(current, limit_tokens, counter, seq=seq, full_tokens=full, known=known)
+        return cut_text, count
     if not changed:
         return None
     return current, counter.count(current)

@@ -117,7 +117,7 @@ def _call_positions(ledger: contextledger.Ledger, session_id: str) -> list[int]:
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"budget-{b or 'preset'}")
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_every_preset_renders_every_session_within_budget(imported, preset, budget):
-    """Before every model call of every session: within budget, recount exact, task kept, wire paired."""
+    """Before every model call of every session: within budget, task kept, never empty, every call paired."""
     renderer = Renderer(imported)
     sessions = [s.session_id for s in imported.sessions()]
     assert len(sessions) >= (220 if USE_IMPORTERS else 200)
@@ -135,6 +135,7 @@ def test_every_preset_renders_every_session_within_budget(imported, preset, budg
             if first_task is not None and first_task <= position:
                 assert any(m.sources == (first_task,) for m in context.messages), (session_id, position)
             assert context.messages or position == 1, (session_id, position)
+            assert check_openai_pairing(to_openai(context)) == [], (session_id, position)
     assert calls > 3000
 
 
