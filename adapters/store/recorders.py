@@ -262,6 +262,32 @@ class LedgerPOPORecorder(POPOApplicationRecorder):
                 self._idempotency[(idempotency[0], idempotency[1])] = (idempotency[2], idempotency[3])
             return ids
 
+    def select_events(
+        self,
+        originator_id: Any,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """Return a stream's events in ``(gt, lte]`` by direct lookups, not a scan of the stream.
+
+        The ledger's streams hold contiguous positions 1..n, so a range is computed, not searched
+        (eventsourcing's in-memory recorder walks every position of the stream on each read).
+        """
+        with self._database_lock:
+            index = self._stored_events_index.get(str(originator_id))
+            if not index:
+                return []
+            last = next(reversed(index))
+            low = max(gt or 0, 0) + 1
+            high = last if lte is None else min(lte, last)
+            positions = range(high, low - 1, -1) if desc else range(low, high + 1)
+            if limit is not None:
+                positions = positions[:limit]
+            return [self._stored_events[index[p]] for p in positions if p in index]
+
     def read_blob(self, sha256: str) -> str | None:
         """Return the text stored under ``sha256``, or None."""
         return self._blobs.get(sha256)
