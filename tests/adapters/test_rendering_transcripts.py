@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
-import re
 from pathlib import Path
-from typing import Any
 
 import contextledger
 import pytest
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.formats.pairing import check_anthropic_pairing, check_openai_pairing
+from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.rendering import Renderer
 from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
 from contextledger.projections.counting import count_context
@@ -22,72 +19,11 @@ from contextledger.projections.presets import PRESETS
 REPO = Path(__file__).resolve().parents[2]
 BUDGETS = [None, 32_000, 8_000]
 SKIP = {"FORMATS.md", "PROVENANCE.md"}
-USE_IMPORTERS = importlib.util.find_spec("contextledger.adapters.importers.service") is not None
-
-
-def _bash_calls(text: str) -> list[str]:
-    return re.findall(r"```(?:bash|mswea_bash_command)\n(.*?)```", text, re.DOTALL)
-
-
-def _load_mini_swe_agent(path: Path) -> tuple[str, list[dict[str, Any]]]:
-    """A tiny fallback loader: bash blocks become calls, the next user message their result."""
-    data = json.loads(path.read_text())
-    messages = data["messages"]
-    out: list[dict[str, Any]] = [{"role": "user", "content": messages[1]["content"]}]
-    pending: str | None = None
-    for i, message in enumerate(messages[2:]):
-        if message["role"] == "assistant":
-            calls = _bash_calls(message["content"])
-            pending = f"call_{i}" if len(calls) == 1 else None
-            tool_calls = (
-                [{"id": pending, "name": "bash", "arguments": {"command": calls[0]}}] if pending else []
-            )
-            out.append({"role": "assistant", "content": message["content"], "tool_calls": tool_calls})
-        elif pending is not None:
-            out.append({"role": "tool", "call_id": pending, "content": message["content"]})
-            pending = None
-        else:
-            out.append({"role": "user", "content": message["content"]})
-    return messages[0]["content"], out
-
-
-def _load_openai(system: str, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = message["role"]
-        if role == "system":
-            system = message["content"]
-        elif role == "user":
-            out.append({"role": "user", "content": message["content"] or ""})
-        elif role == "assistant":
-            calls = [
-                {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
-                for c in message.get("tool_calls") or []
-            ]
-            out.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
-        elif role == "tool":
-            call_id = message.get("tool_call_id") or message["tool_call_ids"][0]
-            out.append({"role": "tool", "call_id": call_id, "content": str(message["content"])})
-    return system, out
-
-
-def _fallback_import(ledger: contextledger.Ledger, path: Path) -> None:
-    """Import the simple formats without the importers (used only if they are absent)."""
-    if path.name.startswith("mini-swe-agent"):
-        system, messages = _load_mini_swe_agent(path)
-        ledger.start_session(system_prompt=system, messages=messages)
-    elif path.name.startswith("tau-bench"):
-        for run in json.loads(path.read_text()):
-            system, messages = _load_openai("", run["traj"])
-            ledger.start_session(system_prompt=system, messages=messages)
-    elif path.name.startswith("swe-agent") and "fc-" in path.name:
-        system, messages = _load_openai("", json.loads(path.read_text())["history"])
-        ledger.start_session(system_prompt=system, messages=messages)
 
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> contextledger.Ledger:
-    """All transcripts in one SQLite ledger (through the importers when they are installed)."""
+    """All transcripts in one SQLite ledger, through the importers."""
     folder = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))
     if not folder.is_dir():
         if os.environ.get("CI") == "true":
@@ -98,13 +34,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> contextledger.Ledger:
     for path in sorted(folder.iterdir()):
         if path.name in SKIP:
             continue
-        if USE_IMPORTERS:
-            from contextledger.adapters.importers.service import import_file  # noqa: PLC0415
-
-            outcome = import_file(ledger, path)
-            assert outcome.ok, outcome.error
-        else:
-            _fallback_import(ledger, path)
+        outcome = import_file(ledger, path)
+        assert outcome.ok, outcome.error
     return ledger
 
 
@@ -120,7 +51,7 @@ def test_every_preset_renders_every_session_within_budget(imported, preset, budg
     """Before every model call of every session: within budget, task kept, never empty, every call paired."""
     renderer = Renderer(imported)
     sessions = [s.session_id for s in imported.sessions()]
-    assert len(sessions) >= (220 if USE_IMPORTERS else 200)
+    assert len(sessions) == 224
     calls = 0
     for session_id in sessions:
         first_task = next(
