@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
-import pydantic
 import structlog
-from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text
+from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     InvalidMessageError,
@@ -19,20 +16,16 @@ from contextledger.domain.errors import (
 )
 from contextledger.domain.events import (
     AnyEvent,
-    AssistantMessageAdded,
     ForkParent,
     ItemPinned,
     ItemUnpinned,
     Recorded,
     SessionStarted,
     SummaryRecorded,
-    ToolCall,
-    ToolResultRecorded,
-    ToolSchema,
-    UserMessageAdded,
 )
 from contextledger.domain.ports import AppendOutcome, Clock, EventStore, IdSource, SessionInfo
 from contextledger.domain.session import SessionState
+from contextledger.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.messages import (
     AssistantMessage,
     ToolCallIn,
@@ -78,7 +71,7 @@ class Ledger:
         self.store = store
         self.clock = clock
         self.ids = ids
-        self.blob_threshold = blob_threshold
+        self._drafts = EventDrafter(clock, blob_threshold)
         self._states: OrderedDict[str, SessionState] = OrderedDict()
         self._cache_size = cache_size
 
@@ -99,7 +92,7 @@ class Ledger:
     ) -> str:
         """Start a session (optionally with its first messages, atomically) and return its id."""
         session_id = session_id or self.ids.new_id()
-        schemas = tuple(self._tool_schema(t) for t in tools)
+        schemas = tuple(tool_schema(t) for t in tools)
         started = SessionStarted(
             session_id=session_id,
             system_prompt=system_prompt,
@@ -114,7 +107,7 @@ class Ledger:
         events: list[AnyEvent] = [started]
         issued: dict[str, str] = {}
         for raw in messages:
-            event = self._to_event(parse_message(raw), state, issued, blobs)
+            event = self._drafts.event(parse_message(raw), state, issued, blobs)
             events.append(event)
         self._append(session_id, events, blobs, idempotency_key=idempotency_key)
         return session_id
@@ -147,7 +140,7 @@ class Ledger:
             raise SessionNotFoundError(session_id)
         blobs: dict[str, str] = {}
         issued: dict[str, str] = {}
-        events = [self._to_event(m, state, issued, blobs) for m in parsed]
+        events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
         return self._append(
             session_id, events, blobs, expected_version=expected_version, idempotency_key=idempotency_key
         ).positions
@@ -167,7 +160,7 @@ class Ledger:
         **options: Any,
     ) -> int:
         """Append the model's answer with its tool calls; return its position."""
-        calls = tuple(c if isinstance(c, ToolCallIn) else self._tool_call(c) for c in tool_calls)
+        calls = tuple(tool_call(c) for c in tool_calls)
         message = AssistantMessage(content=content, tool_calls=calls, reasoning=reasoning, model=model)
         return self.append(session_id, message, **options)
 
@@ -220,7 +213,7 @@ class Ledger:
             session_id=session_id,
             covers_from=covers_from,
             covers_through=covers_through,
-            content=self._text(text, blobs),
+            content=self._drafts.text(text, blobs),
             produced_at=produced,
             model=model,
             prompt_sha=prompt_sha,
@@ -336,73 +329,3 @@ class Ledger:
         self._states.move_to_end(state.session_id)
         while len(self._states) > self._cache_size:
             self._states.popitem(last=False)
-
-    def _to_event(
-        self,
-        message: UserMessage | AssistantMessage | ToolResult,
-        state: SessionState,
-        issued: dict[str, str],
-        blobs: dict[str, str],
-    ) -> AnyEvent:
-        at = message.at or self.clock.now()
-        if isinstance(message, UserMessage):
-            return UserMessageAdded(content=self._text(message.content, blobs), at=at, meta=message.meta)
-        if isinstance(message, AssistantMessage):
-            calls = tuple(
-                ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments))
-                for c in message.tool_calls
-            )
-            issued.update({c.id: c.name for c in calls})
-            return AssistantMessageAdded(
-                content=None if message.content is None else self._text(message.content, blobs),
-                reasoning=message.reasoning,
-                tool_calls=calls,
-                model=message.model,
-                at=at,
-                meta=message.meta,
-            )
-        tool_name = message.tool_name or issued.get(message.call_id) or state.issued.get(message.call_id, "")
-        return ToolResultRecorded(
-            call_id=message.call_id,
-            tool_name=tool_name,
-            content=self._text(message.content, blobs),
-            is_error=message.is_error,
-            at=at,
-            meta=message.meta,
-        )
-
-    def _text(self, text: str, blobs: dict[str, str]) -> Text:
-        encoded = text.encode("utf-8", "surrogatepass")
-        if len(encoded) <= self.blob_threshold:
-            return InlineText(text)
-        sha = hashlib.sha256(encoded).hexdigest()
-        blobs[sha] = text
-        return BlobText(sha256=sha, chars=len(text), preview=text[:PREVIEW_CHARS])
-
-    @staticmethod
-    def _tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
-        schema = raw if isinstance(raw, ToolSchemaIn) else _validated(ToolSchemaIn, raw, "tool schema")
-        return ToolSchema(
-            name=schema.name, description=schema.description, parameters=dict(schema.parameters)
-        )
-
-    @staticmethod
-    def _tool_call(raw: Mapping[str, Any]) -> ToolCallIn:
-        return _validated(ToolCallIn, raw, "tool call")
-
-
-_M = TypeVar("_M", ToolSchemaIn, ToolCallIn)
-
-
-def _validated(model: type[_M], raw: Mapping[str, Any], what: str) -> _M:
-    try:
-        return model.model_validate(dict(raw))
-    except pydantic.ValidationError as error:
-        msg = f"invalid {what}: {error.errors()[0]['msg']} at {error.errors()[0]['loc']}"
-        raise InvalidMessageError(msg) from None
-
-
-def _arguments_json(arguments: str | dict[str, Any]) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
