@@ -12,6 +12,7 @@ from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     InvalidMessageError,
+    SessionExistsError,
     SessionNotFoundError,
 )
 from contextledger.domain.events import (
@@ -23,7 +24,7 @@ from contextledger.domain.events import (
     SessionStarted,
     SummaryRecorded,
 )
-from contextledger.domain.ports import AppendOutcome, Clock, EventStore, IdSource, SessionInfo
+from contextledger.domain.ports import AppendOutcome, Clock, EventStore, IdSource, SessionInfo, StreamAppend
 from contextledger.domain.session import SessionState
 from contextledger.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.messages import (
@@ -91,26 +92,78 @@ class Ledger:
         idempotency_key: str | None = None,
     ) -> str:
         """Start a session (optionally with its first messages, atomically) and return its id."""
+        session_id, events, blobs = self._session_events(
+            session_id=session_id,
+            system_prompt=system_prompt,
+            model=model,
+            tools=tools,
+            metadata=metadata,
+            parent=parent,
+            messages=messages,
+            at=at,
+        )
+        self._append(session_id, events, blobs, idempotency_key=idempotency_key)
+        return session_id
+
+    def start_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Start several sessions in ONE transaction: all are stored, or none (e.g. one transcript file).
+
+        Each mapping takes the keyword arguments of ``start_session``. Every session is validated
+        before anything is written; a session that already exists raises ``SessionExistsError``.
+        """
+        appends: list[StreamAppend] = []
+        blobs: dict[str, str] = {}
+        states: list[SessionState] = []
+        for spec in sessions:
+            options = dict(spec)
+            key = options.pop("idempotency_key", None)
+            session_id, events, session_blobs = self._session_events(**options)
+            if any(a.stream_id == session_id for a in appends):
+                raise SessionExistsError(session_id)
+            state = self._state(session_id)
+            state.check(events)
+            states.append(state)
+            blobs.update(session_blobs)
+            appends.append(
+                StreamAppend(
+                    stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
+                )
+            )
+        self.store.append_streams(appends, blobs=blobs)
+        for state, append in zip(states, appends, strict=True):
+            for event in append.events:
+                state.apply(event)
+            self._remember(state)
+        return [a.stream_id for a in appends]
+
+    def _session_events(
+        self,
+        *,
+        session_id: str | None = None,
+        system_prompt: str = "",
+        model: str | None = None,
+        tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        parent: tuple[str, int] | None = None,
+        messages: Sequence[MessageLike] = (),
+        at: datetime | None = None,
+    ) -> tuple[str, list[AnyEvent], dict[str, str]]:
         session_id = session_id or self.ids.new_id()
-        schemas = tuple(tool_schema(t) for t in tools)
         started = SessionStarted(
             session_id=session_id,
             system_prompt=system_prompt,
             model=model,
-            tools=schemas,
+            tools=tuple(tool_schema(t) for t in tools),
             metadata=dict(metadata or {}),
             parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
             at=at or self.clock.now(),
         )
         state = SessionState(session_id)
         blobs: dict[str, str] = {}
-        events: list[AnyEvent] = [started]
         issued: dict[str, str] = {}
-        for raw in messages:
-            event = self._drafts.event(parse_message(raw), state, issued, blobs)
-            events.append(event)
-        self._append(session_id, events, blobs, idempotency_key=idempotency_key)
-        return session_id
+        events: list[AnyEvent] = [started]
+        events.extend(self._drafts.event(parse_message(raw), state, issued, blobs) for raw in messages)
+        return session_id, events, blobs
 
     def append(
         self,

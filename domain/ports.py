@@ -15,6 +15,7 @@ __all__ = [
     "EventStore",
     "IdSource",
     "SessionInfo",
+    "StreamAppend",
     "TokenCounter",
 ]
 
@@ -36,6 +37,15 @@ class SessionInfo(msgspec.Struct, frozen=True):
     source: str | None = None
 
 
+class StreamAppend(msgspec.Struct, frozen=True, kw_only=True):
+    """Events to append to one stream after ``expected_version``, as part of a multi-stream batch."""
+
+    stream_id: str
+    expected_version: int
+    events: tuple[AnyEvent, ...]
+    idempotency_key: str | None = None
+
+
 class EventStore(Protocol):
     """Append-only streams of domain events with optimistic concurrency and idempotency keys.
 
@@ -53,6 +63,12 @@ class EventStore(Protocol):
         idempotency_key: str | None = None,
     ) -> AppendOutcome:
         """Append ``events`` after ``expected_version`` in one transaction, with their blobs."""
+        ...
+
+    def append_streams(
+        self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
+    ) -> None:
+        """Append to several streams in ONE transaction: all of it is stored, or none of it."""
         ...
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:

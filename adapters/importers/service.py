@@ -116,21 +116,28 @@ def _write(ledger: Ledger, sessions: list[PreparedSession], progress: Progress |
             raise TranscriptImportError(session.draft.source, where, problem)
         else:
             pending.append(session)
-    for done, session in enumerate(pending, start=1):
-        draft = session.draft
-        ledger.start_session(
-            session_id=session.session_id,
-            system_prompt=draft.system_prompt,
-            model=draft.model,
-            tools=draft.tools,
-            metadata=_stored_metadata(session),
-            messages=session.messages,
-            at=draft.started_at,
-            idempotency_key=session.idempotency_key,
-        )
+    if not pending:
+        return
+    # One transaction for the whole file: all of its new sessions are stored, or none of them.
+    ledger.start_sessions(
+        [
+            {
+                "session_id": session.session_id,
+                "system_prompt": session.draft.system_prompt,
+                "model": session.draft.model,
+                "tools": session.draft.tools,
+                "metadata": _stored_metadata(session),
+                "messages": session.messages,
+                "at": session.draft.started_at,
+                "idempotency_key": session.idempotency_key,
+            }
+            for session in pending
+        ]
+    )
+    for session in pending:
         session.report.status = "imported"
-        if progress is not None:
-            progress("write", done, len(pending))
+    if progress is not None:
+        progress("write", len(pending), len(pending))
 
 
 def import_file(

@@ -15,13 +15,14 @@ from contextledger.domain.errors import (
     StoreUnavailableError,
 )
 from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, topic_of
-from contextledger.domain.ports import AppendOutcome, SessionInfo
+from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
 from eventsourcing.persistence import (
     ApplicationRecorder,
     IntegrityError,
     InterfaceError,
     OperationalError,
     PersistenceError,
+    StoredEvent,
 )
 
 __all__ = ["LedgerRecorder", "RecorderEventStore"]
@@ -111,7 +112,7 @@ class RecorderEventStore:
         first = expected_version + 1
         last = expected_version + len(events)
         stored = [self.mapper.to_stored(stream_id, first + i, e) for i, e in enumerate(events)]
-        idempotency = None if idempotency_key is None else (stream_id, idempotency_key, first, last)
+        idempotency = [] if idempotency_key is None else [(stream_id, idempotency_key, first, last)]
         with _translated(f"append to {stream_id!r}"):
             try:
                 self.recorder.insert_events(stored, blobs=blobs or {}, idempotency=idempotency)
@@ -123,6 +124,31 @@ class RecorderEventStore:
                 log.info("append_conflict", stream_id=stream_id, expected_version=expected_version)
                 raise ConcurrencyConflictError(stream_id, expected_version) from error
         return AppendOutcome(tuple(range(first, last + 1)))
+
+    def append_streams(
+        self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
+    ) -> None:
+        """Append to several streams in one transaction: all of it is stored, or none of it."""
+        stored: list[StoredEvent] = []
+        keys: list[tuple[str, str, int, int]] = []
+        for append in appends:
+            first = append.expected_version + 1
+            stored.extend(
+                self.mapper.to_stored(append.stream_id, first + i, e) for i, e in enumerate(append.events)
+            )
+            if append.idempotency_key is not None:
+                keys.append((append.stream_id, append.idempotency_key, first, first + len(append.events) - 1))
+        if not stored:
+            return
+        with _translated(f"append to {len(appends)} streams"):
+            try:
+                self.recorder.insert_events(stored, blobs=blobs or {}, idempotency=keys)
+            except IntegrityError as error:
+                log.info("batch_append_conflict", streams=[a.stream_id for a in appends])
+                first_stream = appends[0]
+                raise ConcurrencyConflictError(
+                    first_stream.stream_id, first_stream.expected_version
+                ) from error
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the stream's events with positions in ``(after, upto]``."""

@@ -31,9 +31,9 @@ def _blob_rows(kwargs: Extras) -> list[tuple[str, str]]:
     return sorted(blobs.items())
 
 
-def _idempotency_row(kwargs: Extras) -> tuple[str, str, int, int] | None:
-    row: tuple[str, str, int, int] | None = kwargs.get("idempotency")
-    return row
+def _idempotency_rows(kwargs: Extras) -> list[tuple[str, str, int, int]]:
+    rows: list[tuple[str, str, int, int]] = list(kwargs.get("idempotency") or [])
+    return rows
 
 
 class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
@@ -71,9 +71,9 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
         rows = _blob_rows(kwargs)
         if rows:
             c.executemany("INSERT OR IGNORE INTO ledger_blobs (sha256, text) VALUES (?, ?)", rows)
-        idempotency = _idempotency_row(kwargs)
-        if idempotency is not None:
-            c.execute("INSERT INTO ledger_idempotency VALUES (?, ?, ?, ?)", idempotency)
+        keys = _idempotency_rows(kwargs)
+        if keys:
+            c.executemany("INSERT INTO ledger_idempotency VALUES (?, ?, ?, ?)", keys)
         return None
 
     def read_blob(self, sha256: str) -> str | None:
@@ -177,11 +177,11 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 ),
                 rows,
             )
-        idempotency = _idempotency_row(kwargs)
-        if idempotency is not None:
-            curs.execute(
+        keys = _idempotency_rows(kwargs)
+        if keys:
+            curs.executemany(
                 SQL("INSERT INTO {} VALUES (%s, %s, %s, %s)").format(self._table(self.idempotency_table)),
-                idempotency,
+                keys,
             )
 
     def read_blob(self, sha256: str) -> str | None:
@@ -251,15 +251,16 @@ class LedgerPOPORecorder(POPOApplicationRecorder):
 
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:
-            idempotency = _idempotency_row(kwargs)
-            if idempotency is not None and (idempotency[0], idempotency[1]) in self._idempotency:
-                msg = f"idempotency key already used: {idempotency[:2]}"
+            keys = _idempotency_rows(kwargs)
+            used = [(k[0], k[1]) for k in keys if (k[0], k[1]) in self._idempotency]
+            if used or len({(k[0], k[1]) for k in keys}) < len(keys):
+                msg = f"idempotency key already used: {used or keys}"
                 raise IntegrityError(msg)
             self._assert_uniqueness(stored_events, **kwargs)
             ids = self._update_table(stored_events, **kwargs)
             self._blobs.update(_blob_rows(kwargs))
-            if idempotency is not None:
-                self._idempotency[(idempotency[0], idempotency[1])] = (idempotency[2], idempotency[3])
+            for key in keys:
+                self._idempotency[(key[0], key[1])] = (key[2], key[3])
             return ids
 
     def select_events(

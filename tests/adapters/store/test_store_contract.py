@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from contextledger.domain.content import BlobText, InlineText
 from contextledger.domain.events import SessionStarted, UserMessageAdded
-from contextledger.domain.ports import EventStore
+from contextledger.domain.ports import EventStore, StreamAppend
 
 
 class EventStoreContract(ABC):
@@ -197,6 +197,47 @@ class EventStoreContract(ABC):
             thread.join()
         assert sorted(outcomes) == ["conflict", "conflict", "conflict", "won"]
         assert ledger.version(session_id) == version + 1
+
+    def test_several_sessions_start_in_one_transaction(self, ledger):
+        """start_sessions stores every session of the batch, each with its messages and key."""
+        ids = ledger.start_sessions(
+            [
+                {
+                    "session_id": "a",
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "idempotency_key": "k-a",
+                },
+                {"session_id": "b", "system_prompt": "s", "idempotency_key": "k-b"},
+            ]
+        )
+        assert ids == ["a", "b"]
+        assert (ledger.version("a"), ledger.version("b")) == (2, 1)
+        assert ledger.store.lookup_idempotency_key("a", "k-a") == (1, 2)
+
+    def test_a_bad_session_in_a_batch_writes_no_session(self, ledger):
+        """One invalid session (a result for a call never issued) keeps the whole batch out."""
+        self._session(ledger)
+        before = self.snapshot(ledger)
+        with pytest.raises(contextledger.UnknownToolCallError):
+            ledger.start_sessions(
+                [
+                    {"session_id": "good", "messages": [{"role": "user", "content": "hi"}]},
+                    {"session_id": "bad", "messages": [{"role": "tool", "call_id": "zz", "content": "x"}]},
+                ]
+            )
+        assert self.snapshot(ledger) == before
+
+    def test_a_conflict_in_a_multi_stream_append_writes_no_stream(self, ledger):
+        """If one stream of a batch conflicts at the store, no stream of the batch is written."""
+        taken = self._session(ledger)
+        before = self.snapshot(ledger)
+        appends = [
+            StreamAppend(stream_id="fresh", expected_version=0, events=(SessionStarted(session_id="fresh"),)),
+            StreamAppend(stream_id=taken, expected_version=0, events=(SessionStarted(session_id=taken),)),
+        ]
+        with pytest.raises(contextledger.ConcurrencyConflictError):
+            ledger.store.append_streams(appends)
+        assert self.snapshot(ledger) == before
 
     def test_token_counts_are_cached_per_tokenizer(self, ledger):
         """Saved counts come back for their tokenizer only."""
