@@ -26,12 +26,27 @@ __all__ = ["Renderer"]
 _CHUNK = 2_000
 """Events read and counted per batch while catching up."""
 
+SNAPSHOT_EVERY = 1_000
+"""Persist the folded state when at least this many events were folded since the last snapshot."""
+
+SNAPSHOT_FORMAT = 1
+"""Part of every snapshot's name: raise it when a change to the projection changes folded states."""
+
 
 class _Cached(msgspec.Struct):
-    """A folded state and the ids of the summary artifacts folded into it."""
+    """A folded state, the ids of the summary artifacts folded into it, and its last snapshot position."""
 
     state: RenderState
     summaries: set[str]
+    snapshot_at: int = 0
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(_Cached)
+
+
+def _snapshot_name(key: tuple[str, ...]) -> str:
+    return f"render/v{SNAPSHOT_FORMAT}/" + "/".join(key)
 
 
 class Renderer:
@@ -131,15 +146,32 @@ class Renderer:
             raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
         summaries = self.ledger.summaries(session_id)
         key = (session_id, projector.policy.fingerprint(), str(projector.budget.total), projector.tokenizer)
-        cached = self._states.get(key)
+        cached = self._states.get(key) or self._load_snapshot(key)
         if cached is None or not self._usable(cached, position, summaries):
             # Behind the request or missing an artifact due earlier: fold from the start.
             cached = _Cached(state=projector.start(), summaries=set())
         self._catch_up(session_id, projector, cached, position, summaries)
+        if cached.state.position - cached.snapshot_at >= SNAPSHOT_EVERY:
+            self.ledger.store.save_snapshot(
+                _snapshot_name(key), cached.state.position, _ENCODER.encode(cached)
+            )
+            cached.snapshot_at = cached.state.position
         self._remember(key, cached)
         return cached.state
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _load_snapshot(self, key: tuple[str, ...]) -> _Cached | None:
+        """Return the persisted state of ``key`` (a later process catches up from it), or None."""
+        found = self.ledger.store.load_snapshot(_snapshot_name(key))
+        if found is None:
+            return None
+        try:
+            cached = _DECODER.decode(found[1])
+        except msgspec.DecodeError:
+            return None  # written by an incompatible version: refold from the log
+        cached.snapshot_at = cached.state.position
+        return cached
 
     @staticmethod
     def _usable(cached: _Cached, position: int, summaries: list[SummaryRecorded]) -> bool:

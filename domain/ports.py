@@ -99,6 +99,14 @@ class EventStore(Protocol):
         """Cache token counts of content hashes under ``tokenizer``."""
         ...
 
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return the position and bytes of the projection snapshot called ``name``, or None."""
+        ...
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store (replace) the projection snapshot called ``name``; snapshots are derived, never the log."""
+        ...
+
     def close(self) -> None:
         """Release connections."""
         ...

@@ -55,6 +55,14 @@ class LedgerRecorder(Protocol):
         """Return the last position of each stream."""
         ...
 
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return a projection snapshot."""
+        ...
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store a projection snapshot."""
+        ...
+
 
 @contextmanager
 def _translated(action: str) -> Iterator[None]:
@@ -213,6 +221,16 @@ class RecorderEventStore:
         if counts:
             with _translated("save token counts"):
                 self.extras.save_token_counts(tokenizer, counts)
+
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return the position and bytes of a projection snapshot, or None."""
+        with _translated(f"load snapshot {name}"):
+            return self.extras.load_snapshot(name)
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store (replace) a projection snapshot."""
+        with _translated(f"save snapshot {name}"):
+            self.extras.save_snapshot(name, position, state)
 
     def close(self) -> None:
         """Release the connections of the underlying datastore."""

@@ -54,6 +54,10 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
                 "tokens INTEGER NOT NULL, PRIMARY KEY (tokenizer, sha256)) WITHOUT ROWID"
             ),
             (
+                "CREATE TABLE IF NOT EXISTS ledger_snapshots (name TEXT PRIMARY KEY, "
+                "position INTEGER NOT NULL, state BLOB NOT NULL)"
+            ),
+            (
                 f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
                 f"ON {self.events_table_name} (topic)"
             ),
@@ -117,6 +121,18 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
                 [(tokenizer, key, value) for key, value in counts.items()],
             )
 
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return a projection snapshot's position and bytes, or None."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT position, state FROM ledger_snapshots WHERE name = ?", (name,))
+            row = c.fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store or replace a projection snapshot."""
+        with self.datastore.transaction(commit=True) as c:
+            c.execute("INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)", (name, position, state))
+
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream."""
         ids = list(stream_ids)
@@ -144,6 +160,7 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
         self.blobs_table = f"{prefix}_blobs"
         self.idempotency_table = f"{prefix}_idempotency"
         self.counts_table = f"{prefix}_token_counts"
+        self.snapshots_table = f"{prefix}_snapshots"
         schema = Identifier(self.datastore.schema)
         self.sql_create_statements.extend(
             [
@@ -159,6 +176,10 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                     "CREATE TABLE IF NOT EXISTS {}.{} (tokenizer text, sha256 text, tokens bigint NOT NULL, "
                     "PRIMARY KEY (tokenizer, sha256))"
                 ).format(schema, Identifier(self.counts_table)),
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.{} (name text PRIMARY KEY, position bigint NOT NULL, "
+                    "state bytea NOT NULL)"
+                ).format(schema, Identifier(self.snapshots_table)),
                 SQL("CREATE INDEX IF NOT EXISTS {} ON {}.{} (topic)").format(
                     Identifier(f"{events_table_name}_topic_idx"), schema, Identifier(events_table_name)
                 ),
@@ -226,6 +247,29 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
                 [(tokenizer, key, value) for key, value in counts.items()],
             )
 
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return a projection snapshot's position and bytes, or None."""
+        with self.datastore.transaction(commit=False) as curs:
+            curs.execute(
+                SQL("SELECT position, state FROM {} WHERE name = %s").format(
+                    self._table(self.snapshots_table)
+                ),
+                (name,),
+            )
+            row = curs.fetchone()
+        return None if row is None else (int(row["position"]), bytes(row["state"]))
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store or replace a projection snapshot."""
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(
+                SQL(
+                    "INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT (name) "
+                    "DO UPDATE SET position = EXCLUDED.position, state = EXCLUDED.state"
+                ).format(self._table(self.snapshots_table)),
+                (name, position, state),
+            )
+
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream."""
         with self.datastore.transaction(commit=False) as curs:
@@ -248,6 +292,7 @@ class LedgerPOPORecorder(POPOApplicationRecorder):
         self._blobs: dict[str, str] = {}
         self._idempotency: dict[tuple[str, str], tuple[int, int]] = {}
         self._counts: dict[tuple[str, str], int] = {}
+        self._snapshots: dict[str, tuple[int, bytes]] = {}
 
     def _insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         with self._database_lock:
@@ -292,6 +337,16 @@ class LedgerPOPORecorder(POPOApplicationRecorder):
     def read_blob(self, sha256: str) -> str | None:
         """Return the text stored under ``sha256``, or None."""
         return self._blobs.get(sha256)
+
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return a projection snapshot's position and bytes, or None."""
+        with self._database_lock:
+            return self._snapshots.get(name)
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store or replace a projection snapshot."""
+        with self._database_lock:
+            self._snapshots[name] = (position, state)
 
     def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
         """Return the first and last positions stored under an idempotency key, or None."""

@@ -239,6 +239,14 @@ class EventStoreContract(ABC):
             ledger.store.append_streams(appends)
         assert self.snapshot(ledger) == before
 
+    def test_projection_snapshots_are_saved_replaced_and_loaded(self, ledger):
+        """A snapshot comes back by name; saving it again replaces it."""
+        store: EventStore = ledger.store
+        assert store.load_snapshot("render/x") is None
+        store.save_snapshot("render/x", 10, b"\x01\x02")
+        store.save_snapshot("render/x", 25, b"\x03")
+        assert store.load_snapshot("render/x") == (25, b"\x03")
+
     def test_token_counts_are_cached_per_tokenizer(self, ledger):
         """Saved counts come back for their tokenizer only."""
         store: EventStore = ledger.store
