@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Self
@@ -35,6 +34,7 @@ from contextledger.messages import (
     UserMessage,
     parse_message,
 )
+from contextledger.rules_cache import RulesCache
 
 __all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger", "summary_stream"]
 
@@ -73,8 +73,7 @@ class Ledger:
         self.clock = clock
         self.ids = ids
         self._drafts = EventDrafter(clock, blob_threshold)
-        self._states: OrderedDict[str, SessionState] = OrderedDict()
-        self._cache_size = cache_size
+        self._rules = RulesCache(store, cache_size)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -365,20 +364,7 @@ class Ledger:
 
     def _state(self, session_id: str) -> SessionState:
         """Return the cached rules state of a session, caught up with the store."""
-        state = self._states.get(session_id)
-        if state is None:
-            state = SessionState(session_id)
-        try:
-            for recorded in self.store.read(session_id, after=state.version):
-                state.apply(recorded.event)
-        except Exception:
-            self._states.pop(session_id, None)
-            raise
-        self._remember(state)
-        return state
+        return self._rules.get(session_id)
 
     def _remember(self, state: SessionState) -> None:
-        self._states[state.session_id] = state
-        self._states.move_to_end(state.session_id)
-        while len(self._states) > self._cache_size:
-            self._states.popitem(last=False)
+        self._rules.remember(state)

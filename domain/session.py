@@ -105,6 +105,23 @@ class SessionState:
         if event.call_id in self.answered or event.call_id in new_answered:
             raise DuplicateToolResultError(self.session_id, event.call_id)
 
+    def to_snapshot(self) -> dict[str, object]:
+        """Return the state as plain data (position, issued calls, answered calls)."""
+        return {"version": self.version, "issued": dict(self.issued), "answered": sorted(self.answered)}
+
+    @classmethod
+    def from_snapshot(cls, session_id: str, data: dict[str, object]) -> SessionState:
+        """Rebuild a state from ``to_snapshot`` data."""
+        state = cls(session_id)
+        version, issued, answered = data["version"], data["issued"], data["answered"]
+        if not isinstance(version, int) or not isinstance(issued, dict) or not isinstance(answered, list):
+            msg = f"rules snapshot of {session_id!r} is malformed"
+            raise TypeError(msg)
+        state.version = version
+        state.issued = {str(k): str(v) for k, v in issued.items()}
+        state.answered = {str(a) for a in answered}
+        return state
+
     def apply(self, event: AnyEvent) -> None:
         """Advance the state past one stored event."""
         self.version += 1

@@ -1,0 +1,66 @@
+"""The ledger's cache of per-session rules state: LRU in memory, caught up from the log, snapshotted."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import msgspec
+from contextledger.domain.ports import EventStore
+from contextledger.domain.session import SessionState
+
+__all__ = ["RULES_SNAPSHOT_EVERY", "RulesCache"]
+
+RULES_SNAPSHOT_EVERY = 1_000
+"""Persist a session's rules state when it moved this many events past its last snapshot."""
+
+
+def _snapshot_name(session_id: str) -> str:
+    return f"rules/v1/{session_id}"
+
+
+class RulesCache:
+    """Keeps the small rules state of recently used sessions, so appends never replay a whole session.
+
+    A state missing from memory starts from its persisted snapshot (if any) and reads only the events
+    after it; every ``RULES_SNAPSHOT_EVERY`` events the state is snapshotted again.
+    """
+
+    def __init__(self, store: EventStore, size: int) -> None:
+        self.store = store
+        self.size = size
+        self._states: OrderedDict[str, SessionState] = OrderedDict()
+        self._snapshot_at: dict[str, int] = {}
+
+    def get(self, session_id: str) -> SessionState:
+        """Return the session's rules state, caught up with the store."""
+        state = self._states.get(session_id) or self._from_snapshot(session_id)
+        try:
+            for recorded in self.store.read(session_id, after=state.version):
+                state.apply(recorded.event)
+        except Exception:
+            self._states.pop(session_id, None)
+            raise
+        self.remember(state)
+        return state
+
+    def remember(self, state: SessionState) -> None:
+        """Keep ``state`` (most recently used) and snapshot it when it moved far enough."""
+        if state.version - self._snapshot_at.get(state.session_id, 0) >= RULES_SNAPSHOT_EVERY:
+            payload = msgspec.msgpack.encode(state.to_snapshot())
+            self.store.save_snapshot(_snapshot_name(state.session_id), state.version, payload)
+            self._snapshot_at[state.session_id] = state.version
+        self._states[state.session_id] = state
+        self._states.move_to_end(state.session_id)
+        while len(self._states) > self.size:
+            self._states.popitem(last=False)
+
+    def _from_snapshot(self, session_id: str) -> SessionState:
+        found = self.store.load_snapshot(_snapshot_name(session_id))
+        if found is None:
+            return SessionState(session_id)
+        try:
+            state = SessionState.from_snapshot(session_id, msgspec.msgpack.decode(found[1]))
+        except (msgspec.DecodeError, TypeError, KeyError):
+            return SessionState(session_id)  # unreadable: rebuild from the log
+        self._snapshot_at[session_id] = state.version
+        return state
