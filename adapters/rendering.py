@@ -6,10 +6,11 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
 import msgspec
+import structlog
 from contextledger.adapters.token_cache import CachedTokenCounter
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.domain.content import BlobText, InlineText, Text
-from contextledger.domain.errors import ValidationError
+from contextledger.domain.errors import ContextLedgerError, ValidationError
 from contextledger.domain.events import Recorded, SummaryRecorded
 from contextledger.domain.ports import TokenCounter
 from contextledger.ledger import Ledger
@@ -22,6 +23,8 @@ from contextledger.projections.presets import get_preset
 from contextledger.projections.state import RenderState
 
 __all__ = ["Renderer"]
+
+log = structlog.get_logger(__name__)
 
 _CHUNK = 2_000
 """Events read and counted per batch while catching up."""
@@ -79,6 +82,7 @@ class Renderer:
         self._states: OrderedDict[tuple[str, ...], _Cached] = OrderedDict()
         self._projectors: dict[tuple[str, ...], Projector] = {}
         self._blobs: OrderedDict[str, str] = OrderedDict()
+        self._persisted: dict[tuple[str, ...], int] = {}
         self._max_states = max_states
         self._max_blobs = max_blobs
 
@@ -150,16 +154,29 @@ class Renderer:
         if cached is None or not self._usable(cached, position, summaries):
             # Behind the request or missing an artifact due earlier: fold from the start.
             cached = _Cached(state=projector.start(), summaries=set())
-        self._catch_up(session_id, projector, cached, position, summaries)
-        if cached.state.position - cached.snapshot_at >= SNAPSHOT_EVERY:
-            self.ledger.store.save_snapshot(
-                _snapshot_name(key), cached.state.position, _ENCODER.encode(cached)
-            )
-            cached.snapshot_at = cached.state.position
+        try:
+            self._catch_up(session_id, projector, cached, position, summaries)
+        except Exception:
+            self._states.pop(key, None)  # evolve mutates in place: never keep a half-folded state
+            raise
+        if cached.state.position - max(cached.snapshot_at, self._persisted.get(key, 0)) >= SNAPSHOT_EVERY:
+            self._save_snapshot(key, cached)
         self._remember(key, cached)
         return cached.state
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _save_snapshot(self, key: tuple[str, ...], cached: _Cached) -> None:
+        """Persist the state; snapshots are derived, so a failed write is logged, never raised."""
+        try:
+            self.ledger.store.save_snapshot(
+                _snapshot_name(key), cached.state.position, _ENCODER.encode(cached)
+            )
+        except ContextLedgerError as error:
+            log.warning("render_snapshot_not_saved", key=_snapshot_name(key), error=str(error))
+            return
+        cached.snapshot_at = cached.state.position
+        self._persisted[key] = cached.state.position
 
     def _load_snapshot(self, key: tuple[str, ...]) -> _Cached | None:
         """Return the persisted state of ``key`` (a later process catches up from it), or None."""
@@ -170,7 +187,10 @@ class Renderer:
             cached = _DECODER.decode(found[1])
         except msgspec.DecodeError:
             return None  # written by an incompatible version: refold from the log
+        if cached.state.position != found[0]:
+            return None  # not the state it claims to be: refold from the log
         cached.snapshot_at = cached.state.position
+        self._persisted[key] = found[0]
         return cached
 
     @staticmethod

@@ -107,4 +107,8 @@ def _validated(model: type[_M], raw: Mapping[str, Any], what: str) -> _M:
 def _arguments_json(arguments: str | dict[str, Any]) -> str:
     if isinstance(arguments, str):
         return arguments
-    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        msg = f"tool call arguments must be JSON (strings, numbers, lists, objects): {error}"
+        raise InvalidMessageError(msg) from None

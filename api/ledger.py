@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Self
@@ -46,6 +48,13 @@ DEFAULT_BLOB_THRESHOLD = 8 * 1024
 MessageLike = UserMessage | AssistantMessage | ToolResult | dict[str, Any]
 
 
+def _id_for(idempotency_key: str | None) -> str | None:
+    """A session id derived from an idempotency key, so a retried start finds its first session."""
+    if idempotency_key is None:
+        return None
+    return "s-" + hashlib.sha256(idempotency_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def summary_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's summary artifacts."""
     return f"{session_id}::summaries"
@@ -74,6 +83,8 @@ class Ledger:
         self.ids = ids
         self._drafts = EventDrafter(clock, blob_threshold)
         self._rules = RulesCache(store, cache_size)
+        self._lock = threading.RLock()
+        """Serializes read-check-append-apply, so threads sharing this ledger never race on rules state."""
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -90,7 +101,12 @@ class Ledger:
         at: datetime | None = None,
         idempotency_key: str | None = None,
     ) -> str:
-        """Start a session (optionally with its first messages, atomically) and return its id."""
+        """Start a session (optionally with its first messages, atomically) and return its id.
+
+        With an ``idempotency_key`` and no ``session_id``, the id is derived from the key, so a retried
+        call returns the same session instead of starting a second one.
+        """
+        session_id = session_id or _id_for(idempotency_key) or self.ids.new_id()
         session_id, events, blobs = self._session_events(
             session_id=session_id,
             system_prompt=system_prompt,
@@ -101,44 +117,53 @@ class Ledger:
             messages=messages,
             at=at,
         )
-        self._append(session_id, events, blobs, idempotency_key=idempotency_key)
+        with self._lock:
+            self._append(session_id, events, blobs, idempotency_key=idempotency_key)
         return session_id
 
     def start_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> list[str]:
         """Start several sessions in ONE transaction: all are stored, or none (e.g. one transcript file).
 
         Each mapping takes the keyword arguments of ``start_session``. Every session is validated
-        before anything is written; a session that already exists raises ``SessionExistsError``.
+        before anything is written; a session whose idempotency key is already stored is skipped (a
+        retry), another that already exists raises ``SessionExistsError``.
         """
-        appends: list[StreamAppend] = []
-        blobs: dict[str, str] = {}
-        states: list[SessionState] = []
-        for spec in sessions:
-            options = dict(spec)
-            key = options.pop("idempotency_key", None)
-            session_id, events, session_blobs = self._session_events(**options)
-            if any(a.stream_id == session_id for a in appends):
-                raise SessionExistsError(session_id)
-            state = self._state(session_id)
-            state.check(events)
-            states.append(state)
-            blobs.update(session_blobs)
-            appends.append(
-                StreamAppend(
-                    stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
+        with self._lock:
+            ids: list[str] = []
+            appends: list[StreamAppend] = []
+            blobs: dict[str, str] = {}
+            states: list[SessionState] = []
+            for spec in sessions:
+                options = dict(spec)
+                key = options.pop("idempotency_key", None)
+                options["session_id"] = options.get("session_id") or _id_for(key) or self.ids.new_id()
+                session_id = options["session_id"]
+                ids.append(session_id)
+                if key is not None and self.store.lookup_idempotency_key(session_id, key) is not None:
+                    continue  # stored by an earlier call with the same key: a retry stores nothing new
+                session_id, events, session_blobs = self._session_events(**options)
+                if any(a.stream_id == session_id for a in appends):
+                    raise SessionExistsError(session_id)
+                state = self._state(session_id)
+                state.check(events)
+                states.append(state)
+                blobs.update(session_blobs)
+                appends.append(
+                    StreamAppend(
+                        stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
+                    )
                 )
-            )
-        self.store.append_streams(appends, blobs=blobs)
-        for state, append in zip(states, appends, strict=True):
-            for event in append.events:
-                state.apply(event)
-            self._remember(state)
-        return [a.stream_id for a in appends]
+            self.store.append_streams(appends, blobs=blobs)
+            for state, append in zip(states, appends, strict=True):
+                for event in append.events:
+                    state.apply(event)
+                self._remember(state)
+        return ids
 
     def _session_events(
         self,
         *,
-        session_id: str | None = None,
+        session_id: str,
         system_prompt: str = "",
         model: str | None = None,
         tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
@@ -147,7 +172,6 @@ class Ledger:
         messages: Sequence[MessageLike] = (),
         at: datetime | None = None,
     ) -> tuple[str, list[AnyEvent], dict[str, str]]:
-        session_id = session_id or self.ids.new_id()
         started = SessionStarted(
             session_id=session_id,
             system_prompt=system_prompt,
@@ -187,15 +211,21 @@ class Ledger:
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
         parsed = [parse_message(m) for m in messages]
-        state = self._state(session_id)
-        if not state.exists:
-            raise SessionNotFoundError(session_id)
-        blobs: dict[str, str] = {}
-        issued: dict[str, str] = {}
-        events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
-        return self._append(
-            session_id, events, blobs, expected_version=expected_version, idempotency_key=idempotency_key
-        ).positions
+        with self._lock:
+            state = self._state(session_id)
+            if not state.exists:
+                raise SessionNotFoundError(session_id)
+            blobs: dict[str, str] = {}
+            issued: dict[str, str] = {}
+            events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
+            return self._append(
+                session_id,
+                events,
+                blobs,
+                expected_version=expected_version,
+                idempotency_key=idempotency_key,
+                state=state,
+            ).positions
 
     def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
         """Append what the user said; return its position."""
@@ -332,8 +362,8 @@ class Ledger:
     # -- internals ---------------------------------------------------------------------------
 
     def _append_events(self, session_id: str, events: list[AnyEvent], **options: Any) -> int:
-        self._state(session_id)
-        return self._append(session_id, events, {}, **options).positions[0]
+        with self._lock:
+            return self._append(session_id, events, {}, **options).positions[0]
 
     def _append(
         self,
@@ -343,12 +373,13 @@ class Ledger:
         *,
         expected_version: int | None = None,
         idempotency_key: str | None = None,
+        state: SessionState | None = None,
     ) -> AppendOutcome:
         if idempotency_key is not None:
             earlier = self.store.lookup_idempotency_key(session_id, idempotency_key)
             if earlier is not None:
                 return AppendOutcome(earlier, replayed=True)
-        state = self._state(session_id)
+        state = state or self._state(session_id)
         if expected_version is not None and expected_version != state.version:
             raise ConcurrencyConflictError(session_id, expected_version)
         state.check(events)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import msgspec
+import structlog
+from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import EventStore
 from contextledger.domain.session import SessionState
 
@@ -12,6 +14,9 @@ __all__ = ["RULES_SNAPSHOT_EVERY", "RulesCache"]
 
 RULES_SNAPSHOT_EVERY = 1_000
 """Persist a session's rules state when it moved this many events past its last snapshot."""
+
+
+log = structlog.get_logger(__name__)
 
 
 def _snapshot_name(session_id: str) -> str:
@@ -47,8 +52,12 @@ class RulesCache:
         """Keep ``state`` (most recently used) and snapshot it when it moved far enough."""
         if state.version - self._snapshot_at.get(state.session_id, 0) >= RULES_SNAPSHOT_EVERY:
             payload = msgspec.msgpack.encode(state.to_snapshot())
-            self.store.save_snapshot(_snapshot_name(state.session_id), state.version, payload)
-            self._snapshot_at[state.session_id] = state.version
+            try:
+                self.store.save_snapshot(_snapshot_name(state.session_id), state.version, payload)
+            except ContextLedgerError as error:  # derived data: the append already committed
+                log.warning("rules_snapshot_not_saved", session_id=state.session_id, error=str(error))
+            else:
+                self._snapshot_at[state.session_id] = state.version
         self._states[state.session_id] = state
         self._states.move_to_end(state.session_id)
         while len(self._states) > self.size:
@@ -62,5 +71,7 @@ class RulesCache:
             state = SessionState.from_snapshot(session_id, msgspec.msgpack.decode(found[1]))
         except (msgspec.DecodeError, TypeError, KeyError):
             return SessionState(session_id)  # unreadable: rebuild from the log
+        if not 1 <= state.version == found[0] <= self.store.version(session_id):
+            return SessionState(session_id)  # not the state of this stream's past: rebuild from the log
         self._snapshot_at[session_id] = state.version
         return state

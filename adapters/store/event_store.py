@@ -6,11 +6,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
+import msgspec
 import structlog
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ContextLedgerError,
+    InvalidMessageError,
     StoreError,
     StoreUnavailableError,
 )
@@ -119,7 +121,7 @@ class RecorderEventStore:
             return AppendOutcome(())
         first = expected_version + 1
         last = expected_version + len(events)
-        stored = [self.mapper.to_stored(stream_id, first + i, e) for i, e in enumerate(events)]
+        stored = self._encode([(stream_id, first + i, e) for i, e in enumerate(events)])
         idempotency = [] if idempotency_key is None else [(stream_id, idempotency_key, first, last)]
         with _translated(f"append to {stream_id!r}"):
             try:
@@ -142,7 +144,7 @@ class RecorderEventStore:
         for append in appends:
             first = append.expected_version + 1
             stored.extend(
-                self.mapper.to_stored(append.stream_id, first + i, e) for i, e in enumerate(append.events)
+                self._encode([(append.stream_id, first + i, e) for i, e in enumerate(append.events)])
             )
             if append.idempotency_key is not None:
                 keys.append((append.stream_id, append.idempotency_key, first, first + len(append.events) - 1))
@@ -157,6 +159,14 @@ class RecorderEventStore:
                 raise ConcurrencyConflictError(
                     first_stream.stream_id, first_stream.expected_version
                 ) from error
+
+    def _encode(self, rows: list[tuple[str, int, AnyEvent]]) -> list[StoredEvent]:
+        """Encode events before any write; a value that cannot be stored is the caller's error."""
+        try:
+            return [self.mapper.to_stored(stream, position, event) for stream, position, event in rows]
+        except (TypeError, ValueError, msgspec.EncodeError) as error:
+            msg = f"an event holds a value that cannot be stored ({error}); use text, numbers, lists, objects"
+            raise InvalidMessageError(msg) from None
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the stream's events with positions in ``(after, upto]``."""

@@ -26,6 +26,19 @@ Extras = Mapping[str, Any]
 """Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
 
 
+def _first_positions(stored_events: Sequence[StoredEvent]) -> dict[str, int]:
+    """The first position each stream of a batch writes (its head must be the position before)."""
+    firsts: dict[str, int] = {}
+    for event in stored_events:
+        stream = str(event.originator_id)
+        firsts[stream] = min(firsts.get(stream, event.originator_version), event.originator_version)
+    return firsts
+
+
+def _gap(stream: str, head: int, first: int) -> IntegrityError:
+    return IntegrityError(f"stream {stream!r} is at position {head}: an append at {first} would leave a gap")
+
+
 def _blob_rows(kwargs: Extras) -> list[tuple[str, str]]:
     blobs: Mapping[str, str] = kwargs.get("blobs") or {}
     return sorted(blobs.items())
@@ -66,6 +79,14 @@ class LedgerSQLiteRecorder(SQLiteApplicationRecorder):
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
+        for stream, first in _first_positions(stored_events).items():
+            c.execute(
+                f"SELECT MAX(originator_version) FROM {self.events_table_name} WHERE originator_id = ?",  # noqa: S608
+                (stream,),
+            )
+            head = c.fetchone()[0] or 0
+            if head != first - 1:
+                raise _gap(stream, head, first)
         # One executemany instead of eventsourcing's execute per row: the ledger never needs the
         # notification ids back (positions come from the stream versions).
         c.executemany(
@@ -189,7 +210,18 @@ class LedgerPostgresRecorder(PostgresApplicationRecorder):
     def _table(self, name: str) -> SQL | Any:
         return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
 
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:  # noqa: ARG002 - hook signature
+    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+        for stream, first in _first_positions(stored_events).items():
+            curs.execute(
+                SQL("SELECT MAX(originator_version) AS head FROM {} WHERE originator_id = %s").format(
+                    self._table(self.events_table_name)
+                ),
+                (stream,),
+            )
+            row = curs.fetchone()
+            head = (row["head"] if row else None) or 0
+            if head != first - 1:
+                raise _gap(stream, head, first)
         rows = _blob_rows(kwargs)
         if rows:
             curs.executemany(
@@ -302,6 +334,11 @@ class LedgerPOPORecorder(POPOApplicationRecorder):
                 msg = f"idempotency key already used: {used or keys}"
                 raise IntegrityError(msg)
             self._assert_uniqueness(stored_events, **kwargs)
+            for stream, first in _first_positions(stored_events).items():
+                index = self._stored_events_index.get(stream)
+                head = next(reversed(index)) if index else 0
+                if head != first - 1:
+                    raise _gap(stream, head, first)
             ids = self._update_table(stored_events, **kwargs)
             self._blobs.update(_blob_rows(kwargs))
             for key in keys:

@@ -101,6 +101,15 @@ class EventStoreContract(ABC):
         with pytest.raises(contextledger.ConcurrencyConflictError):
             ledger.store.append(session_id, 1, [event])
 
+    def test_an_append_ahead_of_the_head_is_refused_and_leaves_no_gap(self, ledger):
+        """A writer that believes the stream is further along than it is cannot skip positions."""
+        session_id = self._session(ledger)
+        before = self.snapshot(ledger)
+        with pytest.raises(contextledger.ConcurrencyConflictError):
+            ledger.store.append(session_id, 10, [UserMessageAdded(content=InlineText("from the future"))])
+        assert self.snapshot(ledger) == before
+        assert [r.seq for r in ledger.events(session_id)] == [1, 2, 3]
+
     def test_retried_append_with_same_key_stores_one_event(self, ledger):
         """An idempotency key makes the retry a no-op that returns the first positions."""
         session_id = self._session(ledger)
