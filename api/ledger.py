@@ -107,7 +107,7 @@ class Ledger:
         call returns the same session instead of starting a second one.
         """
         session_id = session_id or _id_for(idempotency_key) or self.ids.new_id()
-        session_id, events, blobs = self._session_events(
+        events, blobs = self._session_events(
             session_id=session_id,
             system_prompt=system_prompt,
             model=model,
@@ -141,7 +141,7 @@ class Ledger:
                 ids.append(session_id)
                 if key is not None and self.store.lookup_idempotency_key(session_id, key) is not None:
                     continue  # stored by an earlier call with the same key: a retry stores nothing new
-                session_id, events, session_blobs = self._session_events(**options)
+                events, session_blobs = self._session_events(**options)
                 if any(a.stream_id == session_id for a in appends):
                     raise SessionExistsError(session_id)
                 state = self._state(session_id)
@@ -171,7 +171,7 @@ class Ledger:
         parent: tuple[str, int] | None = None,
         messages: Sequence[MessageLike] = (),
         at: datetime | None = None,
-    ) -> tuple[str, list[AnyEvent], dict[str, str]]:
+    ) -> tuple[list[AnyEvent], dict[str, str]]:
         started = SessionStarted(
             session_id=session_id,
             system_prompt=system_prompt,
@@ -186,7 +186,7 @@ class Ledger:
         issued: dict[str, str] = {}
         events: list[AnyEvent] = [started]
         events.extend(self._drafts.event(parse_message(raw), state, issued, blobs) for raw in messages)
-        return session_id, events, blobs
+        return events, blobs
 
     def append(
         self,

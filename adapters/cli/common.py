@@ -14,7 +14,16 @@ import typer
 from contextledger.adapters.logging_setup import configure_logging
 from rich.console import Console
 
-__all__ = ["DbOption", "JsonOption", "console", "emit_json", "fail", "ledger_for", "run_guarded"]
+__all__ = [
+    "DbOption",
+    "JsonOption",
+    "console",
+    "emit_json",
+    "err_console",
+    "fail",
+    "ledger_for",
+    "run_guarded",
+]
 
 DbOption = Annotated[
     str | None,
@@ -27,7 +36,7 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 """Progress bars and notes go to stderr so stdout stays clean for --json."""
 
 

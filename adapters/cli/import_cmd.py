@@ -15,11 +15,11 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     console,
     emit_json,
+    err_console,
     ledger_for,
     run_guarded,
 )
 from contextledger.adapters.importers.service import FileImport, import_file
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -41,8 +41,6 @@ FormatName = Literal[
 ]
 """``--format`` choices: ``auto`` plus every importer's format (a test keeps it equal to ``FORMATS``)."""
 
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
 
 @contextmanager
 def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
@@ -50,7 +48,7 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
         yield None
         return
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"))
-    with Progress(*columns, TimeElapsedColumn(), console=_stderr, transient=True) as bar:
+    with Progress(*columns, TimeElapsedColumn(), console=err_console, transient=True) as bar:
         yield bar
 
 
@@ -114,7 +112,7 @@ def register(app: typer.Typer) -> None:
             for outcome in outcomes:
                 if outcome.error is not None:
                     failures.append(outcome)
-                    _stderr.print(f"error: {outcome.error}", markup=False)
+                    err_console.print(f"error: {outcome.error}", markup=False)
             if json_output:
                 emit_json([report for outcome in outcomes for report in outcome.reports()])
             else:
