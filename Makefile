@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PKG_DIRS := api domain projections adapters
+PKG_DIRS := api domain projections application adapters
 # Re-install when a package folder gains or loses a file (strict editable mode links files).
 PKG_STAMP := $(shell find $(PKG_DIRS) -type d -not -name __pycache__ 2>/dev/null)
 

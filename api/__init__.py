@@ -10,7 +10,15 @@ from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.importers.service import import_file, import_files
 from contextledger.adapters.policy_files import load_policy_file, resolve_policy
-from contextledger.adapters.rendering import Renderer
+from contextledger.application.ledger import Ledger
+from contextledger.application.messages import (
+    AssistantMessage,
+    ToolCallIn,
+    ToolResult,
+    ToolSchemaIn,
+    UserMessage,
+)
+from contextledger.application.renderer import Renderer
 from contextledger.bootstrap import open_ledger
 from contextledger.domain.content import BlobText, InlineText, Text
 from contextledger.domain.errors import (
@@ -46,8 +54,6 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.domain.ports import SessionInfo
-from contextledger.ledger import Ledger
-from contextledger.messages import AssistantMessage, ToolCallIn, ToolResult, ToolSchemaIn, UserMessage
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import Decision, RenderedContext, RenderedMessage, RenderedToolCall
 from contextledger.projections.injection import InjectionHook, StaticInjection

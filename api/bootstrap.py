@@ -1,11 +1,13 @@
-"""The composition root: wires the store, tokenizer, clock and id adapters to the core."""
+"""The composition root: the one place that builds adapters and hands them to the use cases as ports."""
 
 from __future__ import annotations
 
 from contextledger.adapters.store.factory import open_store, resolve_url
 from contextledger.adapters.system import SystemClock, UuidSource
-from contextledger.domain.ports import Clock, IdSource
-from contextledger.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
+from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
+from contextledger.application.wiring import Ports
+from contextledger.domain.ports import Clock, IdSource, TokenizerFactory
 
 __all__ = ["open_ledger"]
 
@@ -15,12 +17,25 @@ def open_ledger(
     *,
     clock: Clock | None = None,
     ids: IdSource | None = None,
+    tokenizers: TokenizerFactory | None = None,
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
 ) -> Ledger:
     """Open the ledger at ``url`` (or ``$CONTEXTLEDGER_DB``, or ``sqlite:///contextledger.db``).
 
     URLs: ``sqlite:///path.db`` (embedded default), ``postgresql://user@host:5432/db`` (add
-    ``?schema=name`` for a schema), ``memory://`` (tests and demos).
+    ``?schema=name`` for a schema), ``memory://`` (tests and demos). ``clock``, ``ids`` and
+    ``tokenizers`` replace the machine's clock, random ids and the tiktoken/heuristic counters.
     """
     store = open_store(resolve_url(url))
-    return Ledger(store, clock=clock or SystemClock(), ids=ids or UuidSource(), blob_threshold=blob_threshold)
+    ports = Ports(
+        log=store,
+        blobs=store,
+        token_counts=store,
+        snapshots=store,
+        tokenizers=tokenizers or get_counter,
+        clock=clock or SystemClock(),
+        ids=ids or UuidSource(),
+        close=store.close,
+        url=store.url,
+    )
+    return Ledger(ports, blob_threshold=blob_threshold)

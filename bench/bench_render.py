@@ -19,7 +19,7 @@ import msgspec
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.formats.pairing import check_openai_pairing
 from contextledger.adapters.importers.service import import_files
-from contextledger.adapters.rendering import Renderer
+from contextledger.application.renderer import Renderer
 from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
 from contextledger.projections.cache_metrics import (
     ANTHROPIC_LIKE,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import msgspec
 
-__all__ = ["BlobText", "InlineText", "Text", "text_chars", "text_preview"]
+__all__ = ["BlobText", "InlineText", "Text", "content_address", "text_chars", "text_preview"]
 
 PREVIEW_CHARS = 200
 """How many leading characters of a large text the event itself keeps as a preview."""
@@ -39,3 +41,12 @@ def text_chars(text: Text) -> int:
 def text_preview(text: Text, limit: int = PREVIEW_CHARS) -> str:
     """Return at most ``limit`` leading characters of the text without reading a blob."""
     return text.text[:limit] if isinstance(text, InlineText) else text.preview[:limit]
+
+
+def content_address(text: str) -> str:
+    """Return the content address of a text: the SHA-256 of its UTF-8 bytes, in hex.
+
+    The one definition: blobs are stored under it and token counts are cached under it, so a blob's
+    count is found by its address without reading the blob.
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,4 +1,4 @@
-"""Ports the core owns: the event store, token counting, and the clock and id sources."""
+"""Ports the core owns: the event log, blobs, token-count and snapshot stores, tokenizers, clock and ids."""
 
 from __future__ import annotations
 
@@ -11,12 +11,16 @@ from contextledger.domain.events import AnyEvent, Recorded
 
 __all__ = [
     "AppendOutcome",
+    "BlobReader",
     "Clock",
-    "EventStore",
+    "EventLog",
     "IdSource",
     "SessionInfo",
+    "SnapshotStore",
     "StreamAppend",
+    "TokenCountStore",
     "TokenCounter",
+    "TokenizerFactory",
 ]
 
 
@@ -46,7 +50,7 @@ class StreamAppend(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str | None = None
 
 
-class EventStore(Protocol):
+class EventLog(Protocol):
     """Append-only streams of domain events with optimistic concurrency and idempotency keys.
 
     Every method raises only ``ContextLedgerError`` subclasses: a version conflict is a
@@ -83,32 +87,40 @@ class EventStore(Protocol):
         """Return every started session, oldest first."""
         ...
 
-    def read_blob(self, sha256: str) -> str:
-        """Return the text stored under ``sha256``."""
-        ...
-
     def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
         """Return the positions an earlier append with ``key`` stored, or None."""
         ...
 
+
+class BlobReader(Protocol):
+    """Reads large texts stored apart from their events (written with the events, by ``EventLog.append``)."""
+
+    def read_blob(self, sha256: str) -> str:
+        """Return the text stored under ``sha256`` (its ``content_address``)."""
+        ...
+
+
+class TokenCountStore(Protocol):
+    """Token counts per (tokenizer, content address): derived data, shared by every process."""
+
     def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
-        """Return the cached token counts of content hashes under ``tokenizer``."""
+        """Return the cached token counts of content addresses under ``tokenizer``."""
         ...
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
-        """Cache token counts of content hashes under ``tokenizer``."""
+        """Cache token counts of content addresses under ``tokenizer``."""
         ...
+
+
+class SnapshotStore(Protocol):
+    """Named snapshots of folded projection state: derived data, never the log."""
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
         """Return the position and bytes of the projection snapshot called ``name``, or None."""
         ...
 
     def save_snapshot(self, name: str, position: int, state: bytes) -> None:
-        """Store (replace) the projection snapshot called ``name``; snapshots are derived, never the log."""
-        ...
-
-    def close(self) -> None:
-        """Release connections."""
+        """Store (replace) the projection snapshot called ``name``."""
         ...
 
 
@@ -142,4 +154,12 @@ class IdSource(Protocol):
 
     def new_id(self) -> str:
         """Return a fresh unique id."""
+        ...
+
+
+class TokenizerFactory(Protocol):
+    """Returns the token counter a name stands for (``cl100k_base``, ``o200k_base``, ``heuristic``)."""
+
+    def __call__(self, name: str) -> TokenCounter:
+        """Return the counter called ``name``; raise ``TokenizerError`` when it cannot be had."""
         ...

@@ -13,7 +13,8 @@ import psycopg
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))
+TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO / "tests" / "fixtures" / "transcripts"))
+"""The real transcripts carried in the repository (MIT, see their PROVENANCE.md); override to test others."""
 PG_BASE = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -98,9 +99,6 @@ def ledger() -> Iterator[contextledger.Ledger]:
 
 @pytest.fixture
 def transcripts() -> Path:
-    """The folder of real transcripts (../shared/transcripts); skips when it is absent."""
-    if not TRANSCRIPTS.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs the transcripts at {TRANSCRIPTS}")
-        pytest.skip(f"no transcripts folder at {TRANSCRIPTS} (set CONTEXTLEDGER_TRANSCRIPTS)")
+    """The folder of real transcripts (tests/fixtures/transcripts, carried in every clone)."""
+    assert TRANSCRIPTS.is_dir(), f"no transcripts folder at {TRANSCRIPTS} (set CONTEXTLEDGER_TRANSCRIPTS)"
     return TRANSCRIPTS

@@ -15,6 +15,7 @@ FOLDERS = {
     "contextledger": "api",
     "contextledger.domain": "domain",
     "contextledger.projections": "projections",
+    "contextledger.application": "application",
     "contextledger.adapters": "adapters",
 }
 IO_MODULES = {
@@ -106,6 +107,38 @@ def test_core_modules_import_no_io_library(folder):
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def _imported_modules(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    modules: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules.append(node.module or "")
+    return modules
+
+
+@pytest.mark.parametrize("folder", ["domain", "projections", "application", "adapters"])
+def test_nothing_below_the_facade_imports_it(folder):
+    """Only the facade and the composition root may import ``contextledger`` itself or ``bootstrap``."""
+    offenders = [
+        (str(path.relative_to(REPO)), module)
+        for path in (REPO / folder).rglob("*.py")
+        for module in _imported_modules(path)
+        if module in {"contextledger", "contextledger.bootstrap", "contextledger.cli"}
+    ]
+    assert offenders == []
+
+
+def test_application_reaches_io_only_through_ports():
+    """application/ imports no database, tokenizer, HTTP or terminal library, and no adapter."""
+    allowed_logging = {"structlog"}
+    for path in (REPO / "application").rglob("*.py"):
+        modules = _imported_modules(path)
+        assert not [m for m in modules if m.startswith("contextledger.adapters")], path
+        assert not ({m.split(".")[0] for m in modules} & (IO_MODULES - allowed_logging)), path
+
+
 def test_core_never_imports_adapters():
     """The core depends on ports, never on adapters or the facade."""
     for folder in ("domain", "projections"):
@@ -121,14 +154,7 @@ def test_core_never_imports_adapters():
                 )
                 for module in modules:
                     assert not module.startswith("contextledger.adapters"), (path, module)
-                    assert module not in {
-                        "contextledger",
-                        "contextledger.ledger",
-                        "contextledger.bootstrap",
-                    }, (
-                        path,
-                        module,
-                    )
+                    assert not module.startswith("contextledger.application"), (path, module)
 
 
 def test_import_linter_contracts_hold():

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import typer
-from contextledger.adapters.cli import demo, import_cmd, render_cmd, sessions
+from collections.abc import Callable
 
-__all__ = ["app", "main"]
+import typer
+from contextledger.adapters.cli import common, demo, import_cmd, render_cmd, sessions
+from contextledger.application.ledger import Ledger
+
+__all__ = ["app", "run"]
 
 app = typer.Typer(
     name="contextledger",
@@ -19,6 +22,7 @@ for module in (demo, sessions, import_cmd, render_cmd):
     module.register(app)
 
 
-def main() -> None:
-    """Run the CLI (the console-script entry point)."""
+def run(open_ledger: Callable[[str | None], Ledger]) -> None:
+    """Run the CLI; ``open_ledger`` (handed in by the composition root) opens the ledger a ``--db`` names."""
+    common.use_ledger_opener(open_ledger)
     app()

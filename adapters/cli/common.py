@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-import contextledger
 import msgspec
 import typer
 from contextledger.adapters.logging_setup import configure_logging
+from contextledger.application.ledger import Ledger
+from contextledger.domain.errors import ConfigError, ContextLedgerError
 from rich.console import Console
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "fail",
     "ledger_for",
     "run_guarded",
+    "use_ledger_opener",
 ]
 
 DbOption = Annotated[
@@ -51,10 +53,22 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+_opener: list[Callable[[str | None], Ledger]] = []
+"""How commands open a ledger; installed once by the composition root (``contextledger.cli``)."""
+
+
+def use_ledger_opener(open_ledger: Callable[[str | None], Ledger]) -> None:
+    """Install the function that opens the ledger a ``--db`` URL names."""
+    _opener[:] = [open_ledger]
+
+
 @contextmanager
-def ledger_for(db: str | None) -> Iterator[contextledger.Ledger]:
+def ledger_for(db: str | None) -> Iterator[Ledger]:
     """Open the ledger for a command and close it afterwards."""
-    ledger = contextledger.open_ledger(db)
+    if not _opener:
+        msg = "the CLI was started without a ledger opener: run it through contextledger.cli.main"
+        raise ConfigError(msg)
+    ledger = _opener[0](db)
     try:
         yield ledger
     finally:
@@ -66,5 +80,5 @@ def run_guarded(body: Callable[[], None], *, log_json: bool = False) -> None:
     configure_logging(json=log_json)
     try:
         body()
-    except contextledger.ContextLedgerError as error:
+    except ContextLedgerError as error:
         raise fail(f"{type(error).__name__}: {error}") from None

@@ -16,7 +16,7 @@ from contextledger.adapters.cli.common import (
 from contextledger.adapters.cli.demo_session import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_messages
 from contextledger.adapters.cli.history import history_rows, print_history
 from contextledger.adapters.cli.render_cmd import print_context, render_payload
-from contextledger.adapters.rendering import Renderer
+from contextledger.application.renderer import Renderer
 
 __all__ = ["register"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextledger.application.ledger import Ledger
 from contextledger.domain.content import BlobText, Text, text_chars, text_preview
 from contextledger.domain.events import (
     AssistantMessageAdded,
@@ -13,7 +14,6 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
-from contextledger.ledger import Ledger
 from rich.console import Console
 from rich.table import Table
 

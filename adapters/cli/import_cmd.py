@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
-import contextledger
 import typer
 from contextledger.adapters.cli.common import (
     DbOption,
@@ -20,6 +19,7 @@ from contextledger.adapters.cli.common import (
     run_guarded,
 )
 from contextledger.adapters.importers.service import FileImport, import_file
+from contextledger.application.ledger import Ledger
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -52,7 +52,7 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
         yield bar
 
 
-def _import_one(ledger: contextledger.Ledger, path: Path, fmt: str, show_progress: bool) -> FileImport:
+def _import_one(ledger: Ledger, path: Path, fmt: str, show_progress: bool) -> FileImport:
     large = show_progress and path.is_file() and path.stat().st_size >= LARGE_FILE_BYTES
     with _progress_bar(large) as bar:
         tasks: dict[str, TaskID] = {}

@@ -17,7 +17,7 @@ from contextledger.adapters.cli.common import (
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.policy_files import resolve_policy
-from contextledger.adapters.rendering import Renderer
+from contextledger.application.renderer import Renderer
 from contextledger.projections.context import RenderedContext
 from rich.table import Table
 

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from contextledger.application.messages import AssistantMessage, ToolResult, UserMessage, parse_message
 from contextledger.domain.errors import InvalidMessageError, TranscriptImportError
-from contextledger.messages import AssistantMessage, ToolResult, UserMessage, parse_message
 
 __all__ = [
     "CallBook",

@@ -16,8 +16,8 @@ from contextledger.adapters.importers.openai_chat import parse_openai, parse_tau
 from contextledger.adapters.importers.openhands_events import parse_openhands
 from contextledger.adapters.importers.source import Source
 from contextledger.adapters.importers.swe_agent import parse_swe_agent
+from contextledger.application.ledger import Ledger
 from contextledger.domain.errors import ConfigError, TranscriptImportError, ValidationError
-from contextledger.ledger import Ledger
 
 __all__ = ["FORMATS", "PARSERS", "FileImport", "Progress", "import_file", "import_files", "parse_file"]
 
@@ -108,9 +108,9 @@ def _write(ledger: Ledger, sessions: list[PreparedSession], progress: Progress |
     """Write the sessions not stored yet; a session id already taken by other content is refused first."""
     pending: list[PreparedSession] = []
     for session in sessions:
-        if ledger.store.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
+        if ledger.log.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
             session.report.status = "unchanged"
-        elif ledger.store.version(session.session_id) > 0:
+        elif ledger.log.version(session.session_id) > 0:
             where = session.draft.source_ref or session.draft.native_id
             problem = f"session id {session.session_id!r} already exists with other content"
             raise TranscriptImportError(session.draft.source, where, problem)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextledger
 import pytest
-from contextledger.adapters.token_cache import CachedTokenCounter
 from contextledger.adapters.tokenizers import HeuristicCounter, get_counter
+from contextledger.application.token_cache import CachedTokenCounter
 from contextledger.domain.content import InlineText
 
 
@@ -78,14 +78,17 @@ def test_each_text_is_tokenized_once_per_tokenizer_across_processes(tmp_path):
     texts = [InlineText("alpha beta"), InlineText("gamma"), InlineText("alpha beta")]
     with contextledger.open_ledger(url) as ledger:
         first = CountingCounter(get_counter("cl100k_base"))
-        counts = CachedTokenCounter(first, ledger.store).count_texts(texts)
+        counts = CachedTokenCounter(first, ledger.ports.token_counts, ledger.ports.blobs).count_texts(texts)
         assert first.calls == 2
     with contextledger.open_ledger(url) as ledger:
         second = CountingCounter(get_counter("cl100k_base"))
-        assert CachedTokenCounter(second, ledger.store).count_texts(texts) == counts
+        assert (
+            CachedTokenCounter(second, ledger.ports.token_counts, ledger.ports.blobs).count_texts(texts)
+            == counts
+        )
         assert second.calls == 0
         other = CountingCounter(HeuristicCounter())
-        CachedTokenCounter(other, ledger.store).count_texts(texts)
+        CachedTokenCounter(other, ledger.ports.token_counts, ledger.ports.blobs).count_texts(texts)
         assert other.calls == 2
 
 
@@ -96,10 +99,14 @@ def test_blob_count_is_found_without_reading_the_blob(tmp_path):
         ledger.add_assistant_message(sid, tool_calls=[{"id": "c", "name": "cat"}])
         ledger.add_tool_result(sid, "c", "word " * 10_000)
         blob = ledger.events(sid)[-1].event.content
-        CachedTokenCounter(get_counter("cl100k_base"), ledger.store).count_texts([blob])
+        CachedTokenCounter(
+            get_counter("cl100k_base"), ledger.ports.token_counts, ledger.ports.blobs
+        ).count_texts([blob])
         reads: list[str] = []
-        original = ledger.store.read_blob
-        ledger.store.read_blob = lambda sha: reads.append(sha) or original(sha)  # type: ignore[method-assign]
+        original = ledger.ports.blobs.read_blob
+        ledger.ports.blobs.read_blob = lambda sha: reads.append(sha) or original(sha)  # type: ignore[method-assign]
         expected = get_counter("cl100k_base").count("word " * 10_000)
-        assert CachedTokenCounter(get_counter("cl100k_base"), ledger.store).count_texts([blob]) == [expected]
+        assert CachedTokenCounter(
+            get_counter("cl100k_base"), ledger.ports.token_counts, ledger.ports.blobs
+        ).count_texts([blob]) == [expected]
         assert reads == []

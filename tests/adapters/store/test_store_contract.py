@@ -12,9 +12,10 @@ from pathlib import Path
 import contextledger
 import psycopg
 import pytest
+from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.domain.content import BlobText, InlineText
 from contextledger.domain.events import SessionStarted, UserMessageAdded
-from contextledger.domain.ports import EventStore, StreamAppend
+from contextledger.domain.ports import StreamAppend
 
 
 class EventStoreContract(ABC):
@@ -99,14 +100,14 @@ class EventStoreContract(ABC):
         session_id = self._session(ledger)
         event = UserMessageAdded(content=InlineText("late"))
         with pytest.raises(contextledger.ConcurrencyConflictError):
-            ledger.store.append(session_id, 1, [event])
+            ledger.log.append(session_id, 1, [event])
 
     def test_an_append_ahead_of_the_head_is_refused_and_leaves_no_gap(self, ledger):
         """A writer that believes the stream is further along than it is cannot skip positions."""
         session_id = self._session(ledger)
         before = self.snapshot(ledger)
         with pytest.raises(contextledger.ConcurrencyConflictError):
-            ledger.store.append(session_id, 10, [UserMessageAdded(content=InlineText("from the future"))])
+            ledger.log.append(session_id, 10, [UserMessageAdded(content=InlineText("from the future"))])
         assert self.snapshot(ledger) == before
         assert [r.seq for r in ledger.events(session_id)] == [1, 2, 3]
 
@@ -123,9 +124,9 @@ class EventStoreContract(ABC):
         session_id = self._session(ledger)
         ledger.add_user_message(session_id, "once", idempotency_key="req-7")
         if ledger.store_url == "memory://":
-            other_store = ledger.store
+            other_store = ledger.log
         else:
-            other_store = contextledger.open_ledger(ledger.store_url).store
+            other_store = contextledger.open_ledger(ledger.store_url).log
         outcome = other_store.append(
             session_id, 4, [UserMessageAdded(content=InlineText("once"))], idempotency_key="req-7"
         )
@@ -194,7 +195,7 @@ class EventStoreContract(ABC):
 
         def write(n: int) -> None:
             try:
-                ledger.store.append(session_id, version, [UserMessageAdded(content=InlineText(f"w{n}"))])
+                ledger.log.append(session_id, version, [UserMessageAdded(content=InlineText(f"w{n}"))])
                 outcomes.append("won")
             except contextledger.ConcurrencyConflictError:
                 outcomes.append("conflict")
@@ -221,7 +222,7 @@ class EventStoreContract(ABC):
         )
         assert ids == ["a", "b"]
         assert (ledger.version("a"), ledger.version("b")) == (2, 1)
-        assert ledger.store.lookup_idempotency_key("a", "k-a") == (1, 2)
+        assert ledger.log.lookup_idempotency_key("a", "k-a") == (1, 2)
 
     def test_a_bad_session_in_a_batch_writes_no_session(self, ledger):
         """One invalid session (a result for a call never issued) keeps the whole batch out."""
@@ -245,12 +246,12 @@ class EventStoreContract(ABC):
             StreamAppend(stream_id=taken, expected_version=0, events=(SessionStarted(session_id=taken),)),
         ]
         with pytest.raises(contextledger.ConcurrencyConflictError):
-            ledger.store.append_streams(appends)
+            ledger.log.append_streams(appends)
         assert self.snapshot(ledger) == before
 
     def test_projection_snapshots_are_saved_replaced_and_loaded(self, ledger):
         """A snapshot comes back by name; saving it again replaces it."""
-        store: EventStore = ledger.store
+        store: RecorderEventStore = ledger.log
         assert store.load_snapshot("render/x") is None
         store.save_snapshot("render/x", 10, b"\x01\x02")
         store.save_snapshot("render/x", 25, b"\x03")
@@ -258,7 +259,7 @@ class EventStoreContract(ABC):
 
     def test_token_counts_are_cached_per_tokenizer(self, ledger):
         """Saved counts come back for their tokenizer only."""
-        store: EventStore = ledger.store
+        store: RecorderEventStore = ledger.log
         store.save_token_counts("tok-a", {"h1": 5, "h2": 7})
         assert store.load_token_counts("tok-a", ["h1", "h2", "h3"]) == {"h1": 5, "h2": 7}
         assert store.load_token_counts("tok-b", ["h1"]) == {}
@@ -291,7 +292,7 @@ class TestMemoryStore(EventStoreContract):
 
     def snapshot(self, ledger):
         """Every stored row, blob and key of the in-memory recorder."""
-        recorder = ledger.store.recorder
+        recorder = ledger.log.recorder
         return (list(recorder._stored_events), dict(recorder._blobs), dict(recorder._idempotency))
 
 
@@ -321,7 +322,7 @@ class TestSQLiteStore(EventStoreContract):
         blocker = sqlite3.connect(path, timeout=0.1)
         blocker.execute("BEGIN EXCLUSIVE")
         try:
-            ledger.store.recorder.datastore.pool._lock_timeout = 0
+            ledger.log.recorder.datastore.pool._lock_timeout = 0
             with pytest.raises(contextledger.StoreUnavailableError):
                 ledger.add_user_message(session_id, "blocked")
         finally:

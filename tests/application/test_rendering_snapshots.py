@@ -7,7 +7,7 @@ import sqlite3
 import contextledger
 import msgspec
 import pytest
-from contextledger.adapters.rendering import SNAPSHOT_EVERY, Renderer
+from contextledger.application.renderer import SNAPSHOT_EVERY, Renderer
 
 
 def _fill(ledger: contextledger.Ledger, steps: int) -> str:

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import msgspec
-import structlog
-from contextledger.domain.errors import ContextLedgerError
-from contextledger.domain.ports import EventStore
+from contextledger.application.snapshots import SnapshotSlot
+from contextledger.domain.ports import EventLog, SnapshotStore
 from contextledger.domain.session import SessionState
 
 __all__ = ["RULES_SNAPSHOT_EVERY", "RulesCache"]
 
 RULES_SNAPSHOT_EVERY = 1_000
 """Persist a session's rules state when it moved this many events past its last snapshot."""
-
-
-log = structlog.get_logger(__name__)
 
 
 def _snapshot_name(session_id: str) -> str:
@@ -30,8 +26,9 @@ class RulesCache:
     after it; every ``RULES_SNAPSHOT_EVERY`` events the state is snapshotted again.
     """
 
-    def __init__(self, store: EventStore, size: int) -> None:
-        self.store = store
+    def __init__(self, log: EventLog, snapshots: SnapshotStore, size: int) -> None:
+        self.log = log
+        self.slot = SnapshotSlot(snapshots)
         self.size = size
         self._states: OrderedDict[str, SessionState] = OrderedDict()
         self._snapshot_at: dict[str, int] = {}
@@ -40,7 +37,7 @@ class RulesCache:
         """Return the session's rules state, caught up with the store."""
         state = self._states.get(session_id) or self._from_snapshot(session_id)
         try:
-            for recorded in self.store.read(session_id, after=state.version):
+            for recorded in self.log.read(session_id, after=state.version):
                 state.apply(recorded.event)
         except Exception:
             self._states.pop(session_id, None)
@@ -52,11 +49,7 @@ class RulesCache:
         """Keep ``state`` (most recently used) and snapshot it when it moved far enough."""
         if state.version - self._snapshot_at.get(state.session_id, 0) >= RULES_SNAPSHOT_EVERY:
             payload = msgspec.msgpack.encode(state.to_snapshot())
-            try:
-                self.store.save_snapshot(_snapshot_name(state.session_id), state.version, payload)
-            except ContextLedgerError as error:  # derived data: the append already committed
-                log.warning("rules_snapshot_not_saved", session_id=state.session_id, error=str(error))
-            else:
+            if self.slot.save(_snapshot_name(state.session_id), state.version, payload):
                 self._snapshot_at[state.session_id] = state.version
         self._states[state.session_id] = state
         self._states.move_to_end(state.session_id)
@@ -64,14 +57,15 @@ class RulesCache:
             self._states.popitem(last=False)
 
     def _from_snapshot(self, session_id: str) -> SessionState:
-        found = self.store.load_snapshot(_snapshot_name(session_id))
+        def decode(payload: bytes) -> SessionState:
+            return SessionState.from_snapshot(session_id, msgspec.msgpack.decode(payload))
+
+        def valid(state: SessionState, position: int) -> bool:
+            # The state of this stream's past, at the position it claims.
+            return 1 <= state.version == position <= self.log.version(session_id)
+
+        found = self.slot.load(_snapshot_name(session_id), decode, valid)
         if found is None:
             return SessionState(session_id)
-        try:
-            state = SessionState.from_snapshot(session_id, msgspec.msgpack.decode(found[1]))
-        except (msgspec.DecodeError, TypeError, KeyError):
-            return SessionState(session_id)  # unreadable: rebuild from the log
-        if not 1 <= state.version == found[0] <= self.store.version(session_id):
-            return SessionState(session_id)  # not the state of this stream's past: rebuild from the log
-        self._snapshot_at[session_id] = state.version
-        return state
+        self._snapshot_at[session_id] = found[0]
+        return found[1]

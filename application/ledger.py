@@ -9,6 +9,17 @@ from datetime import datetime
 from typing import Any, Self
 
 import structlog
+from contextledger.application.drafting import EventDrafter, tool_call, tool_schema
+from contextledger.application.messages import (
+    AssistantMessage,
+    ToolCallIn,
+    ToolResult,
+    ToolSchemaIn,
+    UserMessage,
+    parse_message,
+)
+from contextledger.application.rules_cache import RulesCache
+from contextledger.application.wiring import Ports
 from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
@@ -25,18 +36,8 @@ from contextledger.domain.events import (
     SessionStarted,
     SummaryRecorded,
 )
-from contextledger.domain.ports import AppendOutcome, Clock, EventStore, IdSource, SessionInfo, StreamAppend
+from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
 from contextledger.domain.session import SessionState
-from contextledger.drafting import EventDrafter, tool_call, tool_schema
-from contextledger.messages import (
-    AssistantMessage,
-    ToolCallIn,
-    ToolResult,
-    ToolSchemaIn,
-    UserMessage,
-    parse_message,
-)
-from contextledger.rules_cache import RulesCache
 
 __all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger", "summary_stream"]
 
@@ -70,19 +71,18 @@ class Ledger:
 
     def __init__(
         self,
-        store: EventStore,
+        ports: Ports,
         *,
-        clock: Clock,
-        ids: IdSource,
         blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
         cache_size: int = 1024,
     ) -> None:
-        """Wire the ledger to its ports (use ``contextledger.open_ledger`` for the defaults)."""
-        self.store = store
-        self.clock = clock
-        self.ids = ids
-        self._drafts = EventDrafter(clock, blob_threshold)
-        self._rules = RulesCache(store, cache_size)
+        """Wire the ledger to its ports (built by the composition root, ``contextledger.open_ledger``)."""
+        self.ports = ports
+        self.log = ports.log
+        self.clock = ports.clock
+        self.ids = ports.ids
+        self._drafts = EventDrafter(ports.clock, blob_threshold)
+        self._rules = RulesCache(ports.log, ports.snapshots, cache_size)
         self._lock = threading.RLock()
         """Serializes read-check-append-apply, so threads sharing this ledger never race on rules state."""
 
@@ -139,7 +139,7 @@ class Ledger:
                 options["session_id"] = options.get("session_id") or _id_for(key) or self.ids.new_id()
                 session_id = options["session_id"]
                 ids.append(session_id)
-                if key is not None and self.store.lookup_idempotency_key(session_id, key) is not None:
+                if key is not None and self.log.lookup_idempotency_key(session_id, key) is not None:
                     continue  # stored by an earlier call with the same key: a retry stores nothing new
                 events, session_blobs = self._session_events(**options)
                 if any(a.stream_id == session_id for a in appends):
@@ -153,7 +153,7 @@ class Ledger:
                         stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
                     )
                 )
-            self.store.append_streams(appends, blobs=blobs)
+            self.log.append_streams(appends, blobs=blobs)
             for state, append in zip(states, appends, strict=True):
                 for event in append.events:
                     state.apply(event)
@@ -303,7 +303,7 @@ class Ledger:
             at=self.clock.now(),
         )
         stream = summary_stream(session_id)
-        self.store.append(stream, self.store.version(stream), [event], blobs=blobs)
+        self.log.append(stream, self.log.version(stream), [event], blobs=blobs)
         return event
 
     # -- reading -----------------------------------------------------------------------------
@@ -311,33 +311,31 @@ class Ledger:
     @property
     def store_url(self) -> str:
         """The URL of the database this ledger writes to."""
-        return str(getattr(self.store, "url", "?"))
+        return self.ports.url
 
     def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the session's events with positions in ``(after, upto]``."""
-        events = self.store.read(session_id, after=after, upto=upto)
-        if not events and self.store.version(session_id) == 0:
+        events = self.log.read(session_id, after=after, upto=upto)
+        if not events and self.log.version(session_id) == 0:
             raise SessionNotFoundError(session_id)
         return events
 
     def summaries(self, session_id: str) -> list[SummaryRecorded]:
         """Return the summary artifacts stored for a session, oldest first."""
         return [
-            r.event
-            for r in self.store.read(summary_stream(session_id))
-            if isinstance(r.event, SummaryRecorded)
+            r.event for r in self.log.read(summary_stream(session_id)) if isinstance(r.event, SummaryRecorded)
         ]
 
     def version(self, session_id: str) -> int:
         """Return the position of the session's last event; raise if the session does not exist."""
-        version = self.store.version(session_id)
+        version = self.log.version(session_id)
         if version == 0:
             raise SessionNotFoundError(session_id)
         return version
 
     def sessions(self) -> list[SessionInfo]:
         """Return every session in the ledger, oldest first."""
-        return self.store.sessions()
+        return self.log.sessions()
 
     def text(self, text: Text | None) -> str:
         """Return the full text of an event's content, reading the blob if it is stored apart."""
@@ -345,11 +343,11 @@ class Ledger:
             return ""
         if isinstance(text, InlineText):
             return text.text
-        return self.store.read_blob(text.sha256)
+        return self.ports.blobs.read_blob(text.sha256)
 
     def close(self) -> None:
         """Release the store's connections."""
-        self.store.close()
+        self.ports.close()
 
     def __enter__(self) -> Self:
         """Use the ledger as a context manager that closes it."""
@@ -376,14 +374,14 @@ class Ledger:
         state: SessionState | None = None,
     ) -> AppendOutcome:
         if idempotency_key is not None:
-            earlier = self.store.lookup_idempotency_key(session_id, idempotency_key)
+            earlier = self.log.lookup_idempotency_key(session_id, idempotency_key)
             if earlier is not None:
                 return AppendOutcome(earlier, replayed=True)
         state = state or self._state(session_id)
         if expected_version is not None and expected_version != state.version:
             raise ConcurrencyConflictError(session_id, expected_version)
         state.check(events)
-        outcome = self.store.append(
+        outcome = self.log.append(
             session_id, state.version, events, blobs=blobs, idempotency_key=idempotency_key
         )
         if outcome.replayed:

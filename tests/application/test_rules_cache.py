@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextledger
 import pytest
-from contextledger.rules_cache import RULES_SNAPSHOT_EVERY
+from contextledger.application.rules_cache import RULES_SNAPSHOT_EVERY
 
 
 def _long_session(ledger: contextledger.Ledger) -> str:
@@ -25,13 +25,13 @@ def test_a_fresh_ledger_reads_only_events_after_the_rules_snapshot(tmp_path, mon
         session = _long_session(ledger)
     with contextledger.open_ledger(url) as ledger:
         reads: list[int] = []
-        original = ledger.store.read
+        original = ledger.log.read
 
         def counting_read(stream_id, *, after=0, upto=None):
             reads.append(after)
             return original(stream_id, after=after, upto=upto)
 
-        monkeypatch.setattr(ledger.store, "read", counting_read)
+        monkeypatch.setattr(ledger.log, "read", counting_read)
         ledger.add_tool_result(session, "open", "done")
         assert min(reads) >= RULES_SNAPSHOT_EVERY
 
@@ -56,7 +56,7 @@ def test_an_unreadable_rules_snapshot_is_rebuilt_from_the_log(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     with contextledger.open_ledger(url) as ledger:
         session = _long_session(ledger)
-        ledger.store.save_snapshot(f"rules/v1/{session}", 5, b"\xc1")
+        ledger.ports.snapshots.save_snapshot(f"rules/v1/{session}", 5, b"\xc1")
     with contextledger.open_ledger(url) as ledger:
         with pytest.raises(contextledger.DuplicateToolResultError):
             ledger.add_tool_result(session, "c3", "again")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import contextledger
 import msgspec
 import pytest
-from contextledger.rules_cache import RULES_SNAPSHOT_EVERY
+from contextledger.application.rules_cache import RULES_SNAPSHOT_EVERY
 
 
 def test_threads_sharing_a_ledger_never_leave_gaps(tmp_path):
@@ -35,7 +35,7 @@ def test_a_wellformed_but_wrong_rules_snapshot_is_ignored(tmp_path):
         session = ledger.start_session()
         ledger.append_many(session, [{"role": "user", "content": "x"}] * RULES_SNAPSHOT_EVERY)
         forged = {"version": 5000, "issued": {}, "answered": []}
-        ledger.store.save_snapshot(f"rules/v1/{session}", 5000, msgspec.msgpack.encode(forged))
+        ledger.ports.snapshots.save_snapshot(f"rules/v1/{session}", 5000, msgspec.msgpack.encode(forged))
     with contextledger.open_ledger(url) as ledger:
         position = ledger.add_user_message(session, "next")
         assert position == RULES_SNAPSHOT_EVERY + 2
@@ -66,7 +66,7 @@ def test_a_failing_snapshot_write_does_not_fail_the_append(tmp_path, monkeypatch
         def broken(*_args):
             raise contextledger.StoreUnavailableError("disk full")
 
-        monkeypatch.setattr(ledger.store, "save_snapshot", broken)
+        monkeypatch.setattr(ledger.ports.snapshots, "save_snapshot", broken)
         ledger.append_many(session, [{"role": "user", "content": "x"}] * (RULES_SNAPSHOT_EVERY - 1))
         position = ledger.add_user_message(session, "the one that crosses the snapshot mark")
         assert position == RULES_SNAPSHOT_EVERY + 1 == ledger.version(session)

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
-from contextledger.domain.content import BlobText, InlineText, Text
-from contextledger.domain.ports import EventStore, TokenCounter
+from contextledger.domain.content import BlobText, InlineText, Text, content_address
+from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore
 
-__all__ = ["CachedTokenCounter", "content_key"]
-
-
-def content_key(text: str) -> str:
-    """Return the cache key of a text: the SHA-256 of its UTF-8 bytes (the blob address too)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+__all__ = ["CachedTokenCounter"]
 
 
 class CachedTokenCounter:
@@ -23,10 +17,18 @@ class CachedTokenCounter:
     for texts no process has counted before.
     """
 
-    def __init__(self, counter: TokenCounter, store: EventStore, *, memory_limit: int = 200_000) -> None:
-        """Cache ``counter``'s results in memory and in ``store``."""
+    def __init__(
+        self,
+        counter: TokenCounter,
+        counts: TokenCountStore,
+        blobs: BlobReader,
+        *,
+        memory_limit: int = 200_000,
+    ) -> None:
+        """Cache ``counter``'s results in memory and in ``counts``; read unknown blobs from ``blobs``."""
         self.counter = counter
-        self.store = store
+        self.counts = counts
+        self.blobs = blobs
         self._memory: dict[str, int] = {}
         self._memory_limit = memory_limit
         self.tokenized = 0
@@ -43,13 +45,13 @@ class CachedTokenCounter:
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Return token counts of texts, tokenizing only those never counted."""
-        keys = [content_key(t) for t in texts]
+        keys = [content_address(t) for t in texts]
         self._fill(keys, dict(zip(keys, texts, strict=True)))
         return [self._memory[k] for k in keys]
 
     def count_texts(self, texts: Sequence[Text]) -> list[int]:
         """Return token counts of event contents; a blob is read only if its count is unknown."""
-        keys = [t.sha256 if isinstance(t, BlobText) else content_key(t.text) for t in texts]
+        keys = [t.sha256 if isinstance(t, BlobText) else content_address(t.text) for t in texts]
         inline = {k: t.text for k, t in zip(keys, texts, strict=True) if isinstance(t, InlineText)}
         self._fill(keys, inline)
         return [self._memory[k] for k in keys]
@@ -60,13 +62,13 @@ class CachedTokenCounter:
             return
         if len(self._memory) + len(missing) > self._memory_limit:
             self._memory.clear()
-        self._memory.update(self.store.load_token_counts(self.counter.name, missing))
+        self._memory.update(self.counts.load_token_counts(self.counter.name, missing))
         still = [k for k in missing if k not in self._memory]
         if not still:
             return
-        texts = [known_texts[k] if k in known_texts else self.store.read_blob(k) for k in still]
+        texts = [known_texts[k] if k in known_texts else self.blobs.read_blob(k) for k in still]
         counts = self.counter.count_many(texts)
         self.tokenized += len(texts)
         fresh = dict(zip(still, counts, strict=True))
         self._memory.update(fresh)
-        self.store.save_token_counts(self.counter.name, fresh)
+        self.counts.save_token_counts(self.counter.name, fresh)

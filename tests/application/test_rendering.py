@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextledger
 import msgspec
 import pytest
-from contextledger.adapters.rendering import Renderer
+from contextledger.application.renderer import Renderer
 from contextledger.domain.errors import PinnedOverBudgetError, SessionNotFoundError, ValidationError
 from contextledger.projections.injection import StaticInjection
 from contextledger.projections.policy import Policy
@@ -106,13 +106,13 @@ def test_blobs_are_read_only_for_messages_shown_verbatim(ledger, monkeypatch):
     for n in range(150):
         _step(ledger, session, n, size=100)
     reads: list[str] = []
-    original = ledger.store.read_blob
+    original = ledger.ports.blobs.read_blob
 
     def counting(sha256: str) -> str:
         reads.append(sha256)
         return original(sha256)
 
-    monkeypatch.setattr(ledger.store, "read_blob", counting)
+    monkeypatch.setattr(ledger.ports.blobs, "read_blob", counting)
     context = Renderer(ledger).render(session, roomy)
     assert all(m.sources != (4,) or m.kind != "message" for m in context.messages)
     assert reads == []

@@ -6,14 +6,13 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
 import msgspec
-import structlog
-from contextledger.adapters.token_cache import CachedTokenCounter
-from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.ledger import Ledger
+from contextledger.application.snapshots import SnapshotSlot
+from contextledger.application.token_cache import CachedTokenCounter
 from contextledger.domain.content import BlobText, InlineText, Text
-from contextledger.domain.errors import ContextLedgerError, ValidationError
+from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import Recorded, SummaryRecorded
 from contextledger.domain.ports import TokenCounter
-from contextledger.ledger import Ledger
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.counting import CountedEvent, event_texts
 from contextledger.projections.fold import Projector
@@ -23,8 +22,6 @@ from contextledger.projections.presets import get_preset
 from contextledger.projections.state import RenderState
 
 __all__ = ["Renderer"]
-
-log = structlog.get_logger(__name__)
 
 _CHUNK = 2_000
 """Events read and counted per batch while catching up."""
@@ -62,7 +59,7 @@ class Renderer:
 
     Args:
         ledger: The ledger to read sessions from.
-        tokenizer: A tokenizer name for ``get_counter`` or a ``TokenCounter``.
+        tokenizer: A tokenizer name (resolved by the ledger's tokenizer port) or a ``TokenCounter``.
         max_states: How many folded states to keep (least recently used are forgotten).
         max_blobs: How many blob texts to keep in memory.
     """
@@ -77,8 +74,9 @@ class Renderer:
     ) -> None:
         """Wire the renderer to ``ledger`` and a cached counter over ``tokenizer``."""
         self.ledger = ledger
-        base = get_counter(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        self.counter = CachedTokenCounter(base, ledger.store)
+        base = ledger.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        self.counter = CachedTokenCounter(base, ledger.ports.token_counts, ledger.ports.blobs)
+        self._slot = SnapshotSlot(ledger.ports.snapshots)
         self._states: OrderedDict[tuple[str, ...], _Cached] = OrderedDict()
         self._projectors: dict[tuple[str, ...], Projector] = {}
         self._blobs: OrderedDict[str, str] = OrderedDict()
@@ -168,27 +166,19 @@ class Renderer:
 
     def _save_snapshot(self, key: tuple[str, ...], cached: _Cached) -> None:
         """Persist the state; snapshots are derived, so a failed write is logged, never raised."""
-        try:
-            self.ledger.store.save_snapshot(
-                _snapshot_name(key), cached.state.position, _ENCODER.encode(cached)
-            )
-        except ContextLedgerError as error:
-            log.warning("render_snapshot_not_saved", key=_snapshot_name(key), error=str(error))
+        if not self._slot.save(_snapshot_name(key), cached.state.position, _ENCODER.encode(cached)):
             return
         cached.snapshot_at = cached.state.position
         self._persisted[key] = cached.state.position
 
     def _load_snapshot(self, key: tuple[str, ...]) -> _Cached | None:
         """Return the persisted state of ``key`` (a later process catches up from it), or None."""
-        found = self.ledger.store.load_snapshot(_snapshot_name(key))
+        found = self._slot.load(
+            _snapshot_name(key), _DECODER.decode, lambda cached, at: cached.state.position == at
+        )
         if found is None:
-            return None
-        try:
-            cached = _DECODER.decode(found[1])
-        except msgspec.DecodeError:
-            return None  # written by an incompatible version: refold from the log
-        if cached.state.position != found[0]:
-            return None  # not the state it claims to be: refold from the log
+            return None  # none, unreadable, or not the state it claims to be: refold from the log
+        cached = found[1]
         cached.snapshot_at = cached.state.position
         self._persisted[key] = found[0]
         return cached

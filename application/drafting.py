@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import pydantic
-from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text
+from contextledger.application.messages import (
+    AssistantMessage,
+    ToolCallIn,
+    ToolResult,
+    ToolSchemaIn,
+    UserMessage,
+)
+from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text, content_address
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.events import (
     AnyEvent,
@@ -20,7 +26,6 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import Clock
 from contextledger.domain.session import SessionState
-from contextledger.messages import AssistantMessage, ToolCallIn, ToolResult, ToolSchemaIn, UserMessage
 
 __all__ = ["EventDrafter", "tool_call", "tool_schema"]
 
@@ -77,7 +82,7 @@ class EventDrafter:
         encoded = text.encode("utf-8", "surrogatepass")
         if len(encoded) <= self.blob_threshold:
             return InlineText(text)
-        sha = hashlib.sha256(encoded).hexdigest()
+        sha = content_address(text)
         blobs[sha] = text
         return BlobText(sha256=sha, chars=len(text), preview=text[:PREVIEW_CHARS])
 

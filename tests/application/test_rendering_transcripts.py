@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import contextledger
@@ -11,12 +10,12 @@ from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.formats.pairing import check_anthropic_pairing, check_openai_pairing
 from contextledger.adapters.importers.service import import_file
-from contextledger.adapters.rendering import Renderer
+from contextledger.application.renderer import Renderer
 from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
 from contextledger.projections.counting import count_context
 from contextledger.projections.presets import PRESETS
 
-REPO = Path(__file__).resolve().parents[2]
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 BUDGETS = [None, 32_000, 8_000]
 SKIP = {"FORMATS.md", "PROVENANCE.md"}
 
@@ -24,11 +23,8 @@ SKIP = {"FORMATS.md", "PROVENANCE.md"}
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> contextledger.Ledger:
     """All transcripts in one SQLite ledger, through the importers."""
-    folder = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO.parent / "shared" / "transcripts"))
-    if not folder.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI needs the transcripts at {folder}")
-        pytest.skip(f"no transcripts folder at {folder} (set CONTEXTLEDGER_TRANSCRIPTS)")
+    folder = TRANSCRIPTS
+    assert folder.is_dir(), f"no transcripts folder at {folder}"
     url = f"sqlite:///{tmp_path_factory.mktemp('render') / 'all.db'}"
     ledger = contextledger.open_ledger(url)
     for path in sorted(folder.iterdir()):
