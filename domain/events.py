@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 import msgspec
 from contextledger.domain.content import Text
@@ -141,15 +141,8 @@ AnyEvent = (
 )
 """Every event type the ledger stores."""
 
-EVENT_TYPES: tuple[type[LedgerEvent], ...] = (
-    SessionStarted,
-    UserMessageAdded,
-    AssistantMessageAdded,
-    ToolResultRecorded,
-    ItemPinned,
-    ItemUnpinned,
-    SummaryRecorded,
-)
+EVENT_TYPES: tuple[type[LedgerEvent], ...] = get_args(AnyEvent)
+"""The members of ``AnyEvent``, in order: the one list of event types, derived from the union."""
 
 
 def topic_of(event_type: type[LedgerEvent]) -> str:
