@@ -27,7 +27,8 @@ def _recorded_sha256() -> dict[str, str]:
 def test_every_format_is_carried():
     """Every source (tau-bench carries the OpenAI chat format) has its transcripts in the repository."""
     prefixes = {p.name.split("__")[0] for p in TRANSCRIPTS}
-    assert prefixes == {"aider", "claude-code", "mini-swe-agent", "openhands-events", "swe-agent", "tau-bench"}
+    expected = {"aider", "claude-code", "mini-swe-agent", "openhands-events", "swe-agent", "tau-bench"}
+    assert prefixes == expected
     assert len(TRANSCRIPTS) == 15
 
 
