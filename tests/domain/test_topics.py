@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from datetime import UTC, datetime
+from typing import Any, ClassVar, get_args
 
 import contextledger
 import msgspec
 import pytest
 from contextledger.adapters.store.mapper import MsgspecMapper
-from contextledger.domain.content import InlineText
 from contextledger.domain.events import (
     EVENT_TYPES,
+    AnyEvent,
     LedgerEvent,
-    ToolResultRecorded,
+    Recorded,
     UserMessageAdded,
     topic_of,
 )
@@ -27,14 +28,67 @@ def test_topics_name_the_tag_and_version_not_the_module():
         assert event_type.__module__ not in topic_of(event_type)
 
 
-def test_every_event_type_round_trips_through_the_mapper():
-    """Encoding then decoding returns an equal event."""
+def _example(info: msgspec.inspect.Type, variant: int, name: str) -> Any:  # noqa: C901, PLR0911 - one branch per kind
+    """Build a value of the inspected type; ``variant`` picks the union member (first or last non-None)."""
+    kind = msgspec.inspect
+    if isinstance(info, kind.StrType):
+        return f"{name}-{variant} <s>[INST] x [/INST] é"
+    if isinstance(info, kind.BoolType):
+        return True
+    if isinstance(info, kind.IntType):
+        return 7 + variant
+    if isinstance(info, kind.FloatType):
+        return 0.5 + variant
+    if isinstance(info, kind.DateTimeType):
+        return datetime(2026, 1, 2, 3, 4, 5, 678_000 + variant, tzinfo=UTC)
+    if isinstance(info, kind.DictType | kind.AnyType):
+        return {"source_format": "test", "nested": {"n": [1, 2.5, None, "x"]}, "variant": variant}
+    if isinstance(info, kind.VarTupleType | kind.ListType):
+        items = [_example(info.item_type, variant, f"{name}{i}") for i in range(2)]
+        return tuple(items) if isinstance(info, kind.VarTupleType) else items
+    if isinstance(info, kind.UnionType):
+        members = [t for t in info.types if not isinstance(t, kind.NoneType)]
+        return _example(members[0] if variant == 0 else members[-1], variant, name)
+    if isinstance(info, kind.LiteralType):
+        return info.values[variant % len(info.values)]
+    if isinstance(info, kind.StructType):
+        return info.cls(**{f.name: _example(f.type, variant, f.name) for f in info.fields})
+    raise NotImplementedError(info)  # a new field kind: teach the example builder about it
+
+
+def example_event(event_type: type[LedgerEvent], variant: int) -> LedgerEvent:
+    """Return an instance of ``event_type`` with every field set to a value that is not its default."""
+    info = msgspec.inspect.type_info(event_type)
+    assert isinstance(info, msgspec.inspect.StructType)
+    event = _example(info, variant, event_type.__name__)
+    for field in info.fields:
+        value = getattr(event, field.name)
+        default = field.default_factory() if field.default_factory is not msgspec.NODEFAULT else field.default
+        assert value != default, f"{event_type.__name__}.{field.name} kept its default"
+    return event
+
+
+def test_event_types_are_the_members_of_any_event():
+    """EVENT_TYPES is derived from AnyEvent: same types, same order, each tag once."""
+    assert get_args(AnyEvent) == EVENT_TYPES
+    tags = [t.__struct_config__.tag for t in EVENT_TYPES]
+    assert len(tags) == len(set(tags)) == len(EVENT_TYPES) >= 7
+
+
+@pytest.mark.parametrize("variant", [0, 1])
+@pytest.mark.parametrize("event_type", EVENT_TYPES, ids=lambda t: t.__name__)
+def test_every_event_type_round_trips_through_the_mapper(event_type, variant):
+    """Each event type, every field set, encodes and decodes to an equal event: mapper, msgpack, JSON."""
+    event = example_event(event_type, variant)
     mapper = MsgspecMapper()
-    event = ToolResultRecorded(call_id="c1", tool_name="ls", content=InlineText("a\nb"), is_error=True)
     stored = mapper.to_stored("s1", 3, event)
-    assert stored.topic == "contextledger/ToolResultRecorded/v1"
+    assert stored.topic == f"contextledger/{event_type.__struct_config__.tag}/v{event_type.VERSION}"
     recorded = mapper.to_recorded(stored)
+    assert type(recorded.event) is event_type
     assert (recorded.seq, recorded.event) == (3, event)
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(event), type=AnyEvent) == event
+    assert msgspec.json.decode(msgspec.json.encode(event), type=AnyEvent) == event
+    assert msgspec.json.decode(msgspec.json.encode(Recorded(3, event)), type=Recorded) == Recorded(3, event)
 
 
 class NoteV2(LedgerEvent, frozen=True, kw_only=True, tag="Note"):
