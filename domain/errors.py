@@ -17,6 +17,9 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "StoreUnavailableError",
+    "SummarizerError",
+    "SummarizerUnavailableError",
+    "SummaryRejectedError",
     "TokenizerError",
     "TranscriptImportError",
     "UnknownToolCallError",
@@ -150,3 +153,15 @@ class InjectionOverflowError(BudgetError):
         self.tokens = tokens
         self.reserve = reserve
         self.over_by = tokens - reserve
+
+
+class SummarizerError(ContextLedgerError):
+    """A summary could not be produced; the projection is unchanged and an outcome event says why."""
+
+
+class SummarizerUnavailableError(SummarizerError):
+    """The summarizer could not be reached, timed out, or kept refusing (rate limits, server errors)."""
+
+
+class SummaryRejectedError(SummarizerError):
+    """The summarizer answered, but with nothing usable: empty, malformed, or over its size bound."""
