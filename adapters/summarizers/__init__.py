@@ -1,0 +1,1 @@
+"""Summarizers: the offline extractive default, and model summarizers over HTTP."""

@@ -1,0 +1,236 @@
+"""The default summarizer: offline, deterministic, extractive, filling seed 004's structured template."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+from contextledger.domain.content import content_address
+from contextledger.projections.fidelity import command_of, paths_in_arguments
+from contextledger.projections.summary_requests import SpanEntry, SummaryDraft, SummaryRequest
+
+__all__ = ["CHARS_PER_TOKEN", "ExtractiveSummarizer"]
+
+CHARS_PER_TOKEN = 2.5
+"""Characters allowed per token of ``max_tokens``: below cl100k's ratio on code and prose, so text fits."""
+
+_SECTIONS = (
+    "Original Task",
+    "Completed Work",
+    "Commands Run",
+    "Key Technical Decisions",
+    "Errors & Resolutions",
+    "Current State",
+    "Pending Work",
+)
+_TABLE_HEAD = ("| File/Component | Action | Description |", "|----------------|--------|-------------|")
+_DECISION = re.compile(
+    r"[^.\n]*\b(?:I'll|I will|I'm going to|let's|we'll|decided|instead|switch(?:ed)? to|use|using|chose|"
+    r"because|the fix|the cause|root cause)\b[^.\n]*[.\n]",
+    re.IGNORECASE,
+)
+_TODO_OPEN = re.compile(r"^\s*(?:[-*]\s*\[ \]|TODO:?)\s*(.+)$", re.MULTILINE)
+_TODO_DONE = re.compile(r"^\s*[-*]\s*\[[xX]\]\s*(.+)$", re.MULTILINE)
+_SMALLEST = 3
+"""Below one item per list there is nothing left to shrink: the text is cut instead."""
+_PLACEHOLDER = re.compile(r"^\((?:none|no )[^)]*\)$")
+_ERROR = re.compile(r"(?:error|exception|traceback|failed|not found|denied)", re.IGNORECASE)
+
+
+class _Limits(msgspec.Struct, frozen=True):
+    """How many items each section keeps (the newest): the bound that stops growth across rounds."""
+
+    files: int = 25
+    commands: int = 15
+    decisions: int = 8
+    errors: int = 8
+    pending: int = 15
+    task_chars: int = 2_000
+    line_chars: int = 200
+
+
+def _clip(text: str, limit: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _sections(previous: str | None) -> dict[str, list[str]]:
+    """Parse a summary this summarizer wrote into its sections' item lines."""
+    found: dict[str, list[str]] = {name: [] for name in _SECTIONS}
+    current: str | None = None
+    for line in (previous or "").splitlines():
+        if line.startswith("### "):
+            current = line[4:].strip() if line[4:].strip() in found else None
+        elif current and line.strip() and line not in _TABLE_HEAD and not _PLACEHOLDER.match(line):
+            found[current].append(line)
+    return found
+
+
+def _merge(old: Iterable[str], new: Iterable[str], keep: int, key: Any = None) -> list[str]:
+    """Old then new items, later duplicates replacing earlier ones (by ``key``), the newest ``keep``."""
+    merged: dict[str, str] = {}
+    for item in [*old, *new]:
+        k = key(item) if key else item
+        merged.pop(k, None)
+        merged[k] = item
+    return list(merged.values())[-keep:]
+
+
+def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
+    """Collect open todo items from checklists, TODO lines and todo-tool calls; drop those marked done."""
+    for match in _TODO_OPEN.finditer(entry.text):
+        pending[_clip(match.group(1), limits.line_chars)] = None
+    for match in _TODO_DONE.finditer(entry.text):
+        pending.pop(_clip(match.group(1), limits.line_chars), None)
+    for call in entry.tool_calls:
+        todos = _arguments(call.arguments).get("todos")
+        if not isinstance(todos, list):
+            continue
+        pending.clear()  # a todo tool writes the whole list: the latest call is the current list
+        for todo in todos:
+            if isinstance(todo, dict) and todo.get("status") != "completed":
+                text = todo.get("content") or todo.get("title") or todo.get("task")
+                if isinstance(text, str):
+                    pending[_clip(text, limits.line_chars)] = None
+
+
+class ExtractiveSummarizer:
+    """Summarizes a span with no model call: the same request always gives the same text.
+
+    Paths come from tool-call arguments, commands from shell-tool arguments, decisions from the
+    assistant's own sentences, errors from failed tool results and the assistant's next words,
+    pending work from checklists, ``TODO`` lines and todo-tool calls. Each section keeps its newest
+    items up to a fixed count, so round N (previous text + new span) never grows past the bound.
+    """
+
+    def __init__(self, limits: _Limits | None = None) -> None:
+        self.limits = limits or _Limits()
+
+    @property
+    def name(self) -> str:
+        """The summarizer kind recorded with every artifact."""
+        return "extractive"
+
+    @property
+    def config_sha(self) -> str:
+        """Hash of the limits (the only configuration)."""
+        return content_address("extractive/v1/" + msgspec.json.encode(self.limits).decode())[:16]
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        """Return the structured summary of the request's span, integrating the previous round."""
+        text = self._text(request)
+        budget = int(request.max_tokens * CHARS_PER_TOKEN)
+        limits = self.limits
+        while len(text) > budget and limits.files + limits.commands + limits.decisions > _SMALLEST:
+            limits = _Limits(  # shrink every list until the text fits the bound
+                files=max(1, limits.files // 2),
+                commands=max(1, limits.commands // 2),
+                decisions=max(1, limits.decisions // 2),
+                errors=max(1, limits.errors // 2),
+                pending=max(1, limits.pending // 2),
+                task_chars=max(200, limits.task_chars // 2),
+                line_chars=max(60, limits.line_chars // 2),
+            )
+            text = self._text(request, limits)
+        if len(text) > budget:
+            text = text[: budget - 1] + "…"
+        return SummaryDraft(text=text, model=None, prompt_sha=content_address(text))
+
+    def _text(self, request: SummaryRequest, limits: _Limits | None = None) -> str:
+        limits = limits or self.limits
+        old = _sections(request.previous)
+        span = _Span(limits, dict.fromkeys(i.removeprefix("- [ ] ") for i in old["Pending Work"]))
+        for entry in request.entries:
+            span.add(entry)
+        state = [f"- Working on: {span.working_on or 'see the latest turns'}"]
+        if span.last_done:
+            state.append(f"- Last completed: {span.last_done}")
+        files = _merge(old["Completed Work"], span.files, limits.files, key=_row_path)
+        pending = [f"- [ ] {item}" for item in list(span.pending)[-limits.pending :]]
+        body = {
+            "Original Task": [_clip(request.original_task, limits.task_chars) or "(none recorded)"],
+            "Completed Work": [*_TABLE_HEAD, *files] if files else ["(no files touched)"],
+            "Commands Run": _merge(old["Commands Run"], span.commands, limits.commands) or ["(none)"],
+            "Key Technical Decisions": _merge(
+                old["Key Technical Decisions"], span.decisions, limits.decisions
+            )
+            or ["(none stated)"],
+            "Errors & Resolutions": _merge(old["Errors & Resolutions"], span.errors, limits.errors)
+            or ["(none)"],
+            "Current State": state,
+            "Pending Work": pending or ["(none open)"],
+        }
+        lines = [
+            f"## Session Summary (Compaction Round {request.round})",
+            (
+                f"_Summary of earlier turns (log positions {request.covers_from}-{request.covers_through}); "
+                "not the user's words._"
+            ),
+        ]
+        for name in _SECTIONS:
+            lines.append(f"### {name}")
+            lines.extend(body[name])
+        return "\n".join(lines)
+
+
+def _row_path(row: str) -> str:
+    """The path cell of a Completed Work table row."""
+    cells = row.split("|")
+    return cells[1].strip() if len(cells) > 1 else row
+
+
+class _Span:
+    """Collects what one span says: files, commands, decisions, errors and their resolutions, todos, state."""
+
+    def __init__(self, limits: _Limits, pending: dict[str, None]) -> None:
+        self.limits = limits
+        self.pending = pending
+        self.files: list[str] = []
+        self.commands: list[str] = []
+        self.decisions: list[str] = []
+        self.errors: list[str] = []
+        self.last_done = ""
+        self.working_on = ""
+        self._failed: SpanEntry | None = None
+
+    def add(self, entry: SpanEntry) -> None:
+        """Take one entry of the span into account."""
+        _todos(entry, self.pending, self.limits)
+        if entry.role == "tool":
+            if entry.is_error or _ERROR.search(entry.text[:400]):
+                self._failed = entry
+        elif entry.role == "assistant":
+            self._assistant(entry)
+
+    def _assistant(self, entry: SpanEntry) -> None:
+        line = self.limits.line_chars
+        if self._failed is not None and entry.text.strip():
+            failed = self._failed
+            first = _clip(failed.text.strip().splitlines()[0], 120) if failed.text.strip() else ""
+            self.errors.append(
+                f"- {failed.tool_name or 'tool'} [{failed.position}]: {first} → {_clip(entry.text, line)}"
+            )
+            self._failed = None
+        self.decisions.extend(f"- {_clip(m.group(0), line)}" for m in _DECISION.finditer(entry.text))
+        if entry.text.strip():
+            self.working_on = _clip(entry.text, line)
+        for call in entry.tool_calls:
+            arguments = _arguments(call.arguments)
+            paths = paths_in_arguments(arguments)
+            self.files.extend(f"| {path} | {call.name} | position {entry.position} |" for path in paths)
+            command = command_of(arguments)
+            if command:
+                self.commands.append(f"- `{command}`")
+            target = (paths or [command or ""])[0]
+            self.last_done = _clip(f"{call.name} {target}".strip(), line)

@@ -1,0 +1,125 @@
+"""What a summarizer is asked (a span of the log, the previous round, the live prefix) and what it answers."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import msgspec
+from contextledger.domain.events import ToolCall
+from contextledger.projections.context import RenderedContext
+
+__all__ = [
+    "SUMMARY_INSTRUCTION",
+    "SpanEntry",
+    "Summarizer",
+    "SummaryDraft",
+    "SummaryRequest",
+    "summary_prompt",
+]
+
+SUMMARY_INSTRUCTION = """You are summarizing a coding agent's conversation history.
+Your summary replaces the earlier turns listed below, so preserve ALL information needed to continue the task.
+
+Create a summary with these EXACT sections:
+
+## Session Summary (Compaction Round {round})
+### Original Task
+[the user's original request, verbatim]
+### Completed Work
+| File/Component | Action | Description |
+|----------------|--------|-------------|
+### Commands Run
+### Key Technical Decisions
+### Errors & Resolutions
+### Current State
+### Pending Work
+- [ ] [each remaining item and every open todo item]
+
+Constraints: at most {max_tokens} tokens; exact file paths, commands, identifiers and numbers copied verbatim;
+if a previous summary exists, INTEGRATE (do not duplicate) its content."""
+"""Seed 004's structured template, sent after the live prefix so the summary call reads the provider cache."""
+
+EntryRole = Literal["user", "assistant", "tool", "summary"]
+
+
+class SpanEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One logged event of the span to summarize, with its full text resolved."""
+
+    position: int
+    role: EntryRole
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_name: str | None = None
+    is_error: bool = False
+
+
+class SummaryRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """Summarize positions ``covers_from..covers_through`` of a session, integrating the previous round.
+
+    ``entries`` are only the events newly collapsed (never the raw events an earlier round already
+    summarized): round N reads round N-1's text plus the new span. ``prefix`` is the context last
+    sent to the model, so a model summarizer can send it unchanged and read the provider's cache.
+    """
+
+    session_id: str
+    covers_from: int
+    covers_through: int
+    round: int
+    original_task: str
+    entries: tuple[SpanEntry, ...]
+    previous: str | None = None
+    depth: int = 0
+    max_tokens: int = 800
+    prefix: RenderedContext | None = None
+
+
+class SummaryDraft(msgspec.Struct, frozen=True, kw_only=True):
+    """A summarizer's answer: the text, the model that wrote it, the prompt hash and the usage reported."""
+
+    text: str
+    model: str | None = None
+    prompt_sha: str | None = None
+    input_tokens: int | None = None
+    cached_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class Summarizer(Protocol):
+    """Turns a ``SummaryRequest`` into a ``SummaryDraft``; raises ``SummarizerError`` subclasses only."""
+
+    @property
+    def name(self) -> str:
+        """Stable name of the summarizer kind, e.g. ``extractive`` or ``openai-compatible``."""
+        ...
+
+    @property
+    def config_sha(self) -> str:
+        """Hash of everything that changes its output (model, prompt, limits); never includes secrets."""
+        ...
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        """Return the summary of ``request``'s span."""
+        ...
+
+
+def summary_prompt(request: SummaryRequest) -> str:
+    """Return what a model summarizer sends after the prefix: the template, previous round and span."""
+    lines = [
+        SUMMARY_INSTRUCTION.format(round=request.round, max_tokens=request.max_tokens),
+        "",
+        "## Previous Summary",
+        request.previous or "None - this is the first compaction round.",
+        "",
+        "## Original User Task",
+        request.original_task,
+        "",
+        f"## Messages to Summarize (log positions {request.covers_from}-{request.covers_through})",
+    ]
+    for entry in request.entries:
+        lines.append(
+            f"[{entry.position}] {entry.role.upper()}{' ' + entry.tool_name if entry.tool_name else ''}:"
+        )
+        if entry.text:
+            lines.append(entry.text)
+        lines.extend(f"[Tool call {c.id}: {c.name}({c.arguments})]" for c in entry.tool_calls)
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""The extractive summarizer: deterministic, seed 004's template, verbatim facts, bounded across rounds."""
+
+from __future__ import annotations
+
+import json
+
+from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
+from contextledger.adapters.tokenizers import get_counter
+from contextledger.domain.events import ToolCall
+from contextledger.projections.fidelity import facts_of, fidelity
+from contextledger.projections.summary_requests import SpanEntry, SummaryRequest
+
+TASK = "Fix the failing money tests in src/money.py; keep the public API."
+
+
+def _call(position: int, name: str, **arguments: object) -> SpanEntry:
+    call = ToolCall(id=f"c{position}", name=name, arguments=json.dumps(arguments))
+    return SpanEntry(position=position, role="assistant", text="", tool_calls=(call,))
+
+
+def _span(start: int = 2) -> tuple[SpanEntry, ...]:
+    return (
+        SpanEntry(position=start, role="user", text=TASK),
+        _call(start + 1, "read_file", path="src/money.py"),
+        SpanEntry(position=start + 2, role="tool", text="def add(a, b): ...", tool_name="read_file"),
+        _call(start + 3, "bash", command="pytest tests/test_money.py -x"),
+        SpanEntry(
+            position=start + 4,
+            role="tool",
+            text="FAILED tests/test_money.py::test_add - AssertionError: 0.30000000000000004",
+            tool_name="bash",
+            is_error=True,
+        ),
+        SpanEntry(
+            position=start + 5,
+            role="assistant",
+            text="The cause is float arithmetic. I'll use decimal.Decimal instead of float.",
+        ),
+        _call(
+            start + 6,
+            "TodoWrite",
+            todos=[
+                {"content": "Switch Money to Decimal", "status": "completed"},
+                {"content": "Add a rounding test for 0.005", "status": "pending"},
+            ],
+        ),
+    )
+
+
+def _request(entries, *, previous=None, round_=1, max_tokens=800) -> SummaryRequest:
+    return SummaryRequest(
+        session_id="s",
+        covers_from=entries[0].position,
+        covers_through=entries[-1].position,
+        round=round_,
+        original_task=TASK,
+        entries=tuple(entries),
+        previous=previous,
+        max_tokens=max_tokens,
+    )
+
+
+def test_same_request_gives_the_same_text():
+    """Deterministic: no clock, no randomness, no model."""
+    summarizer = ExtractiveSummarizer()
+    assert summarizer.summarize(_request(_span())).text == summarizer.summarize(_request(_span())).text
+
+
+def test_template_sections_hold_the_verbatim_facts():
+    """Original task verbatim, touched file, command run, error and its resolution, decision, open todo."""
+    text = ExtractiveSummarizer().summarize(_request(_span())).text
+    assert text.startswith("## Session Summary (Compaction Round 1)")
+    assert "not the user's words" in text
+    for section in ("Original Task", "Completed Work", "Commands Run", "Key Technical Decisions"):
+        assert f"### {section}" in text
+    assert TASK in text
+    assert "| src/money.py | read_file |" in text
+    assert "`pytest tests/test_money.py -x`" in text
+    assert "FAILED tests/test_money.py::test_add" in text
+    assert "decimal.Decimal" in text
+    assert "- [ ] Add a rounding test for 0.005" in text
+    assert "Switch Money to Decimal" not in text.split("### Pending Work")[1]
+
+
+def test_paths_and_commands_of_the_span_all_survive():
+    """Fidelity of paths and commands is complete for a span within the section limits."""
+    entries = _span()
+    text = ExtractiveSummarizer().summarize(_request(entries)).text
+    kept = fidelity(facts_of(entries), text)
+    assert kept.paths == 1.0
+    assert kept.commands == 1.0
+    assert "src/money.py" in facts_of(entries).paths
+
+
+def test_rounds_integrate_without_growth():
+    """Round N = round N-1's text + the new span; size stays under the bound over many rounds."""
+    summarizer = ExtractiveSummarizer()
+    counter = get_counter("cl100k_base")
+    previous = None
+    sizes = []
+    for round_ in range(1, 9):
+        start = 2 + (round_ - 1) * 40
+        entries = [*_span(start)]
+        entries += [_call(start + 10 + i, "edit_file", path=f"src/module_{round_}_{i}.py") for i in range(25)]
+        draft = summarizer.summarize(_request(entries, previous=previous, round_=round_, max_tokens=600))
+        sizes.append(counter.count(draft.text))
+        previous = draft.text
+    assert max(sizes) <= 600
+    assert sizes[-1] <= sizes[1] * 1.5  # bounded, not growing round over round
+    assert TASK in previous
+    assert "src/module_8_24.py" in previous  # the newest files are kept
+
+
+def test_a_tiny_bound_is_still_respected():
+    """Even a bound far below the natural size gives a text within it."""
+    draft = ExtractiveSummarizer().summarize(_request(_span(), max_tokens=60))
+    assert get_counter("cl100k_base").count(draft.text) <= 60
