@@ -28,12 +28,15 @@ _SECTIONS = (
 )
 _TABLE_HEAD = ("| File/Component | Action | Description |", "|----------------|--------|-------------|")
 _DECISION = re.compile(
-    r"[^.\n]*\b(?:I'll|I will|I'm going to|let's|we'll|decided|instead|switch(?:ed)? to|use|using|chose|"
-    r"because|the fix|the cause|root cause)\b[^.\n]*[.\n]",
+    r"\b(?:I'll|I will|I'm going to|let's|we'll|decided|instead|switch(?:ed)? to|use|using|chose|"
+    r"because|the fix|the cause|root cause)\b",
     re.IGNORECASE,
 )
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _TODO_OPEN = re.compile(r"^\s*(?:[-*]\s*\[ \]|TODO:?)\s*(.+)$", re.MULTILINE)
 _TODO_DONE = re.compile(r"^\s*[-*]\s*\[[xX]\]\s*(.+)$", re.MULTILINE)
+_SCAN_CHARS = 20_000
+"""How much of one assistant text is read for decisions."""
 _SMALLEST = 3
 """Below one item per list there is nothing left to shrink: the text is cut instead."""
 _PLACEHOLDER = re.compile(r"^\((?:none|no )[^)]*\)$")
@@ -222,7 +225,11 @@ class _Span:
                 f"- {failed.tool_name or 'tool'} [{failed.position}]: {first} → {_clip(entry.text, line)}"
             )
             self._failed = None
-        self.decisions.extend(f"- {_clip(m.group(0), line)}" for m in _DECISION.finditer(entry.text))
+        self.decisions.extend(
+            f"- {_clip(sentence, line)}"
+            for sentence in _SENTENCE_END.split(entry.text[:_SCAN_CHARS])
+            if _DECISION.search(sentence)
+        )
         if entry.text.strip():
             self.working_on = _clip(entry.text, line)
         for call in entry.tool_calls:
