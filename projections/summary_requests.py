@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal, Protocol
 
 import msgspec
+from contextledger.domain.errors import SummaryRejectedError
 from contextledger.domain.events import ToolCall
 from contextledger.projections.context import RenderedContext
 
@@ -14,6 +16,7 @@ __all__ = [
     "Summarizer",
     "SummaryDraft",
     "SummaryRequest",
+    "check_summary_text",
     "summary_prompt",
 ]
 
@@ -123,3 +126,22 @@ def summary_prompt(request: SummaryRequest) -> str:
             lines.append(entry.text)
         lines.extend(f"[Tool call {c.id}: {c.name}({c.arguments})]" for c in entry.tool_calls)
     return "\n".join(lines)
+
+
+_SKELETON_LINE = re.compile(
+    r"^\s*(?:#+ .*|\|[-| ]*\||[-*] \[ \]\s*|[-*]\s*|\[[^\]]*\]|\(none[^)]*\)|_.*_)?\s*$"
+)
+"""Lines that carry no content: headings, table rules, empty bullets, ``[placeholders]``, ``(none)``."""
+
+
+def check_summary_text(text: object) -> str:
+    """Return a summary text that has content; raise ``SummaryRejectedError`` for empty or skeleton text.
+
+    A summary replaces history, so one that says nothing must never be applied (peers shipped empty
+    template skeletons as summaries).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SummaryRejectedError("the summary is empty")
+    if all(_SKELETON_LINE.match(line) for line in text.splitlines()):
+        raise SummaryRejectedError("the summary is only the template's headings and placeholders")
+    return text.strip()
