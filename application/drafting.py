@@ -67,7 +67,9 @@ class EventDrafter:
                 at=at,
                 meta=message.meta,
             )
-        tool_name = message.tool_name or issued.get(message.call_id) or state.issued.get(message.call_id, "")
+        tool_name = (
+            message.tool_name or issued.get(message.call_id) or state.calls.name_of(message.call_id) or ""
+        )
         return ToolResultRecorded(
             call_id=message.call_id,
             tool_name=tool_name,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import ChainMap
+from collections.abc import Iterable, MutableMapping, Sequence
 
 from contextledger.domain.errors import (
     DuplicateToolCallError,
@@ -22,23 +23,118 @@ from contextledger.domain.events import (
     ToolResultRecorded,
 )
 
-__all__ = ["SessionState"]
+__all__ = ["CallPairing", "SessionState"]
+
+
+class CallPairing:
+    """The pairing rule of tool calls and results, defined once for the ledger and the importers.
+
+    Providers reuse call ids inside one conversation (gpt-4o issues ``call_X`` again once ``call_X``
+    is answered), so an id names a call *occurrence* only together with the moment it is used:
+
+    - a call id may be issued when no call with that id awaits a result; a duplicate among the
+      pending calls (or twice in one assistant message) is ``DuplicateToolCallError``;
+    - a result answers the pending call of its id (by the first rule there is at most one: the
+      latest call issued with that id). The occurrence it answers is identified by the position of
+      the assistant event that issued it, which ``answer`` returns;
+    - a result for an id no call ever used is ``UnknownToolCallError``; for an id whose calls are
+      all answered, ``DuplicateToolResultError``.
+
+    Ids are kept exactly as the provider gave them; nothing is renamed.
+
+    Args:
+        session_id: Named in the errors.
+        names: Every call id ever issued -> the tool name of its latest call.
+        pending: Call ids awaiting a result -> the position of the event that issued them, in
+            issue order.
+    """
+
+    __slots__ = ("names", "pending", "session_id")
+
+    def __init__(
+        self,
+        session_id: str = "",
+        names: MutableMapping[str, str] | None = None,
+        pending: dict[str, int] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.names: MutableMapping[str, str] = {} if names is None else names
+        self.pending: dict[str, int] = {} if pending is None else pending
+
+    def issue(self, calls: Iterable[tuple[str, str]], position: int = 0) -> None:
+        """Issue the ``(call id, tool name)`` calls of one assistant message at ``position``.
+
+        All calls are checked before any is recorded, so a refused message changes nothing.
+
+        Raises:
+            DuplicateToolCallError: An id is pending, or given twice in ``calls``.
+        """
+        batch = list(calls)
+        seen: set[str] = set()
+        for call_id, _ in batch:
+            if call_id in self.pending or call_id in seen:
+                raise DuplicateToolCallError(self.session_id, call_id)
+            seen.add(call_id)
+        for call_id, name in batch:
+            self.names[call_id] = name
+            self.pending[call_id] = position
+
+    def answer(self, call_id: str) -> int:
+        """Record the result of ``call_id``; return the position of the call occurrence it answers.
+
+        Raises:
+            UnknownToolCallError: No call ever used ``call_id``.
+            DuplicateToolResultError: Every call with ``call_id`` already has its result.
+        """
+        self.check_answer(call_id)
+        return self.pending.pop(call_id)
+
+    def check_answer(self, call_id: str) -> None:
+        """Raise the error ``answer`` would raise for ``call_id``; change nothing."""
+        if call_id in self.pending:
+            return
+        if call_id not in self.names:
+            raise UnknownToolCallError(self.session_id, call_id)
+        raise DuplicateToolResultError(self.session_id, call_id)
+
+    def awaits(self, call_id: str) -> bool:
+        """Return whether a call with ``call_id`` awaits its result (a result for it would pair)."""
+        return call_id in self.pending
+
+    def was_issued(self, call_id: str) -> bool:
+        """Return whether any call (answered or not) used ``call_id``."""
+        return call_id in self.names
+
+    def name_of(self, call_id: str) -> str | None:
+        """Return the tool name of the latest call with ``call_id``, or None if none was issued."""
+        return self.names.get(call_id)
+
+    @property
+    def pending_calls(self) -> list[str]:
+        """Call ids awaiting a result, in issue order."""
+        return list(self.pending)
+
+    def trial(self) -> CallPairing:
+        """Return a pairing to try a batch on: changes to it never reach this one.
+
+        Costs O(pending calls), not O(session): the issued names are layered, not copied.
+        """
+        return CallPairing(self.session_id, ChainMap({}, self.names), dict(self.pending))
 
 
 class SessionState:
-    """What the rules need to know of a session: its version and its tool calls.
+    """What the rules need to know of a session: its version and its tool calls (``CallPairing``).
 
     Kept small on purpose (no message bodies), so a cached state catches up by applying only
     the events appended since, instead of replaying the whole session per append.
     """
 
-    __slots__ = ("answered", "issued", "session_id", "version")
+    __slots__ = ("calls", "session_id", "version")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.version = 0
-        self.issued: dict[str, str] = {}
-        self.answered: set[str] = set()
+        self.calls = CallPairing(session_id)
 
     @property
     def exists(self) -> bool:
@@ -48,85 +144,68 @@ class SessionState:
     @property
     def pending_calls(self) -> list[str]:
         """Tool call ids issued but not yet answered, in issue order."""
-        return [call_id for call_id in self.issued if call_id not in self.answered]
+        return self.calls.pending_calls
 
     def check(self, events: Sequence[AnyEvent]) -> None:
         """Raise a typed ``ValidationError`` if ``events`` may not follow this state; change nothing."""
         version = self.version
-        issued: dict[str, str] = {}
-        answered: set[str] = set()
+        calls = self.calls.trial()
         for event in events:
-            self._check_one(event, version, issued, answered)
             version += 1
-            if isinstance(event, AssistantMessageAdded):
-                issued.update({call.id: call.name for call in event.tool_calls})
-            elif isinstance(event, ToolResultRecorded):
-                answered.add(event.call_id)
+            self._check_one(event, version, calls)
 
-    def _check_one(
-        self,
-        event: AnyEvent,
-        version: int,
-        new_issued: dict[str, str],
-        new_answered: set[str],
-    ) -> None:
+    def _check_one(self, event: AnyEvent, position: int, calls: CallPairing) -> None:
         if isinstance(event, SummaryRecorded):
             msg = "summaries are stored in the summary stream, not in the session stream"
             raise InvalidMessageError(msg)
         if isinstance(event, SessionStarted):
-            if version > 0:
+            if position > 1:
                 raise SessionExistsError(self.session_id)
             if event.session_id != self.session_id:
                 msg = f"SessionStarted names {event.session_id!r} inside stream {self.session_id!r}"
                 raise InvalidMessageError(msg)
             return
-        if version == 0:
+        if position == 1:
             raise SessionNotFoundError(self.session_id)
         if isinstance(event, AssistantMessageAdded):
-            self._check_calls(event, new_issued)
+            calls.issue(((call.id, call.name) for call in event.tool_calls), position)
         elif isinstance(event, ToolResultRecorded):
-            self._check_result(event, new_issued, new_answered)
-        elif isinstance(event, ItemPinned | ItemUnpinned) and not 1 <= event.position <= version:
-            msg = f"position {event.position} is outside session {self.session_id!r} (1..{version})"
+            calls.answer(event.call_id)
+        elif isinstance(event, ItemPinned | ItemUnpinned) and not 1 <= event.position < position:
+            msg = f"position {event.position} is outside session {self.session_id!r} (1..{position - 1})"
             raise InvalidMessageError(msg)
 
-    def _check_calls(self, event: AssistantMessageAdded, new_issued: dict[str, str]) -> None:
-        seen: set[str] = set()
-        for call in event.tool_calls:
-            if call.id in self.issued or call.id in new_issued or call.id in seen:
-                raise DuplicateToolCallError(self.session_id, call.id)
-            seen.add(call.id)
-
-    def _check_result(
-        self, event: ToolResultRecorded, new_issued: dict[str, str], new_answered: set[str]
-    ) -> None:
-        if event.call_id not in self.issued and event.call_id not in new_issued:
-            raise UnknownToolCallError(self.session_id, event.call_id)
-        if event.call_id in self.answered or event.call_id in new_answered:
-            raise DuplicateToolResultError(self.session_id, event.call_id)
-
     def to_snapshot(self) -> dict[str, object]:
-        """Return the state as plain data (position, issued calls, answered calls)."""
-        return {"version": self.version, "issued": dict(self.issued), "answered": sorted(self.answered)}
+        """Return the state as plain data (position, issued call names, pending call positions)."""
+        return {"version": self.version, "names": dict(self.calls.names), "pending": dict(self.calls.pending)}
 
     @classmethod
     def from_snapshot(cls, session_id: str, data: dict[str, object]) -> SessionState:
-        """Rebuild a state from ``to_snapshot`` data."""
+        """Rebuild a state from ``to_snapshot`` data.
+
+        Raises:
+            KeyError: The data lacks a field (e.g. a snapshot of the earlier issued/answered form).
+            TypeError: A field has the wrong type.
+        """
         state = cls(session_id)
-        version, issued, answered = data["version"], data["issued"], data["answered"]
-        if not isinstance(version, int) or not isinstance(issued, dict) or not isinstance(answered, list):
+        version, names, pending = data["version"], data["names"], data["pending"]
+        if not isinstance(version, int) or not isinstance(names, dict) or not isinstance(pending, dict):
             msg = f"rules snapshot of {session_id!r} is malformed"
             raise TypeError(msg)
+        if not all(isinstance(p, int) for p in pending.values()):
+            msg = f"rules snapshot of {session_id!r} has a non-integer call position"
+            raise TypeError(msg)
         state.version = version
-        state.issued = {str(k): str(v) for k, v in issued.items()}
-        state.answered = {str(a) for a in answered}
+        state.calls.names = {str(k): str(v) for k, v in names.items()}
+        state.calls.pending = {str(k): int(v) for k, v in pending.items()}
         return state
 
     def apply(self, event: AnyEvent) -> None:
-        """Advance the state past one stored event."""
+        """Advance the state past one stored event (already checked: it cannot break a rule)."""
         self.version += 1
         if isinstance(event, AssistantMessageAdded):
             for call in event.tool_calls:
-                self.issued[call.id] = call.name
+                self.calls.names[call.id] = call.name
+                self.calls.pending[call.id] = self.version
         elif isinstance(event, ToolResultRecorded):
-            self.answered.add(event.call_id)
+            self.calls.pending.pop(event.call_id, None)

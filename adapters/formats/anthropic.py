@@ -15,7 +15,9 @@ __all__ = [
     "EMPTY_ERROR_RESULT",
     "LEADING_USER_PLACEHOLDER",
     "RAW_ARGUMENTS_KEY",
+    "AnthropicCallIds",
     "anthropic_call_id",
+    "anthropic_call_ids",
     "to_anthropic",
     "tool_input",
 ]
@@ -45,6 +47,77 @@ def anthropic_call_id(call_id: str) -> str:
         The id itself when accepted, else a deterministic accepted form (see ``common.rewrite_id``).
     """
     return rewrite_id(call_id, max_length=ANTHROPIC_MAX_CALL_ID, allowed=_TOOL_ID)
+
+
+class AnthropicCallIds(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``tool_use`` ids of one Messages request, and the way back to the stored call ids.
+
+    ``calls[i]`` holds the wire id of each tool call of ``ctx.messages[i]``; ``results[i]`` the wire
+    id a tool result at ``i`` answers (None for other messages); ``stored`` maps every wire id to
+    the call id as the ledger stores it (the provider's own id).
+    """
+
+    calls: tuple[tuple[str, ...], ...]
+    results: tuple[str | None, ...]
+    stored: dict[str, str]
+
+    def stored_id(self, wire_id: str) -> str:
+        """Return the stored call id of a ``tool_use`` id of this request.
+
+        An id the request does not hold (a new ``tool_use`` of the model's reply) is returned as
+        it is: that is the id to store.
+        """
+        return self.stored.get(wire_id, wire_id)
+
+
+def anthropic_call_ids(ctx: RenderedContext) -> AnthropicCallIds:
+    """Return the ``tool_use`` ids ``to_anthropic`` sends for ``ctx``: unique in the request.
+
+    The Messages API requires every ``tool_use`` id of a request to be unique, but providers reuse
+    a call id once it is answered (gpt-4o does) and the ledger stores it as given. The first call
+    with an id in the request keeps ``anthropic_call_id(id)``; a later call with the same id gets
+    ``<id>_<n>`` (``n`` from 2, cut to ``ANTHROPIC_MAX_CALL_ID``), skipping any id already used in
+    the request or kept by another call. A result answers the latest call issued before it with its
+    id (the ledger's pairing rule), so it gets that call's wire id. Deterministic: equal contexts
+    give equal ids.
+
+    Args:
+        ctx: The rendered, provider-neutral context.
+
+    Returns:
+        The wire ids per message and the reverse mapping (``AnthropicCallIds.stored_id``).
+    """
+    kept = {anthropic_call_id(call.id) for message in ctx.messages for call in message.tool_calls}
+    used: set[str] = set()
+    latest: dict[str, str] = {}
+    stored: dict[str, str] = {}
+    calls: list[tuple[str, ...]] = []
+    results: list[str | None] = []
+    for message in ctx.messages:
+        wire_ids: list[str] = []
+        for call in message.tool_calls:
+            wire = _unused(anthropic_call_id(call.id), used, kept)
+            used.add(wire)
+            latest[call.id] = wire
+            stored[wire] = call.id
+            wire_ids.append(wire)
+        calls.append(tuple(wire_ids))
+        call_id = message.tool_call_id
+        results.append(None if call_id is None else latest.get(call_id, anthropic_call_id(call_id)))
+    return AnthropicCallIds(calls=tuple(calls), results=tuple(results), stored=stored)
+
+
+def _unused(base: str, used: set[str], kept: set[str]) -> str:
+    """Return ``base`` if no call of the request has it yet, else the first free ``<base>_<n>``."""
+    if base not in used:
+        return base
+    n = 2
+    while True:
+        suffix = f"_{n}"
+        wire = base[: ANTHROPIC_MAX_CALL_ID - len(suffix)] + suffix
+        if wire not in used and wire not in kept:
+            return wire
+        n += 1
 
 
 def tool_input(arguments: str) -> dict[str, Any]:
@@ -99,7 +172,9 @@ def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
       system prompt cached across compactions, which change the summary after it;
     - the last block of the final message (rolling breakpoint).
 
-    Call ids the API would reject are rewritten deterministically (``anthropic_call_id``).
+    Call ids the API would reject are rewritten deterministically (``anthropic_call_id``), and a
+    call id the provider reused after its result (stored as given) is made unique in the request
+    (``anthropic_call_ids``, whose ``stored_id`` maps a wire id back to the stored one).
     Equal contexts give equal payloads; the payload shares no mutable object with ``ctx``.
 
     Args:
@@ -113,11 +188,12 @@ def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
     """
     system: list[dict[str, Any]] = [] if is_blank(ctx.system) else [{"type": "text", "text": ctx.system}]
     tools = [_tool(tool) for tool in ctx.tools]
+    ids = anthropic_call_ids(ctx)
     messages: list[dict[str, Any]] = []
     last_blocks: list[dict[str, Any] | None] = []
     for index, message in enumerate(ctx.messages):
         role = wire_role(message, index)
-        blocks = _blocks(message, role)
+        blocks = _blocks(message, role, ids.calls[index], ids.results[index])
         last_blocks.append(blocks[-1] if blocks else None)
         if not blocks:
             continue
@@ -147,12 +223,11 @@ def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
     return payload
 
 
-def _blocks(message: RenderedMessage, role: str) -> list[dict[str, Any]]:
+def _blocks(
+    message: RenderedMessage, role: str, call_ids: tuple[str, ...], result_id: str | None
+) -> list[dict[str, Any]]:
     if role == "tool":
-        block: dict[str, Any] = {
-            "type": "tool_result",
-            "tool_use_id": anthropic_call_id(message.tool_call_id or ""),
-        }
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result_id or ""}
         if not is_blank(message.text):
             block["content"] = message.text
         elif message.is_error:
@@ -163,13 +238,8 @@ def _blocks(message: RenderedMessage, role: str) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [] if is_blank(message.text) else [{"type": "text", "text": message.text}]
     if role == "assistant":
         blocks.extend(
-            {
-                "type": "tool_use",
-                "id": anthropic_call_id(call.id),
-                "name": call.name,
-                "input": tool_input(call.arguments),
-            }
-            for call in message.tool_calls
+            {"type": "tool_use", "id": wire_id, "name": call.name, "input": tool_input(call.arguments)}
+            for call, wire_id in zip(message.tool_calls, call_ids, strict=True)
         )
     return blocks
 

@@ -44,8 +44,10 @@ def to_openai(ctx: RenderedContext) -> dict[str, Any]:
       (``common.object_schema``); ``tools`` is omitted when there are none.
 
     Texts are sent verbatim; call ids longer than 40 characters are shortened deterministically
-    (``openai_call_id``). Equal contexts give equal payloads; the payload shares no mutable
-    object with ``ctx``.
+    (``openai_call_id``). A call id the provider reused after its result is sent as stored: Chat
+    Completions only needs ids unique among the calls awaiting results, which the ledger's
+    pairing rule guarantees (a result follows its call's message, answering its latest call).
+    Equal contexts give equal payloads; the payload shares no mutable object with ``ctx``.
 
     Args:
         ctx: The rendered, provider-neutral context.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -61,7 +62,9 @@ def check_openai_pairing(payload: dict[str, Any]) -> list[WireProblem]:
 
     Chat Completions requires each assistant message with ``tool_calls`` to be followed directly
     by one ``tool`` message per call (in any order), and each ``tool`` message to answer a call of
-    the assistant message just before its run of tool messages.
+    the assistant message just before its run of tool messages. A call id must be unique among the
+    calls awaiting results; once answered it may be issued again (gpt-4o does), and a result then
+    answers the latest call with its id.
 
     Args:
         payload: A dict with ``messages`` as ``to_openai`` returns it.
@@ -70,29 +73,74 @@ def check_openai_pairing(payload: dict[str, Any]) -> list[WireProblem]:
         Problems in message order; unanswered calls come last.
     """
     messages: list[Any] = payload.get("messages", [])
-    problems: list[WireProblem] = []
-    calls: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if message.get("role") == "assistant":
-            ids = [
-                call.get("id") if isinstance(call, dict) else None for call in message.get("tool_calls") or ()
-            ]
-            problems.extend(_register_calls(ids, index, calls))
-    answered: dict[str, int] = {}
+    check = _OpenAIPairing(messages)
     owner: int | None = None
     for index, message in enumerate(messages):
         role = message.get("role")
         if role == "assistant":
             owner = index if message.get("tool_calls") else None
+            check.issue([c.get("id") if isinstance(c, dict) else None for c in _calls(message)], index)
         elif role != "tool":
             owner = None
         else:
-            call_id = message.get("tool_call_id")
-            if isinstance(call_id, str):
-                problems.extend(_result_problem(call_id, index, owner, calls, answered))
+            check.answer(message.get("tool_call_id"), index, owner)
+    return check.problems + _unanswered(check.waiting, set())
+
+
+def _calls(message: dict[str, Any]) -> list[Any]:
+    return list(message.get("tool_calls") or ())
+
+
+class _OpenAIPairing:
+    """One pass over Chat Completions messages: the calls awaiting results and the problems found."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self.problems: list[WireProblem] = []
+        self.waiting: dict[str, int] = {}
+        self.answered: set[str] = set()
+        self.early: set[str] = set()
+        self.later: Counter[str] = Counter(
+            call["id"]
+            for message in messages
+            if message.get("role") == "assistant"
+            for call in _calls(message)
+            if isinstance(call, dict) and isinstance(call.get("id"), str)
+        )
+
+    def issue(self, ids: list[Any], index: int) -> None:
+        """Register the calls of one assistant message; a duplicate is an id already awaiting a result."""
+        for call_id in ids:
+            if not isinstance(call_id, str):
+                self._report("malformed", index, "tool call without id")
+                continue
+            self.later[call_id] -= 1
+            if call_id in self.waiting:
+                self._report("duplicate_call", index, call_id)
+            elif call_id in self.early:
+                self.early.discard(call_id)  # answered before it was issued: reported there
             else:
-                problems.append(WireProblem(kind="orphaned_result", message=index, detail="no tool_call_id"))
-    return problems + _unanswered(calls, answered)
+                self.waiting[call_id] = index
+
+    def answer(self, call_id: Any, index: int, owner: int | None) -> None:
+        """Classify one result: it answers the waiting call of its id, else say why it cannot."""
+        if not isinstance(call_id, str):
+            self._report("orphaned_result", index, "no tool_call_id")
+            return
+        at = self.waiting.pop(call_id, None)
+        if at is not None:
+            self.answered.add(call_id)
+            if at != owner:
+                self._report("result_not_adjacent", index, call_id)
+        elif call_id in self.answered:
+            self._report("duplicate_result", index, call_id)
+        elif self.later[call_id] > 0:
+            self.early.add(call_id)
+            self._report("result_before_call", index, call_id)
+        else:
+            self._report("orphaned_result", index, call_id)
+
+    def _report(self, kind: ProblemKind, index: int, detail: str) -> None:
+        self.problems.append(WireProblem(kind=kind, message=index, detail=detail))
 
 
 def check_openai_structure(payload: dict[str, Any]) -> list[WireProblem]:
@@ -237,7 +285,7 @@ def _register_calls(ids: list[Any], index: int, calls: dict[str, int]) -> list[W
     return problems
 
 
-def _unanswered(calls: dict[str, int], answered: dict[str, int]) -> list[WireProblem]:
+def _unanswered(calls: dict[str, int], answered: dict[str, int] | set[str]) -> list[WireProblem]:
     return [
         WireProblem(kind="orphaned_call", message=at, detail=call_id)
         for call_id, at in calls.items()

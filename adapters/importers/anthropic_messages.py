@@ -121,8 +121,6 @@ def extend_assistant(
             call_id = book.issue(_need(source, block.id, f"{where}.id", "a tool_use id"), call_name)
             arguments = block.input if isinstance(block.input, dict | str) else {}
             message["tool_calls"].append({"id": call_id, "name": call_name, "arguments": arguments})
-            if call_id in book.renamed:
-                message["meta"].setdefault("renamed_calls", {})[call_id] = book.renamed[call_id]
         elif block.type == "redacted_thinking":
             draft.note("redacted_thinking blocks (encrypted reasoning) were dropped")
         else:
@@ -162,7 +160,7 @@ def add_user_blocks(
                     "role": "tool",
                     "call_id": call_id,
                     "content": result_text(block.content, draft),
-                    "tool_name": book.names[call_id],
+                    "tool_name": book.name_of(call_id),
                     "is_error": bool(block.is_error),
                     "at": at,
                     "meta": result_meta,
@@ -226,9 +224,6 @@ def _request_session(source: Source, request: ARequest, path: str) -> SessionDra
             source, draft, reply, request.response.content, path=f"{path or '$'}.response.content", book=book
         )
         draft.messages.append(reply)
-    note = book.rename_note()
-    if note:
-        draft.note(note)
     return draft
 
 

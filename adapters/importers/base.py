@@ -1,4 +1,4 @@
-"""Session drafts, call/result pairing and per-session reports shared by every transcript importer."""
+"""Session drafts, call bookkeeping and per-session reports shared by every transcript importer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import Any
 
 import msgspec
 from contextledger.application.messages import AssistantMessage, ToolResult, UserMessage, parse_message
-from contextledger.domain.errors import InvalidMessageError, TranscriptImportError
+from contextledger.domain.errors import (
+    DuplicateToolCallError,
+    DuplicateToolResultError,
+    InvalidMessageError,
+    TranscriptImportError,
+    UnknownToolCallError,
+    ValidationError,
+)
+from contextledger.domain.session import CallPairing
 
 __all__ = [
     "CallBook",
@@ -92,64 +100,50 @@ class PreparedSession:
 
 
 class CallBook:
-    """Issues unique ledger call ids and pairs results with them.
+    """The tool calls of a source session as an importer meets them, paired by the domain's rule.
 
-    Sources reuse call ids (tau-bench reuses ``call_…`` ids inside one run) or have none at
-    all; the ledger refuses both. A reused id gets a ``#n`` suffix, a missing one becomes
-    ``call_<n>``. A result pairs with the earliest unanswered call carrying its source id.
+    Ids are kept exactly as the source gave them: a provider may reuse an id once its call is
+    answered (gpt-4o does), and the ledger accepts that (``CallPairing``). A missing id becomes
+    ``call_<n>``. A result pairs with the call of its id awaiting a result (``resolve``); one that
+    cannot pair is for the importer to drop and report. An id reused while its earlier call still
+    awaits a result is recorded as given and refused by ``prepare``, with its place in the source.
     """
 
     def __init__(self) -> None:
         """Start with no calls issued."""
-        self.names: dict[str, str] = {}
-        self._open: dict[str, list[str]] = {}
-        self._answered: set[str] = set()
+        self.pairing = CallPairing()
         self.synthesized = 0
-        self.renamed: dict[str, str] = {}
 
     def issue(self, source_id: str | None, name: str) -> str:
         """Return the ledger id of a new call with ``source_id`` (None: synthesize one)."""
         if not source_id:
             self.synthesized += 1
             source_id = f"call_{self.synthesized}"
-        call_id = source_id
-        n = 1
-        while call_id in self.names:
-            n += 1
-            call_id = f"{source_id}#{n}"
-        if call_id != source_id:
-            self.renamed[call_id] = source_id
-        self.names[call_id] = name
-        self._open.setdefault(source_id, []).append(call_id)
-        return call_id
+        try:
+            self.pairing.issue([(source_id, name)])
+        except DuplicateToolCallError:
+            self.pairing.names[source_id] = name  # prepare() refuses the draft, naming where
+        return source_id
 
     def resolve(self, source_id: str) -> str | None:
         """Return the ledger id a result for ``source_id`` answers, or None if no call awaits it."""
-        waiting = self._open.get(source_id)
-        if not waiting:
+        if not self.pairing.awaits(source_id):
             return None
-        call_id = waiting.pop(0)
-        self._answered.add(call_id)
-        return call_id
+        self.pairing.answer(source_id)
+        return source_id
 
     def was_issued(self, source_id: str) -> bool:
         """Return True when some call (answered or not) used ``source_id``."""
-        return source_id in self.names
+        return self.pairing.was_issued(source_id)
+
+    def name_of(self, call_id: str) -> str:
+        """Return the tool name of the latest call with ``call_id`` (empty if none was issued)."""
+        return self.pairing.name_of(call_id) or ""
 
     @property
     def pending(self) -> list[str]:
-        """Ledger ids of calls without a result, in issue order."""
-        return [c for c in self.names if c not in self._answered]
-
-    def rename_note(self) -> str | None:
-        """Describe the renamed ids, or None when every source id was unique."""
-        if not self.renamed:
-            return None
-        return (
-            f"{len(self.renamed)} tool call id(s) were reused within the session; later uses were renamed "
-            "'<id>#<n>' (the source id is kept in meta.renamed_calls / meta.source_call_id) and each "
-            "result was paired with the earliest unanswered call carrying its id"
-        )
+        """Ids of calls without a result, in issue order."""
+        return self.pairing.pending_calls
 
 
 def aware_time(value: str | None) -> datetime | None:
@@ -190,30 +184,32 @@ def _digest(draft: SessionDraft) -> str:
 
 
 def _check_pairing(draft: SessionDraft, messages: list[UserMessage | AssistantMessage | ToolResult]) -> int:
-    """Apply the domain's pairing rules before writing; return how many calls stay unanswered."""
-    issued: set[str] = set()
-    answered: set[str] = set()
+    """Apply the domain's pairing rule (``CallPairing``) before writing; return the calls left unanswered."""
+    pairing = CallPairing(draft.native_id)
     for position, message in enumerate(messages):
-        where = str(draft.messages[position].get("meta", {}).get("source_ref", f"message {position}"))
-        if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                if call.id in issued:
-                    raise TranscriptImportError(
-                        draft.source, where, f"tool call id {call.id!r} is used twice"
-                    )
-                issued.add(call.id)
-        elif isinstance(message, ToolResult):
-            if message.call_id not in issued:
-                problem = (
-                    f"tool result for call {message.call_id!r}, which no earlier assistant message issued"
-                )
-                raise TranscriptImportError(draft.source, where, problem)
-            if message.call_id in answered:
-                raise TranscriptImportError(
-                    draft.source, where, f"second result for call {message.call_id!r}"
-                )
-            answered.add(message.call_id)
-    return len(issued - answered)
+        try:
+            if isinstance(message, AssistantMessage):
+                pairing.issue(((call.id, call.name) for call in message.tool_calls), position)
+            elif isinstance(message, ToolResult):
+                pairing.answer(message.call_id)
+        except ValidationError as error:
+            where = str(draft.messages[position].get("meta", {}).get("source_ref", f"message {position}"))
+            raise TranscriptImportError(draft.source, where, _pairing_problem(error)) from None
+    return len(pairing.pending_calls)
+
+
+def _pairing_problem(error: ValidationError) -> str:
+    """Say which pairing rule a source message breaks, in the source's terms."""
+    if isinstance(error, UnknownToolCallError):
+        return f"tool result for call {error.call_id!r}, which no earlier assistant message issued"
+    if isinstance(error, DuplicateToolResultError):
+        return f"second result for call {error.call_id!r}"
+    if isinstance(error, DuplicateToolCallError):
+        return (
+            f"tool call id {error.call_id!r} is issued again while a call with that id awaits its "
+            "result (an id may only be reused once its call is answered)"
+        )
+    return str(error)
 
 
 def prepare(draft: SessionDraft) -> PreparedSession:

@@ -169,9 +169,6 @@ def _add_assistant(
             {"id": call_id, "name": message.function_call.name, "arguments": message.function_call.arguments}
         )
         draft.note("legacy function_call messages have no call id: ids 'call_<n>' were synthesized")
-    renamed = {c["id"]: book.renamed[c["id"]] for c in calls if c["id"] in book.renamed}
-    if renamed:
-        meta["renamed_calls"] = renamed
     draft.messages.append(
         {
             "role": "assistant",
@@ -195,8 +192,8 @@ def _add_result(
 ) -> None:
     ref = str(meta["source_ref"])
     if message.role == "function":
-        waiting = next((c for c in book.pending if book.names[c] == message.name), None)
-        source_id = book.renamed.get(waiting, waiting) if waiting else str(message.name)
+        waiting = next((c for c in book.pending if book.name_of(c) == message.name), None)
+        source_id = waiting or str(message.name)
         call_id = book.resolve(source_id) if waiting else None
     else:
         if not message.tool_call_id:
@@ -211,14 +208,12 @@ def _add_result(
             f"{why} cannot be stored (the ledger pairs one result per issued call): dropped, see metadata"
         )
         return
-    if call_id in book.renamed:
-        meta["source_call_id"] = book.renamed[call_id]
     draft.messages.append(
         {
             "role": "tool",
             "call_id": call_id,
             "content": text or "",
-            "tool_name": message.name or book.names[call_id],
+            "tool_name": message.name or book.name_of(call_id),
             "meta": meta,
         }
     )
@@ -239,13 +234,6 @@ def _tools(specs: list[OAToolSpec]) -> list[dict[str, Any]]:
     return tools
 
 
-def _finish(draft: SessionDraft, book: CallBook) -> SessionDraft:
-    note = book.rename_note()
-    if note:
-        draft.note(note)
-    return draft
-
-
 def _chat_session(source: Source, chat: OAChat, path: str, refs: list[str] | None = None) -> SessionDraft:
     draft = SessionDraft(
         "openai", source.path, chat.session_id or chat.id or "", source_ref=path, model=chat.model
@@ -256,7 +244,7 @@ def _chat_session(source: Source, chat: OAChat, path: str, refs: list[str] | Non
     add_openai_messages(
         source, draft, chat.messages, path=f"{path}.messages" if path else "$", book=book, refs=refs
     )
-    return _finish(draft, book)
+    return draft
 
 
 def _completion_log(source: Source, value: Any, path: str) -> SessionDraft:
@@ -286,7 +274,7 @@ def _completion_log(source: Source, value: Any, path: str) -> SessionDraft:
             draft.messages[-1]["meta"]["usage"] = response.usage
     else:
         draft.note("no fncall_response: the final assistant turn is missing from the log")
-    return _finish(draft, book)
+    return draft
 
 
 def _session_of(source: Source, value: Any, path: str) -> SessionDraft:
@@ -348,5 +336,5 @@ def parse_tau_bench(source: Source) -> list[SessionDraft]:
         draft.source_messages = len(run.traj)
         book = CallBook()
         add_openai_messages(source, draft, run.traj, path=f"$[{index}].traj", book=book)
-        drafts.append(_finish(draft, book))
+        drafts.append(draft)
     return drafts

@@ -170,7 +170,7 @@ class _Stream:
         result = {
             "role": "tool",
             "call_id": call_id,
-            "tool_name": self.book.names[call_id],
+            "tool_name": self.book.name_of(call_id),
             "is_error": is_error,
         }
         draft.messages.append(result | {"content": event.content or "", "meta": meta})

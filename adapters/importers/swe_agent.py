@@ -121,7 +121,7 @@ def _observation(draft: SessionDraft, book: CallBook, message: SweMessage, text:
         return
     if len(ids) > 1:
         draft.note("observations naming several tool_call_ids were paired with the first one only")
-    draft.messages.append(_result(call_id, book.names[call_id], text, {"source_ref": ref}))
+    draft.messages.append(_result(call_id, book.name_of(call_id), text, {"source_ref": ref}))
 
 
 def _build(source: Source, trajectory: SweTrajectory) -> SessionDraft:

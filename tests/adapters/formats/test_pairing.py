@@ -87,7 +87,7 @@ def test_openai_result_not_right_after_its_call():
 
 
 def test_openai_duplicates_and_missing_ids():
-    """Reused call ids, second results and tool messages without an id are reported."""
+    """Second results, tool messages without an id and a reissued call left unanswered are reported."""
     payload = {
         "messages": [
             _user(),
@@ -100,10 +100,54 @@ def test_openai_duplicates_and_missing_ids():
     }
 
     assert _kinds(check_openai_pairing(payload)) == [
-        ("duplicate_call", 4, "a"),
         ("duplicate_result", 3, "a"),
         ("orphaned_result", 5, "no tool_call_id"),
+        ("orphaned_call", 4, "a"),
     ]
+
+
+def test_openai_call_id_reused_after_its_result_is_valid():
+    """gpt-4o issues an answered id again: each result answers the latest call with its id."""
+    payload = {
+        "messages": [
+            _user(),
+            _oa_call("call_x"),
+            _oa_result("call_x"),
+            _oa_call("call_x", "call_y"),
+            _oa_result("call_y"),
+            _oa_result("call_x"),
+            _user(),
+        ]
+    }
+
+    assert check_openai_pairing(payload) == []
+
+
+def test_openai_call_id_reused_while_awaiting_its_result_is_a_duplicate():
+    """An id issued again before its result (or twice in one message) is a duplicate call."""
+    pending = {"messages": [_user(), _oa_call("a"), _oa_call("a"), _oa_result("a")]}
+    twice = {"messages": [_user(), _oa_call("a", "a"), _oa_result("a")]}
+
+    assert _kinds(check_openai_pairing(pending)) == [
+        ("duplicate_call", 2, "a"),
+        ("result_not_adjacent", 3, "a"),
+    ]
+    assert _kinds(check_openai_pairing(twice)) == [("duplicate_call", 1, "a")]
+
+
+def test_anthropic_tool_use_ids_must_be_unique_in_the_request_even_when_answered():
+    """The Messages API requires unique tool_use ids in one request, answered or not."""
+    payload = {
+        "messages": [
+            _user(),
+            _an_call("toolu_a"),
+            _an_results("toolu_a"),
+            _an_call("toolu_a"),
+            _an_results("toolu_a"),
+        ]
+    }
+
+    assert ("duplicate_call", 3, "toolu_a") in _kinds(check_anthropic_pairing(payload))
 
 
 def test_openai_structure_problems_are_found():

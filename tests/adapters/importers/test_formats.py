@@ -147,30 +147,42 @@ def test_openai_jsonl_result_for_an_unissued_call_is_reported_not_invented(tmp_p
     assert started.metadata["dropped_results"] == [{"source_ref": "line 2", "call_id": "ghost"}]
 
 
-def test_reused_call_ids_are_renamed_and_each_result_pairs_with_its_call(tmp_path, ledger):
-    """Two calls with the same id become id and id#2; each result answers the earliest open one."""
+def _calc_call(n: int, call_id: str = "call_x") -> dict:
+    """An OpenAI assistant message calling ``calc`` once with id ``call_id``."""
+    tool = {"id": call_id, "type": "function", "function": {"name": "calc", "arguments": f'{{"n": {n}}}'}}
+    return {"role": "assistant", "content": None, "tool_calls": [tool]}
 
-    def call(n: int) -> dict:
-        tool = {
-            "id": "call_x",
-            "type": "function",
-            "function": {"name": "calc", "arguments": f'{{"n": {n}}}'},
-        }
-        return {"role": "assistant", "content": None, "tool_calls": [tool]}
 
+def test_reused_call_ids_are_stored_as_given_and_each_result_pairs_with_its_call(tmp_path, ledger):
+    """An id issued again after its result is stored as given; each result answers the latest call."""
     messages = [
         {"role": "user", "content": "go"},
-        call(1),
+        _calc_call(1),
         {"role": "tool", "tool_call_id": "call_x", "content": "one"},
-        call(2),
+        _calc_call(2),
         {"role": "tool", "tool_call_id": "call_x", "content": "two"},
     ]
     outcome = import_file(ledger, _write(tmp_path, "chat.json", messages))
     assert outcome.ok, outcome.error
     events = _events(ledger, outcome.sessions[0].session_id)
     results = [(e.call_id, ledger.text(e.content)) for e in events if isinstance(e, ToolResultRecorded)]
-    assert results == [("call_x", "one"), ("call_x#2", "two")]
-    assert events[4].meta["renamed_calls"] == {"call_x#2": "call_x"}
+    assert results == [("call_x", "one"), ("call_x", "two")]
+    assert [c.id for e in events if isinstance(e, AssistantMessageAdded) for c in e.tool_calls] == [
+        "call_x",
+        "call_x",
+    ]
+    assert not any("renamed_calls" in e.meta for e in events)
+    assert outcome.sessions[0].unpaired_calls == 0
+
+
+def test_a_call_id_reused_while_its_call_awaits_a_result_fails_the_file(tmp_path, ledger):
+    """The ledger's rule holds for imports too: the file fails at the second call and writes nothing."""
+    messages = [{"role": "user", "content": "go"}, _calc_call(1), _calc_call(2)]
+    outcome = import_file(ledger, _write(tmp_path, "chat.json", messages))
+    assert not outcome.ok
+    assert outcome.error.location == "$[2]"
+    assert "'call_x' is issued again while a call with that id awaits its result" in outcome.error.problem
+    assert ledger.sessions() == []
 
 
 def test_claude_code_sidechain_records_become_their_own_session(tmp_path, ledger):

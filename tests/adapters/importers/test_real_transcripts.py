@@ -178,19 +178,50 @@ def test_claude_code_groups_lines_into_api_messages(imported, transcripts):
     assert all(e.meta["tool_use_result"]["status"] == "completed" for e in task_results)
 
 
-def test_tau_bench_reused_call_ids_are_renamed_and_paired(imported):
-    """tau-bench reuses call ids inside a run; every call still gets exactly one result, by its source id."""
+def test_tau_bench_reused_call_ids_are_stored_as_given_and_paired(imported):
+    """gpt-4o reuses answered call ids inside a run: stored as given, each result answers the latest call."""
     ledger, outcome, got = imported("tau-bench__gpt-4o-airline.json")
     assert got["calls"] == got["results"] == 1164
-    renamed = [r for r in outcome.sessions if any("reused" in n for n in r.notes)]
-    assert len(renamed) == 49
+    reusing = 0
+    for report in outcome.sessions:
+        issued = Counter(
+            call.id
+            for recorded in ledger.events(report.session_id)
+            if isinstance(recorded.event, AssistantMessageAdded)
+            for call in recorded.event.tool_calls
+        )
+        reusing += any(n > 1 for n in issued.values())
+        assert not any("#" in call_id for call_id in issued)
+        assert report.unpaired_calls == 0
+    assert reusing == 49  # the runs where gpt-4o issued an id again after its result
     first = outcome.sessions[0]
     events = [r.event for r in ledger.events(first.session_id)]
     assert events[0].system_prompt.startswith("# Airline Agent Policy")
     assert events[0].metadata["task_id"] == 0
-    for event in events:
-        if isinstance(event, ToolResultRecorded) and "#" in event.call_id:
-            assert event.meta["source_call_id"] == event.call_id.split("#")[0]
+    reused = "call_HGn16KZh9oNCruxsMJ4gYXan"
+    calls = [
+        e.meta["source_ref"]
+        for e in events
+        if isinstance(e, AssistantMessageAdded) and any(c.id == reused for c in e.tool_calls)
+    ]
+    results = [
+        e.meta["source_ref"] for e in events if isinstance(e, ToolResultRecorded) and e.call_id == reused
+    ]
+    assert calls == ["$[0].traj[8]", "$[0].traj[12]"]
+    assert results == ["$[0].traj[9]", "$[0].traj[13]"]
+    assert not any("renamed_calls" in e.meta or "source_call_id" in e.meta for e in events)
+
+
+def test_swe_agent_marshmallow_replay_reuses_call_ids_as_given(imported):
+    """The marshmallow replay issues answered ids again; they are stored as given, every call answered."""
+    ledger, outcome, got = imported(
+        "swe-agent__marshmallow-code__marshmallow-1867__fc-replace-from-source.traj"
+    )
+    events = [r.event for r in ledger.events(outcome.sessions[0].session_id)]
+    issued = Counter(c.id for e in events if isinstance(e, AssistantMessageAdded) for c in e.tool_calls)
+    assert issued["call_5iDdbOYybq7L19vqXmR0DPaU"] == 4
+    assert issued["call_ahToD2vM0aQWJPkRmy5cumru"] == 2
+    assert got["calls"] == got["results"] == 13
 
 
 def test_swe_agent_tags_demonstrations_and_takes_the_last_observation_from_the_trajectory(imported):
