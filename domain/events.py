@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 from contextledger.domain.content import Text
@@ -12,12 +12,18 @@ __all__ = [
     "EVENT_TYPES",
     "AnyEvent",
     "AssistantMessageAdded",
+    "CompactionRequested",
+    "CompactionTrigger",
+    "ContextOverflowReported",
+    "Fidelity",
     "ForkParent",
     "ItemPinned",
     "ItemUnpinned",
     "LedgerEvent",
     "Recorded",
     "SessionStarted",
+    "SummaryAttemptFailed",
+    "SummaryAttemptStarted",
     "SummaryRecorded",
     "ToolCall",
     "ToolResultRecorded",
@@ -112,11 +118,25 @@ class ItemUnpinned(LedgerEvent, frozen=True, kw_only=True, tag="ItemUnpinned"):
     position: int
 
 
+class Fidelity(msgspec.Struct, frozen=True, kw_only=True):
+    """Which verbatim facts of a summarized span survive in the summary text (fractions, missing ones)."""
+
+    paths: float = 1.0
+    commands: float = 1.0
+    identifiers: float = 1.0
+    numbers: float = 1.0
+    overall: float = 1.0
+    total: int = 0
+    missing: tuple[str, ...] = ()
+
+
 class SummaryRecorded(LedgerEvent, frozen=True, kw_only=True, tag="SummaryRecorded"):
     """A summary artifact covering the session's positions ``covers_from..covers_through``.
 
     ``produced_at`` is the session position the summary was made after: a render at an earlier
     position never uses it, which keeps renders deterministic. Summaries live in their own stream.
+    ``round`` and ``previous_summary_id`` chain recursive summaries (round N integrates round N-1);
+    ``producer`` says whether the worker made it for ``request_id`` or a caller recorded it.
     """
 
     summary_id: str
@@ -128,6 +148,75 @@ class SummaryRecorded(LedgerEvent, frozen=True, kw_only=True, tag="SummaryRecord
     model: str | None = None
     prompt_sha: str | None = None
     config_sha: str | None = None
+    request_id: str | None = None
+    round: int = 1
+    depth: int = 0
+    previous_summary_id: str | None = None
+    summarizer: str | None = None
+    producer: Literal["worker", "api"] | None = None
+    tokens: int | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    fidelity: Fidelity | None = None
+
+
+CompactionTrigger = Literal["threshold", "overflow", "manual"]
+
+
+class CompactionRequested(LedgerEvent, frozen=True, kw_only=True, tag="CompactionRequested"):
+    """A durable request to summarize ``covers_from..covers_through`` (compaction started, seed 002).
+
+    Planned when the free reducers leave the context above its high-water mark, or forced by an
+    overflow the agent reported, or asked for by hand. ``previous_summary_id`` is the summary in
+    force when it was planned: the artifact integrates it, and is stale if another replaced it.
+    """
+
+    request_id: str
+    session_id: str
+    covers_from: int
+    covers_through: int
+    planned_at: int
+    trigger: CompactionTrigger = "threshold"
+    round: int = 1
+    depth: int = 0
+    previous_summary_id: str | None = None
+    policy: str = ""
+    budget: int = 0
+    tokenizer: str = ""
+    tokens_before: int = 0
+    target_tokens: int = 0
+    summarizer: str = ""
+    summarizer_config: str = ""
+
+
+class SummaryAttemptStarted(LedgerEvent, frozen=True, kw_only=True, tag="SummaryAttemptStarted"):
+    """A worker took a request; until ``lease_until`` no other worker starts it again."""
+
+    request_id: str
+    attempt: int
+    worker: str
+    lease_until: datetime
+
+
+class SummaryAttemptFailed(LedgerEvent, frozen=True, kw_only=True, tag="SummaryAttemptFailed"):
+    """An attempt produced no usable summary; the projection is unchanged (compaction ended, failed)."""
+
+    request_id: str
+    attempt: int
+    worker: str
+    error_type: str
+    message: str
+    retry_after: datetime | None = None
+    dead_lettered: bool = False
+
+
+class ContextOverflowReported(LedgerEvent, frozen=True, kw_only=True, tag="ContextOverflowReported"):
+    """The provider refused a request as too long: compaction toward a tighter target is forced."""
+
+    position: int
+    limit_tokens: int | None = None
+    sent_tokens: int | None = None
+    message: str = ""
 
 
 AnyEvent = (
@@ -138,6 +227,10 @@ AnyEvent = (
     | ItemPinned
     | ItemUnpinned
     | SummaryRecorded
+    | CompactionRequested
+    | SummaryAttemptStarted
+    | SummaryAttemptFailed
+    | ContextOverflowReported
 )
 """Every event type the ledger stores."""
 

@@ -8,9 +8,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
+from contextledger.domain.events import Fidelity
 from contextledger.projections.summary_requests import SpanEntry
 
-__all__ = ["Facts", "Fidelity", "command_of", "facts_of", "fidelity", "paths_in_arguments"]
+__all__ = ["Facts", "command_of", "facts_of", "fidelity", "paths_in_arguments"]
 
 MISSING_LISTED = 40
 """How many missing facts an artifact lists by name (the fractions count all of them)."""
@@ -49,18 +50,6 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     commands: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
-
-
-class Fidelity(msgspec.Struct, frozen=True, kw_only=True):
-    """Which facts of a span survive in a summary: per kind the fraction kept, and the missing ones."""
-
-    paths: float
-    commands: float
-    identifiers: float
-    numbers: float
-    overall: float
-    total: int
-    missing: tuple[str, ...] = ()
 
 
 def _arguments(entry_arguments: str) -> dict[str, Any]:
