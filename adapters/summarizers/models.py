@@ -35,6 +35,11 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """The value when it is a JSON object, else an empty one (usage fields are optional)."""
+    return value if isinstance(value, dict) else {}
+
+
 class OpenAICompatibleSummarizer:
     """Summaries from any OpenAI-compatible ``/chat/completions`` server (OpenAI, vLLM, Ollama, llama.cpp).
 
@@ -113,7 +118,7 @@ class OpenAICompatibleSummarizer:
             raise SummaryRejectedError(f"{url} answered without choices[0].message.content") from None
         if choice.get("finish_reason") == "length":
             raise SummaryRejectedError(f"{url} cut the summary at max_tokens={request.max_tokens}")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = _object(data.get("usage"))
         details = (
             usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
         )
@@ -194,7 +199,7 @@ class AnthropicSummarizer:
         text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         if data.get("stop_reason") == "max_tokens":
             raise SummaryRejectedError(f"{url} cut the summary at max_tokens={request.max_tokens}")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = _object(data.get("usage"))
         return SummaryDraft(
             text=check_summary_text(text),
             model=str(data.get("model") or self.model),
