@@ -119,9 +119,7 @@ class OpenAICompatibleSummarizer:
         if choice.get("finish_reason") == "length":
             raise SummaryRejectedError(f"{url} cut the summary at max_tokens={request.max_tokens}")
         usage = _object(data.get("usage"))
-        details = (
-            usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
-        )
+        details = _object(usage.get("prompt_tokens_details"))
         return SummaryDraft(
             text=check_summary_text(text),
             model=str(data.get("model") or self.model),
