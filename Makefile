@@ -35,8 +35,11 @@ unit: $(BIN)/.installed
 
 test: lint typecheck layers unit
 
+# make bench: fast mode; make bench BENCH_ARGS=--full for the full sizes (the bench extra adds langchain-core).
 bench: $(BIN)/.installed
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python -c "import langchain_core" 2>/dev/null || flock /tmp/contextledger-install.lock \
+	  $(BIN)/python -m pip install -q -e ".[dev,bench]" --config-settings editable_mode=strict
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache .hypothesis

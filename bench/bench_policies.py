@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,39 @@ class Session:
         return [m for m, s in zip(self.messages, self.seqs, strict=True) if s < seq]
 
 
+def _tools(event: contextledger.SessionStarted) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                **({"description": t.description} if t.description else {}),
+                "parameters": t.parameters or {"type": "object", "properties": {}},
+            },
+        }
+        for t in event.tools
+    ]
+
+
+def _message(event: object, text: Callable[[Text | None], str]) -> dict[str, Any] | None:
+    """This bench's own mapping of a logged message event to an OpenAI message (None for others)."""
+    if isinstance(event, contextledger.UserMessageAdded):
+        return {"role": "user", "content": text(event.content)}
+    if isinstance(event, contextledger.ToolResultRecorded):
+        return {"role": "tool", "tool_call_id": event.call_id, "content": text(event.content)}
+    if not isinstance(event, contextledger.AssistantMessageAdded):
+        return None
+    if not event.tool_calls:
+        return {"role": "assistant", "content": text(event.content)}
+    calls = [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in event.tool_calls
+    ]
+    return {"role": "assistant", "content": text(event.content) or None, "tool_calls": calls}
+
+
 def load_sessions(ledger: contextledger.Ledger) -> list[Session]:
-    """Convert every session of the ledger to OpenAI messages (this bench's own mapping)."""
+    """Convert every session of the ledger to OpenAI messages, with the positions of its calls."""
 
     def text(value: Text | None) -> str:
         if value is None:
@@ -60,53 +92,24 @@ def load_sessions(ledger: contextledger.Ledger) -> list[Session]:
 
     sessions = []
     for info in ledger.sessions():
-        system: list[dict[str, Any]] = []
-        tools: list[dict[str, Any]] = []
-        messages: list[dict[str, Any]] = []
-        seqs: list[int] = []
-        calls: list[int] = []
-        task, task_seq = None, 0
+        session = Session(info.session_id, [], [], [], [], [], None, 0)
         for recorded in ledger.events(info.session_id):
             event = recorded.event
-            message: dict[str, Any] | None = None
             if isinstance(event, contextledger.SessionStarted):
-                system = [{"role": "system", "content": event.system_prompt}] if event.system_prompt else []
-                tools = [
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": t.name,
-                            **({"description": t.description} if t.description else {}),
-                            "parameters": t.parameters or {"type": "object", "properties": {}},
-                        },
-                    }
-                    for t in event.tools
-                ]
-            elif isinstance(event, contextledger.UserMessageAdded):
-                message = {"role": "user", "content": text(event.content)}
-                if task is None:
-                    task, task_seq = message["content"], recorded.seq
-            elif isinstance(event, contextledger.AssistantMessageAdded):
-                if recorded.seq >= 2:  # noqa: PLR2004 - a call needs a session start before it
-                    calls.append(recorded.seq)
-                message = {"role": "assistant", "content": text(event.content) or None}
-                if event.tool_calls:
-                    message["tool_calls"] = [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in event.tool_calls
-                    ]
-                else:
-                    message["content"] = message["content"] or ""
-            elif isinstance(event, contextledger.ToolResultRecorded):
-                message = {"role": "tool", "tool_call_id": event.call_id, "content": text(event.content)}
-            if message is not None:
-                messages.append(message)
-                seqs.append(recorded.seq)
-        sessions.append(Session(info.session_id, system, tools, messages, seqs, calls, task, task_seq))
+                session.system = (
+                    [{"role": "system", "content": event.system_prompt}] if event.system_prompt else []
+                )
+                session.tools = _tools(event)
+            message = _message(event, text)
+            if message is None:
+                continue
+            if isinstance(event, contextledger.AssistantMessageAdded) and recorded.seq >= 2:
+                session.calls.append(recorded.seq)  # a call needs the session start before it
+            if message["role"] == "user" and session.task is None:
+                session.task, session.task_seq = message["content"], recorded.seq
+            session.messages.append(message)
+            session.seqs.append(recorded.seq)
+        sessions.append(session)
     return sessions
 
 
@@ -119,7 +122,7 @@ class Tally:
     over_budget: int = 0
     orphaned_calls: int = 0
     empty: int = 0
-    task_missing: int = 0
+    task_not_verbatim: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
     internal_under_wire: int = 0
@@ -139,7 +142,7 @@ class Tally:
             self.example_problem = self.example_problem or f"{session.session_id}: {problems[0]}"
         self.empty += not any(m["role"] != "system" for m in messages)
         if session.task is not None and session.task_seq < seq:
-            self.task_missing += not any(
+            self.task_not_verbatim += not any(
                 m["role"] == "user" and m.get("content") == session.task for m in messages
             )
 
@@ -189,7 +192,7 @@ def replay_preset(
             )
             continue
         tally.cache.merge(totals)
-        for name in ("over_budget", "orphaned_calls", "empty", "task_missing", "internal_under_wire"):
+        for name in ("over_budget", "orphaned_calls", "empty", "task_not_verbatim", "internal_under_wire"):
             setattr(tally, name, getattr(tally, name) + getattr(local, name))
         tally.max_wire_minus_internal = max(tally.max_wire_minus_internal, local.max_wire_minus_internal)
         tally.example_problem = tally.example_problem or local.example_problem
@@ -228,7 +231,7 @@ def row(name: str, tally: Tally, unmanaged: dict[str, tuple[float, float]]) -> d
         "over_budget": tally.over_budget,
         "orphaned_calls": tally.orphaned_calls,
         "empty_prompts": tally.empty,
-        "task_missing": tally.task_missing,
+        "task_not_verbatim": tally.task_not_verbatim,
         "failed_sessions": len(tally.failures),
         "failures": tally.failures[:20],
         "example_pairing_problem": tally.example_problem,
@@ -243,16 +246,19 @@ def table(budget: int, rows: list[dict[str, Any]]) -> str:
     lines = [
         f"#### Budget {budget:,} tokens",
         "",
-        "| policy | sessions | calls | input tokens | peak | over budget | prefix breaks | H (Anthropic) "
-        "| C / C(unmanaged) (Anthropic) | H (OpenAI) | C / C(unmanaged) (OpenAI) | orphaned calls "
-        "| empty | task missing | failed sessions |",
+        (
+            "| policy | sessions | calls | input tokens | peak | over budget | prefix breaks "
+            "| H (Anthropic) | C / C(unmanaged) (Anthropic) | H (OpenAI) | C / C(unmanaged) (OpenAI) "
+            "| orphaned calls | empty | task not verbatim | failed sessions |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r['policy']} | {r['sessions']} | {r['calls']:,} | {r['input_tokens']:,} | {r['peak']:,} "
         f"| {r['over_budget']} | {r['prefix_breaks']} | {r['H_anthropic']:.3f} "
         f"| {r['C_ratio_anthropic']:.3f} | {r['H_openai']:.3f} | {r['C_ratio_openai']:.3f} "
-        f"| {r['orphaned_calls']} | {r['empty_prompts']} | {r['task_missing']} | {r['failed_sessions']} |"
+        f"| {r['orphaned_calls']} | {r['empty_prompts']} | {r['task_not_verbatim']} "
+        f"| {r['failed_sessions']} |"
         for r in rows
     ]
     return "\n".join(lines)

@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,3 +55,38 @@ def save(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
     return path
+
+
+CHILD = Path(__file__).with_name("child.py")
+
+
+def spawn(op: str, *args: str) -> dict[str, float]:
+    """Run one operation in a fresh Python process (bench/child.py); return its timings in seconds.
+
+    ``process_wall_s`` is measured here, from just before the spawn to the child's exit; the child
+    reports ``import_s`` (from its first line), ``open_s``, ``op_s`` (the operation alone),
+    ``since_spawn_s`` (spawn to the end of the operation) and ``in_child_s``.
+    """
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, str(CHILD), op, str(time.time_ns()), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        msg = f"child {op} failed ({done.returncode}): {done.stderr.strip()[-2000:]}"
+        raise RuntimeError(msg)
+    timings: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    timings["process_wall_s"] = wall
+    return timings
+
+
+def spawn_medians(op: str, args: list[str], samples: int) -> dict[str, float]:
+    """Median of each timing over ``samples`` fresh processes, in milliseconds (``*_ms`` keys)."""
+    runs = [spawn(op, *args) for _ in range(samples)]
+    keys = sorted({k for r in runs for k in r})
+    out = {k.removesuffix("_s") + "_ms": statistics.median(r[k] for r in runs if k in r) * 1000 for k in keys}
+    out["samples"] = samples
+    return out
