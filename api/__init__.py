@@ -2,63 +2,130 @@
 
 ``import contextledger`` is the whole public API: open a ledger, append sessions, read them back,
 import transcripts, and render the token-budgeted context to send (OpenAI or Anthropic payloads).
+Names load on first use (PEP 562 ``__getattr__``): importing the package loads no store, importer,
+tokenizer or wire format, so ``import contextledger`` and the CLI start fast.
 """
 
 from __future__ import annotations
 
-from contextledger.adapters.formats.anthropic import to_anthropic
-from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.importers.service import import_file, import_files
-from contextledger.adapters.policy_files import load_policy_file, resolve_policy
-from contextledger.application.ledger import Ledger
-from contextledger.application.messages import (
-    AssistantMessage,
-    ToolCallIn,
-    ToolResult,
-    ToolSchemaIn,
-    UserMessage,
-)
-from contextledger.application.renderer import Renderer
-from contextledger.bootstrap import open_ledger
-from contextledger.domain.content import BlobText, InlineText, Text
-from contextledger.domain.errors import (
-    BudgetError,
-    ConcurrencyConflictError,
-    ConfigError,
-    ContextLedgerError,
-    DuplicateToolCallError,
-    DuplicateToolResultError,
-    EventDecodeError,
-    InjectionOverflowError,
-    InvalidMessageError,
-    PinnedOverBudgetError,
-    SessionExistsError,
-    SessionNotFoundError,
-    StoreError,
-    StoreUnavailableError,
-    TokenizerError,
-    TranscriptImportError,
-    UnknownToolCallError,
-    ValidationError,
-)
-from contextledger.domain.events import (
-    AssistantMessageAdded,
-    ItemPinned,
-    ItemUnpinned,
-    Recorded,
-    SessionStarted,
-    SummaryRecorded,
-    ToolCall,
-    ToolResultRecorded,
-    ToolSchema,
-    UserMessageAdded,
-)
-from contextledger.domain.ports import SessionInfo
-from contextledger.projections.budget import Budget
-from contextledger.projections.context import Decision, RenderedContext, RenderedMessage, RenderedToolCall
-from contextledger.projections.injection import InjectionHook, StaticInjection
-from contextledger.projections.policy import Policy
-from contextledger.projections.presets import PRESETS, get_preset, preset_names
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from contextledger.adapters.formats.anthropic import to_anthropic
+    from contextledger.adapters.formats.openai import to_openai
+    from contextledger.adapters.importers.service import import_file, import_files
+    from contextledger.adapters.policy_files import load_policy_file, resolve_policy
+    from contextledger.application.ledger import Ledger
+    from contextledger.application.messages import (
+        AssistantMessage,
+        ToolCallIn,
+        ToolResult,
+        ToolSchemaIn,
+        UserMessage,
+    )
+    from contextledger.application.renderer import Renderer
+    from contextledger.bootstrap import open_ledger
+    from contextledger.domain.content import BlobText, InlineText, Text
+    from contextledger.domain.errors import (
+        BudgetError,
+        ConcurrencyConflictError,
+        ConfigError,
+        ContextLedgerError,
+        DuplicateToolCallError,
+        DuplicateToolResultError,
+        EventDecodeError,
+        InjectionOverflowError,
+        InvalidMessageError,
+        PinnedOverBudgetError,
+        SessionExistsError,
+        SessionNotFoundError,
+        StoreError,
+        StoreUnavailableError,
+        TokenizerError,
+        TranscriptImportError,
+        UnknownToolCallError,
+        ValidationError,
+    )
+    from contextledger.domain.events import (
+        AssistantMessageAdded,
+        ItemPinned,
+        ItemUnpinned,
+        Recorded,
+        SessionStarted,
+        SummaryRecorded,
+        ToolCall,
+        ToolResultRecorded,
+        ToolSchema,
+        UserMessageAdded,
+    )
+    from contextledger.domain.ports import SessionInfo
+    from contextledger.projections.budget import Budget
+    from contextledger.projections.context import Decision, RenderedContext, RenderedMessage, RenderedToolCall
+    from contextledger.projections.injection import InjectionHook, StaticInjection
+    from contextledger.projections.policy import Policy
+    from contextledger.projections.presets import PRESETS, get_preset, preset_names
+
+_LAZY: dict[str, str] = {
+    "to_anthropic": "contextledger.adapters.formats.anthropic",
+    "to_openai": "contextledger.adapters.formats.openai",
+    "import_file": "contextledger.adapters.importers.service",
+    "import_files": "contextledger.adapters.importers.service",
+    "load_policy_file": "contextledger.adapters.policy_files",
+    "resolve_policy": "contextledger.adapters.policy_files",
+    "Ledger": "contextledger.application.ledger",
+    "AssistantMessage": "contextledger.application.messages",
+    "ToolCallIn": "contextledger.application.messages",
+    "ToolResult": "contextledger.application.messages",
+    "ToolSchemaIn": "contextledger.application.messages",
+    "UserMessage": "contextledger.application.messages",
+    "Renderer": "contextledger.application.renderer",
+    "open_ledger": "contextledger.bootstrap",
+    "BlobText": "contextledger.domain.content",
+    "InlineText": "contextledger.domain.content",
+    "Text": "contextledger.domain.content",
+    "BudgetError": "contextledger.domain.errors",
+    "ConcurrencyConflictError": "contextledger.domain.errors",
+    "ConfigError": "contextledger.domain.errors",
+    "ContextLedgerError": "contextledger.domain.errors",
+    "DuplicateToolCallError": "contextledger.domain.errors",
+    "DuplicateToolResultError": "contextledger.domain.errors",
+    "EventDecodeError": "contextledger.domain.errors",
+    "InjectionOverflowError": "contextledger.domain.errors",
+    "InvalidMessageError": "contextledger.domain.errors",
+    "PinnedOverBudgetError": "contextledger.domain.errors",
+    "SessionExistsError": "contextledger.domain.errors",
+    "SessionNotFoundError": "contextledger.domain.errors",
+    "StoreError": "contextledger.domain.errors",
+    "StoreUnavailableError": "contextledger.domain.errors",
+    "TokenizerError": "contextledger.domain.errors",
+    "TranscriptImportError": "contextledger.domain.errors",
+    "UnknownToolCallError": "contextledger.domain.errors",
+    "ValidationError": "contextledger.domain.errors",
+    "AssistantMessageAdded": "contextledger.domain.events",
+    "ItemPinned": "contextledger.domain.events",
+    "ItemUnpinned": "contextledger.domain.events",
+    "Recorded": "contextledger.domain.events",
+    "SessionStarted": "contextledger.domain.events",
+    "SummaryRecorded": "contextledger.domain.events",
+    "ToolCall": "contextledger.domain.events",
+    "ToolResultRecorded": "contextledger.domain.events",
+    "ToolSchema": "contextledger.domain.events",
+    "UserMessageAdded": "contextledger.domain.events",
+    "SessionInfo": "contextledger.domain.ports",
+    "Budget": "contextledger.projections.budget",
+    "Decision": "contextledger.projections.context",
+    "RenderedContext": "contextledger.projections.context",
+    "RenderedMessage": "contextledger.projections.context",
+    "RenderedToolCall": "contextledger.projections.context",
+    "InjectionHook": "contextledger.projections.injection",
+    "StaticInjection": "contextledger.projections.injection",
+    "Policy": "contextledger.projections.policy",
+    "PRESETS": "contextledger.projections.presets",
+    "get_preset": "contextledger.projections.presets",
+    "preset_names": "contextledger.projections.presets",
+}
+"""Each public name and the module that defines it; the module is imported on first access."""
 
 __all__ = [
     "PRESETS",
@@ -119,6 +186,17 @@ __all__ = [
     "to_anthropic",
     "to_openai",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first access and keep it in the package namespace."""
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'contextledger' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

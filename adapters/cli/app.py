@@ -1,28 +1,24 @@
-"""The ``contextledger`` command: typer app that registers every command module."""
+"""The ``contextledger`` command: the app of the CLI contract with every command module registered."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, NoReturn
 
-import typer
 from contextledger.adapters.cli import common, demo, import_cmd, render_cmd, sessions
-from contextledger.application.ledger import Ledger
+
+if TYPE_CHECKING:
+    from contextledger.application.ledger import Ledger
 
 __all__ = ["app", "run"]
 
-app = typer.Typer(
-    name="contextledger",
-    help="The context layer of LLM agents, event-sourced.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = common.new_app()
 
 for module in (demo, sessions, import_cmd, render_cmd):
     module.register(app)
 
 
-def run(open_ledger: Callable[[str | None], Ledger]) -> None:
+def run(open_ledger: Callable[[str | None], Ledger], argv: list[str] | None = None) -> NoReturn:
     """Run the CLI; ``open_ledger`` (handed in by the composition root) opens the ledger a ``--db`` names."""
     common.use_ledger_opener(open_ledger)
-    app()
+    common.main(app, argv)

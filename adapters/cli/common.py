@@ -1,31 +1,104 @@
-"""Shared CLI plumbing: options, opening the ledger, printing JSON, one-line errors."""
+"""The CLI contract every command follows: options, one JSON document, typed errors as exit codes, help.
+
+Every command:
+
+- takes ``--db URL`` and ``--json``; with ``--json`` it prints exactly one JSON document on stdout, an object
+  whose field names are the API's (``SessionInfo``, ``Recorded``, ``RenderedContext``, ``ImportReport``, ...);
+- reports an error as one line ``error: <Type>: <message>`` on stderr, or with ``--json`` as one JSON object
+  on stderr ``{"error": {"type": ..., "message": ..., "exit_code": ...}}``; usage errors included;
+- exits with a code of ``EXIT_CODES`` (0 ok, 1 user error, 2 usage, 3 store unavailable, 4 conflict,
+  5 store error, 6 summarizer error, 70 internal error, 130 interrupted);
+- answers ``-h`` and ``--help`` with an example (``command(app, name, example=...)`` puts it in the epilog);
+- prints transcript text as data, never as rich markup (consoles have markup and emoji codes off; ``cell``).
+
+Heavy modules (rich, the store, importers, renderer) are imported inside the command bodies so that
+``contextledger --help`` starts fast.
+"""
 
 from __future__ import annotations
 
-import json
+import functools
+import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import msgspec
 import typer
-from contextledger.adapters.logging_setup import configure_logging
-from contextledger.application.ledger import Ledger
-from contextledger.domain.errors import ConfigError, ContextLedgerError
-from rich.console import Console
+from contextledger.domain.errors import (
+    ConcurrencyConflictError,
+    ConfigError,
+    ContextLedgerError,
+    StoreError,
+    StoreUnavailableError,
+    SummarizerError,
+)
+
+if TYPE_CHECKING:
+    from contextledger.application.ledger import Ledger
+    from rich.console import Console
+    from rich.text import Text
 
 __all__ = [
+    "EXIT_CODES",
+    "EXIT_CONFLICT",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_STORE",
+    "EXIT_STORE_UNAVAILABLE",
+    "EXIT_SUMMARIZER",
+    "EXIT_USAGE",
+    "EXIT_USER",
     "DbOption",
     "JsonOption",
-    "console",
+    "cell",
+    "command",
     "emit_json",
     "err_console",
+    "exit_code_for",
     "fail",
     "ledger_for",
+    "main",
+    "new_app",
+    "out_console",
     "run_guarded",
     "use_ledger_opener",
 ]
+
+EXIT_OK = 0
+EXIT_USER = 1
+EXIT_USAGE = 2
+EXIT_STORE_UNAVAILABLE = 3
+EXIT_CONFLICT = 4
+EXIT_STORE = 5
+EXIT_SUMMARIZER = 6
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "ok"),
+    (EXIT_USER, "user error: bad input, unknown session, bad configuration, over budget"),
+    (EXIT_USAGE, "usage error: unknown command or option, missing or ill-typed argument"),
+    (EXIT_STORE_UNAVAILABLE, "store unavailable: database unreachable or locked; retry later"),
+    (EXIT_CONFLICT, "conflict: another writer appended first; reload and retry"),
+    (EXIT_STORE, "store error: the store failed or holds an event that does not decode"),
+    (EXIT_SUMMARIZER, "summarizer error: summarizer unavailable, or its answer rejected"),
+    (EXIT_INTERNAL, "internal error: a bug in contextledger; please report it"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+"""The documented exit codes, printed by ``contextledger --help``."""
+
+_BY_ERROR: tuple[tuple[type[ContextLedgerError], int], ...] = (
+    (StoreUnavailableError, EXIT_STORE_UNAVAILABLE),
+    (StoreError, EXIT_STORE),
+    (ConcurrencyConflictError, EXIT_CONFLICT),
+    (SummarizerError, EXIT_SUMMARIZER),
+    (ContextLedgerError, EXIT_USER),
+)
+"""First match wins: subclasses before their bases."""
 
 DbOption = Annotated[
     str | None,
@@ -35,22 +108,83 @@ DbOption = Annotated[
         "default $CONTEXTLEDGER_DB or sqlite:///contextledger.db",
     ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+JsonOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print one JSON document on stdout; errors as JSON on stderr."),
+]
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-"""Progress bars and notes go to stderr so stdout stays clean for --json."""
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def exit_code_for(error: BaseException) -> int:
+    """Return the exit code that reports ``error`` (``EXIT_INTERNAL`` for anything outside the tree)."""
+    for error_type, code in _BY_ERROR:
+        if isinstance(error, error_type):
+            return code
+    return EXIT_INTERNAL
+
+
+@functools.cache
+def out_console() -> Console:
+    """The stdout console: no markup, no emoji codes, no highlighting; transcript text prints as is."""
+    from rich.console import Console  # noqa: PLC0415 - rich loads only when a command prints
+
+    return Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+@functools.cache
+def err_console() -> Console:
+    """The stderr console for progress bars and notes, so stdout stays clean for ``--json``."""
+    from rich.console import Console  # noqa: PLC0415 - rich loads only when a command prints
+
+    return Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+
+
+def cell(value: object, style: str = "") -> Text:
+    """Return ``value`` as a rich ``Text``: a table cell that is never parsed as markup."""
+    from rich.text import Text  # noqa: PLC0415 - rich loads only when a command prints
+
+    return Text("" if value is None else str(value), style=style)
+
+
+def _encode_extra(value: Any) -> Any:
+    if isinstance(value, BaseException):
+        return _error_object(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    msg = f"cannot encode {type(value).__name__} as JSON"
+    raise NotImplementedError(msg)
 
 
 def emit_json(value: Any) -> None:
-    """Print ``value`` as JSON on stdout (msgspec Structs and datetimes included)."""
-    sys.stdout.write(json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=2) + "\n")
+    """Print ``value`` as one JSON document on stdout (Structs, dataclasses, datetimes and paths included)."""
+    encoded = msgspec.json.format(msgspec.json.encode(value, enc_hook=_encode_extra), indent=2)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(encoded + b"\n")
+    sys.stdout.buffer.flush()
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print one clear error line on stderr and return the exit to raise."""
-    sys.stderr.write("error: " + " ".join(message.split()) + "\n")
+def _error_object(error: BaseException, type_name: str | None = None) -> dict[str, str]:
+    message = getattr(error, "message", None) if isinstance(error, typer.TyperException) else None
+    return {"type": type_name or type(error).__name__, "message": " ".join(str(message or error).split())}
+
+
+def _report(error_type: str, message: str, code: int, *, json_output: bool) -> typer.Exit:
+    one_line = " ".join(message.split())
+    if json_output:
+        document = {"error": {"type": error_type, "message": one_line, "exit_code": code}}
+        sys.stderr.write(msgspec.json.encode(document).decode() + "\n")
+    else:
+        sys.stderr.write(f"error: {error_type}: {one_line}\n")
+    sys.stderr.flush()
     return typer.Exit(code)
+
+
+def fail(
+    message: str, *, json_output: bool, error_type: str = "ValidationError", code: int = EXIT_USER
+) -> typer.Exit:
+    """Report an error found by the command itself and return the exit to raise."""
+    return _report(error_type, message, code, json_output=json_output)
 
 
 _opener: list[Callable[[str | None], Ledger]] = []
@@ -75,10 +209,85 @@ def ledger_for(db: str | None) -> Iterator[Ledger]:
         ledger.close()
 
 
-def run_guarded(body: Callable[[], None], *, log_json: bool = False) -> None:
-    """Run a command body; turn any ``ContextLedgerError`` into one line and exit code 1."""
-    configure_logging(json=log_json)
+def run_guarded(body: Callable[[], None], *, json_output: bool) -> None:
+    """Run a command body; report any error by the contract (one line or JSON on stderr, typed exit code)."""
+    from contextledger.adapters.logging_setup import configure_logging  # noqa: PLC0415 - structlog loads lazily
+
+    configure_logging(json=json_output)
     try:
         body()
     except ContextLedgerError as error:
-        raise fail(f"{type(error).__name__}: {error}") from None
+        raise _report(
+            type(error).__name__, str(error), exit_code_for(error), json_output=json_output
+        ) from None
+    except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+        raise
+    except Exception as error:  # noqa: BLE001 - a bug: reported by type, with the traceback in text mode
+        if not json_output:
+            traceback.print_exc()
+        raise _report(type(error).__name__, str(error), EXIT_INTERNAL, json_output=json_output) from None
+
+
+def command(app: typer.Typer, name: str, *, example: str) -> Callable[[_Fn], _Fn]:
+    """Register a command on ``app`` with a usage example in its help (``-h``/``--help``)."""
+    lines = "\n".join(f"  $ {line}" for line in example.strip().splitlines())
+    return app.command(name, epilog=f"Example:\n{lines}")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # noqa: PLC0415 - only when --version is asked
+
+        sys.stdout.write(f"contextledger {version('contextledger')}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+def new_app() -> typer.Typer:
+    """Return the ``contextledger`` app with the contract's options ``-h``/``--help`` and ``--version``."""
+    codes = "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES)
+    app = typer.Typer(
+        name="contextledger",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        epilog=f"Every command takes --db and --json. Exit codes:\n\n{codes}",
+    )
+
+    @app.callback()
+    def root(
+        _version_flag: Annotated[
+            bool,
+            typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit."),
+        ] = False,
+    ) -> None:
+        """The context layer of LLM agents, event-sourced."""
+
+    return app
+
+
+def main(app: typer.Typer, argv: list[str] | None = None) -> NoReturn:
+    """Run ``app`` and exit by the contract; usage errors are JSON on stderr when ``--json`` was given."""
+    args = sys.argv[1:] if argv is None else argv
+    json_output = "--json" in args
+    try:
+        code = app(args=args, prog_name="contextledger", standalone_mode=False)
+    except typer.TyperException as error:  # click's usage errors: exit 2 with the usage line
+        if json_output:
+            usage = _report(type(error).__name__, error.format_message(), error.exit_code, json_output=True)
+            raise SystemExit(usage.exit_code) from None
+        show = getattr(error, "show", None)
+        if callable(show):
+            show()
+        else:
+            sys.stderr.write(f"error: {error.format_message()}\n")
+        raise SystemExit(error.exit_code) from None
+    except typer.Abort:
+        interrupted = _report("Interrupted", "interrupted", EXIT_INTERRUPTED, json_output=json_output)
+        raise SystemExit(interrupted.exit_code) from None
+    except Exception as error:  # noqa: BLE001 - a bug outside any command body: reported like one inside
+        if not json_output:
+            traceback.print_exc()
+        internal = _report(type(error).__name__, str(error), EXIT_INTERNAL, json_output=json_output)
+        raise SystemExit(internal.exit_code) from None
+    raise SystemExit(code if isinstance(code, int) else EXIT_OK)

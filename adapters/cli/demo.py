@@ -8,15 +8,13 @@ import typer
 from contextledger.adapters.cli.common import (
     DbOption,
     JsonOption,
-    console,
+    cell,
+    command,
     emit_json,
     ledger_for,
+    out_console,
     run_guarded,
 )
-from contextledger.adapters.cli.demo_session import DEMO_SYSTEM_PROMPT, DEMO_TOOLS, demo_messages
-from contextledger.adapters.cli.history import history_rows, print_history
-from contextledger.adapters.cli.render_cmd import print_context, render_payload
-from contextledger.application.renderer import Renderer
 
 __all__ = ["register"]
 
@@ -24,7 +22,7 @@ __all__ = ["register"]
 def register(app: typer.Typer) -> None:
     """Add the ``demo`` command to ``app``."""
 
-    @app.command()
+    @command(app, "demo", example="contextledger demo --db sqlite:///demo.db --budget 2500")
     def demo(
         db: DbOption = "sqlite:///contextledger-demo.db",
         json_output: JsonOption = False,
@@ -32,9 +30,25 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--budget", help="Prompt budget of the rendered context shown at the end.")
         ] = 2_500,
     ) -> None:
-        """Record a multi-turn, tool-using coding session, print what was stored and the context to send."""
+        """Record a multi-turn, tool-using coding session, print what was stored and the context to send.
+
+        --json prints {"store_url", "session_id", "events": [Recorded...], "render": {...as render --json}}.
+        """
 
         def body() -> None:
+            from contextledger.adapters.cli.demo_session import (  # noqa: PLC0415 - loaded on use
+                DEMO_SYSTEM_PROMPT,
+                DEMO_TOOLS,
+                demo_messages,
+            )
+            from contextledger.adapters.cli.history import print_history  # noqa: PLC0415 - loaded on use
+            from contextledger.adapters.cli.render_cmd import (  # noqa: PLC0415 - loaded on use
+                print_context,
+                render_document,
+            )
+            from contextledger.application.renderer import Renderer  # noqa: PLC0415 - loaded on use
+            from rich.text import Text  # noqa: PLC0415 - rich loads only when a command prints
+
             with ledger_for(db) as ledger:
                 session_id = ledger.start_session(
                     system_prompt=DEMO_SYSTEM_PROMPT,
@@ -44,28 +58,27 @@ def register(app: typer.Typer) -> None:
                 )
                 for message in demo_messages():
                     ledger.append(session_id, message)
-                rows = history_rows(ledger, session_id)
+                events = ledger.events(session_id)
                 context = Renderer(ledger).render(session_id, "default", budget=budget)
-                if json_output:
-                    emit_json(
-                        {
-                            "db": ledger.store_url,
-                            "session_id": session_id,
-                            "events": rows,
-                            "render": render_payload(context, "openai"),
-                        }
-                    )
-                    return
-                console.print(f"Recorded session [bold]{session_id}[/bold] in {ledger.store_url}")
-                print_history(console, rows)
-                info = next(s for s in ledger.sessions() if s.session_id == session_id)
-                console.print(
-                    f"{info.events} events stored; the log is append-only and replays to this table."
+                store_url = ledger.store_url
+            if json_output:
+                emit_json(
+                    {
+                        "store_url": store_url,
+                        "session_id": session_id,
+                        "events": events,
+                        "render": render_document(context, "openai"),
+                    }
                 )
-                console.print(
-                    f"\nThe context to send next under policy 'default' within {budget:,} tokens "
-                    "(a projection of the log; the log itself is unchanged):"
-                )
-                print_context(context)
+                return
+            console = out_console()
+            console.print(Text.assemble("Recorded session ", cell(session_id, "bold"), f" in {store_url}"))
+            print_history(console, events)
+            console.print(f"{len(events)} events stored; the log is append-only and replays to this table.")
+            console.print(
+                f"\nThe context to send next under policy 'default' within {budget:,} tokens "
+                "(a projection of the log; the log itself is unchanged):"
+            )
+            print_context(context)
 
-        run_guarded(body)
+        run_guarded(body, json_output=json_output)

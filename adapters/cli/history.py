@@ -1,21 +1,24 @@
-"""Rows describing a session's stored events, for ``demo`` and ``show``."""
+"""The table of a session's stored events, for ``demo`` and ``show``; every cell is data, never markup."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from contextledger.application.ledger import Ledger
+from contextledger.adapters.cli.common import cell
 from contextledger.domain.content import BlobText, Text, text_chars, text_preview
 from contextledger.domain.events import (
     AssistantMessageAdded,
     ItemPinned,
     ItemUnpinned,
+    Recorded,
     SessionStarted,
     ToolResultRecorded,
     UserMessageAdded,
 )
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["history_rows", "print_history"]
 
@@ -37,10 +40,10 @@ def _preview(text: Text | None) -> str:
     return flat if len(flat) <= _PREVIEW else flat[: _PREVIEW - 1] + "…"
 
 
-def history_rows(ledger: Ledger, session_id: str) -> list[dict[str, Any]]:
+def history_rows(events: Sequence[Recorded]) -> list[dict[str, Any]]:
     """Return one dict per stored event: position, event type, role, preview, tools, storage."""
     rows: list[dict[str, Any]] = []
-    for recorded in ledger.events(session_id):
+    for recorded in events:
         event = recorded.event
         row: dict[str, Any] = {
             "position": recorded.seq,
@@ -79,11 +82,12 @@ def history_rows(ledger: Ledger, session_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def print_history(console: Console, rows: list[dict[str, Any]]) -> None:
-    """Print the rows of ``history_rows`` as a table: position, event, role, content, tools, storage."""
+def print_history(console: Console, events: Sequence[Recorded]) -> None:
+    """Print the events as a table: position, event, role, content, tools, storage."""
+    from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+    columns = ("position", "event", "role", "preview", "tools", "stored")
     table = Table("pos", "event", "role", "content", "tools", "stored")
-    for row in rows:
-        table.add_row(
-            str(row["position"]), row["event"], row["role"], row["preview"], row["tools"], row["stored"]
-        )
+    for row in history_rows(events):
+        table.add_row(*(cell(row[name]) for name in columns))
     console.print(table)

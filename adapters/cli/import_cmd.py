@@ -6,22 +6,26 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from contextledger.adapters.cli.common import (
     DbOption,
     JsonOption,
-    console,
+    cell,
+    command,
     emit_json,
     err_console,
+    fail,
     ledger_for,
+    out_console,
     run_guarded,
 )
-from contextledger.adapters.importers.service import FileImport, import_file
-from contextledger.application.ledger import Ledger
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+if TYPE_CHECKING:
+    from contextledger.adapters.importers.service import FileImport
+    from contextledger.application.ledger import Ledger
+    from rich.progress import Progress, TaskID
 
 __all__ = ["LARGE_FILE_BYTES", "FormatName", "register"]
 
@@ -47,12 +51,25 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
     if not enabled:
         yield None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"))
-    with Progress(*columns, TimeElapsedColumn(), console=err_console, transient=True) as bar:
+    from rich.progress import (  # noqa: PLC0415 - rich loads only when a command prints
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = (
+        TextColumn("{task.description}", markup=False),  # file names are data, never markup
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}", markup=False),
+    )
+    with Progress(*columns, TimeElapsedColumn(), console=err_console(), transient=True) as bar:
         yield bar
 
 
 def _import_one(ledger: Ledger, path: Path, fmt: str, show_progress: bool) -> FileImport:
+    from contextledger.adapters.importers.service import import_file  # noqa: PLC0415 - loaded on use
+
     large = show_progress and path.is_file() and path.stat().st_size >= LARGE_FILE_BYTES
     with _progress_bar(large) as bar:
         tasks: dict[str, TaskID] = {}
@@ -67,24 +84,49 @@ def _import_one(ledger: Ledger, path: Path, fmt: str, show_progress: bool) -> Fi
         return import_file(ledger, path, fmt, progress)
 
 
+def _document(outcomes: list[FileImport]) -> dict[str, Any]:
+    """``import --json``: one object per file with the API's fields (``FileImport``, ``ImportReport``)."""
+    files = [
+        {
+            "path": outcome.path,
+            "format": outcome.format,
+            "ok": outcome.ok,
+            "sessions": outcome.reports(),
+            "error": outcome.error,
+        }
+        for outcome in outcomes
+    ]
+    reports = [report for outcome in outcomes for report in outcome.sessions]
+    return {
+        "files": files,
+        "imported": sum(1 for r in reports if r.status == "imported"),
+        "unchanged": sum(1 for r in reports if r.status == "unchanged"),
+        "failed_files": sum(1 for o in outcomes if not o.ok),
+    }
+
+
 def _print_human(outcomes: list[FileImport]) -> None:
+    from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+    console = out_console()
     table = Table("session", "format", "status", "messages", "calls", "results", "unpaired", "notes")
     for outcome in outcomes:
         for report in outcome.sessions:
-            table.add_row(
-                report.session_id or "",
+            row = (
+                report.session_id,
                 report.format,
                 report.status,
-                str(report.messages),
-                str(report.tool_calls),
-                str(report.tool_results),
-                str(report.unpaired_calls),
-                str(len(report.notes)),
+                report.messages,
+                report.tool_calls,
+                report.tool_results,
+                report.unpaired_calls,
+                len(report.notes),
             )
+            table.add_row(*map(cell, row))
     console.print(table)
     notes = Counter(note for outcome in outcomes for report in outcome.sessions for note in report.notes)
     for note, sessions in notes.items():
-        console.print(f"  note ({sessions} session{'s' if sessions > 1 else ''}): {note}", markup=False)
+        console.print(f"  note ({sessions} session{'s' if sessions > 1 else ''}): {note}")
     imported = sum(1 for o in outcomes for r in o.sessions if r.status == "imported")
     unchanged = sum(1 for o in outcomes for r in o.sessions if r.status == "unchanged")
     failed = sum(1 for o in outcomes if not o.ok)
@@ -94,7 +136,11 @@ def _print_human(outcomes: list[FileImport]) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``import`` command to ``app``."""
 
-    @app.command("import")
+    @command(
+        app,
+        "import",
+        example="contextledger import session.jsonl run.traj --db sqlite:///agent.db --json",
+    )
     def import_command(
         files: Annotated[list[Path], typer.Argument(help="Transcript files to import.")],
         fmt: Annotated[
@@ -103,21 +149,26 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        """Import agent transcripts; each source session becomes one ledger session (idempotent)."""
-        failures: list[FileImport] = []
+        """Import agent transcripts; each source session becomes one ledger session (idempotent).
+
+        --json prints {"files": [{"path", "format", "ok", "sessions": [ImportReport...], "error"}], ...}.
+        A file that fails imports nothing; the others still import, and the exit code is 1.
+        """
 
         def body() -> None:
             with ledger_for(db) as ledger:
                 outcomes = [_import_one(ledger, path, fmt, not json_output) for path in files]
-            for outcome in outcomes:
-                if outcome.error is not None:
-                    failures.append(outcome)
-                    err_console.print(f"error: {outcome.error}", markup=False)
+            failures = [outcome for outcome in outcomes if outcome.error is not None]
+            if not json_output:
+                for outcome in failures:
+                    err_console().print(f"error: {outcome.error}")
             if json_output:
-                emit_json([report for outcome in outcomes for report in outcome.reports()])
+                emit_json(_document(outcomes))
             else:
                 _print_human(outcomes)
+            if failures:
+                names = ", ".join(outcome.path for outcome in failures)
+                message = f"{len(failures)} of {len(outcomes)} files failed to import: {names}"
+                raise fail(message, json_output=json_output, error_type="TranscriptImportError")
 
-        run_guarded(body)
-        if failures:
-            raise typer.Exit(1)
+        run_guarded(body, json_output=json_output)

@@ -2,45 +2,64 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from contextledger.adapters.cli.common import (
     DbOption,
     JsonOption,
-    console,
+    cell,
+    command,
     emit_json,
-    fail,
     ledger_for,
+    out_console,
     run_guarded,
 )
-from contextledger.adapters.formats.anthropic import to_anthropic
-from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.policy_files import resolve_policy
-from contextledger.application.renderer import Renderer
-from contextledger.projections.context import RenderedContext
-from rich.table import Table
 
-__all__ = ["print_context", "register", "render_payload"]
+if TYPE_CHECKING:
+    from contextledger.projections.context import RenderedContext
+
+__all__ = ["WireFormat", "print_context", "register", "render_document"]
 
 WireFormat = Literal["openai", "anthropic"]
+"""``--format`` choices: the request payload shape of ``--json``."""
 
 _PREVIEW = 60
 
+_CONTEXT_FIELDS = (
+    "session_id",
+    "position",
+    "policy",
+    "tokenizer",
+    "tokens",
+    "budget",
+    "system_tokens",
+    "tools_tokens",
+    "stable_prefix",
+    "summary_id",
+)
+"""The ``RenderedContext`` fields ``--json`` prints as they are; messages go out as the wire ``payload``."""
 
-def render_payload(context: RenderedContext, wire: WireFormat) -> dict[str, Any]:
-    """Return the request payload exactly as it would be sent, plus ``tokens``, ``budget`` and ``policy``."""
+
+def render_document(context: RenderedContext, wire: WireFormat) -> dict[str, Any]:
+    """Return ``render --json``: the context's fields (API names), its decisions, and the payload as sent."""
+    from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415 - loaded on use
+    from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415 - loaded on use
+
     payload = to_openai(context) if wire == "openai" else to_anthropic(context)
     return {
-        **payload,
-        "tokens": context.tokens,
-        "budget": context.budget,
-        "policy": context.policy,
+        **{name: getattr(context, name) for name in _CONTEXT_FIELDS},
+        "decisions": context.decisions,
+        "format": wire,
+        "payload": payload,
     }
 
 
 def print_context(context: RenderedContext) -> None:
     """Print the rendered messages, the decisions by position and the token totals."""
+    from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+    console = out_console()
     table = Table("#", "role", "kind", "tokens", "positions", "content")
     for i, message in enumerate(context.messages):
         flat = " ".join(message.text.split())
@@ -52,12 +71,13 @@ def print_context(context: RenderedContext) -> None:
             "" if not sources else (str(sources[0]) if len(sources) == 1 else f"{sources[0]}-{sources[-1]}")
         )
         marker = "│" if i < context.stable_prefix else ""
-        table.add_row(f"{i}{marker}", message.role, message.kind, str(message.tokens), where, preview)
+        row = (f"{i}{marker}", message.role, message.kind, message.tokens, where, preview)
+        table.add_row(*map(cell, row))
     console.print(table)
     decisions = Table("positions", "action", "rule", "detail")
     for decision in context.decisions:
         span = str(decision.first) if decision.first == decision.last else f"{decision.first}-{decision.last}"
-        decisions.add_row(span, decision.action, decision.rule, decision.detail)
+        decisions.add_row(*map(cell, (span, decision.action, decision.rule, decision.detail)))
     console.print(decisions)
     console.print(
         f"{context.tokens:,} of {context.budget:,} tokens ({context.tokenizer}), policy {context.policy}, "
@@ -69,7 +89,11 @@ def print_context(context: RenderedContext) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``render`` to ``app``."""
 
-    @app.command("render")
+    @command(
+        app,
+        "render",
+        example="contextledger render 0f3c9a... --policy default --budget 32000 --format anthropic --json",
+    )
     def render_command(  # noqa: PLR0917 - typer declares each option as a parameter
         session_id: Annotated[str, typer.Argument(help="The session to render.")],
         at: Annotated[
@@ -85,7 +109,7 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--budget", help="Prompt budget in tokens (overrides the policy's).")
         ] = None,
         wire: Annotated[
-            str, typer.Option("--format", help="Wire format of --json output: openai or anthropic.")
+            WireFormat, typer.Option("--format", help="Payload shape of --json: openai or anthropic.")
         ] = "openai",
         tokenizer: Annotated[
             str, typer.Option("--tokenizer", help="cl100k_base, o200k_base or heuristic.")
@@ -93,18 +117,24 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        """Print the context to send at a position of a session, within a token budget."""
+        """Print the context to send at a position of a session, within a token budget.
+
+        --json prints the RenderedContext fields (tokens, budget, policy, decisions, ...)
+        and, under "payload", the request exactly as it would be sent.
+        """
 
         def body() -> None:
-            if wire not in ("openai", "anthropic"):
-                raise fail(f"--format must be openai or anthropic, not {wire!r}", code=2)
+            from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
+            from contextledger.application.renderer import Renderer  # noqa: PLC0415 - loaded on use
+
             chosen = resolve_policy(policy)
             with ledger_for(db) as ledger:
-                renderer = Renderer(ledger, tokenizer=tokenizer)
-                context = renderer.render(session_id, chosen, at=at, budget=budget)
-                if json_output:
-                    emit_json(render_payload(context, "openai" if wire == "openai" else "anthropic"))
-                else:
-                    print_context(context)
+                context = Renderer(ledger, tokenizer=tokenizer).render(
+                    session_id, chosen, at=at, budget=budget
+                )
+            if json_output:
+                emit_json(render_document(context, wire))
+            else:
+                print_context(context)
 
-        run_guarded(body)
+        run_guarded(body, json_output=json_output)

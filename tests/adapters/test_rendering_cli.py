@@ -32,17 +32,21 @@ def _store(tmp_path: Path) -> tuple[str, str]:
 
 
 def test_render_json_openai_prints_payload_tokens_budget_policy(tmp_path):
-    """--json prints the OpenAI payload plus tokens, budget and policy, within the budget given."""
+    """--json prints the context's fields (API names), its decisions and the OpenAI payload as sent."""
     url, session = _store(tmp_path)
     done = _run("render", session, "--db", url, "--budget", "2000", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert set(out) >= {"messages", "tools", "tokens", "budget", "policy"}
+    assert set(out) >= {"session_id", "position", "tokens", "budget", "policy", "decisions", "payload"}
+    assert (out["session_id"], out["position"], out["format"]) == (session, 62, "openai")
     assert out["budget"] == 2000
     assert out["tokens"] <= 2000
     assert out["policy"] == "default"
-    assert out["messages"][0] == {"role": "system", "content": "You are terse."}
-    assert any(m["role"] == "tool" for m in out["messages"])
+    assert set(out["decisions"][0]) == {"first", "last", "action", "rule", "detail"}
+    payload = out["payload"]
+    assert set(payload) == {"messages", "tools"}
+    assert payload["messages"][0] == {"role": "system", "content": "You are terse."}
+    assert any(m["role"] == "tool" for m in payload["messages"])
 
 
 def test_render_json_anthropic_has_system_apart(tmp_path):
@@ -51,8 +55,9 @@ def test_render_json_anthropic_has_system_apart(tmp_path):
     done = _run("render", session, "--db", url, "--format", "anthropic", "--at", "10", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["system"][0]["text"] == "You are terse."
-    assert out["messages"][0]["role"] == "user"
+    assert out["format"] == "anthropic"
+    assert out["payload"]["system"][0]["text"] == "You are terse."
+    assert out["payload"]["messages"][0]["role"] == "user"
     assert out["budget"] == 118_000
 
 
@@ -79,6 +84,7 @@ def test_render_errors_are_one_line(tmp_path):
     unknown = _run("render", session, "--db", url, "--policy", "nope", cwd=tmp_path)
     assert unknown.returncode == 1
     assert "unknown policy 'nope'" in unknown.stderr
-    wire = _run("render", session, "--db", url, "--format", "gemini", "--json", cwd=tmp_path)
+    wire = _run("render", session, "--db", url, "--format", "gemini", cwd=tmp_path)
     assert wire.returncode == 2
-    assert "--format must be openai or anthropic" in wire.stderr
+    assert "Invalid value for '--format'" in wire.stderr
+    assert "'gemini' is not one of 'openai', 'anthropic'" in wire.stderr

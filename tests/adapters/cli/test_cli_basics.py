@@ -19,23 +19,26 @@ def test_demo_records_a_session_in_sqlite_and_prints_it(tmp_path):
     done = _run("demo", "--db", f"sqlite:///{tmp_path / 'd.db'}", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
-    kinds = [row["event"] for row in shown["events"]]
+    assert shown["store_url"].startswith("sqlite:///")
+    assert [e["seq"] for e in shown["events"]] == list(range(1, 17))
+    kinds = [e["event"]["type"] for e in shown["events"]]
     assert kinds[0] == "SessionStarted"
     assert kinds.count("ToolResultRecorded") == 6
-    assert any(row["stored"].startswith("blob") for row in shown["events"])
+    assert any(e["event"].get("content", {}).get("type") == "blob" for e in shown["events"])
     assert (tmp_path / "d.db").exists()
     render = shown["render"]
     assert render["policy"] == "default"
+    assert render["session_id"] == shown["session_id"]
     assert render["tokens"] <= render["budget"] == 2_500
-    assert render["messages"][0]["role"] == "system"
+    assert render["payload"]["messages"][0]["role"] == "system"
 
 
 def test_sessions_json_lists_stored_sessions(tmp_path):
-    """`sessions --json` prints the stored sessions as a JSON list with event counts."""
+    """`sessions --json` prints {"sessions": [...]} with SessionInfo's fields."""
     url = f"sqlite:///{tmp_path / 'd.db'}"
     assert _run("demo", "--db", url, "--json", cwd=tmp_path).returncode == 0
-    listed = json.loads(_run("sessions", "--db", url, "--json", cwd=tmp_path).stdout)
-    assert isinstance(listed, list)
+    listed = json.loads(_run("sessions", "--db", url, "--json", cwd=tmp_path).stdout)["sessions"]
+    assert set(listed[0]) == {"session_id", "events", "model", "started_at", "source"}
     assert listed[0]["events"] == 16
     assert listed[0]["model"] == "gpt-4o"
 
@@ -46,7 +49,7 @@ def test_db_defaults_to_the_environment_variable(tmp_path):
     env = {"CONTEXTLEDGER_DB": url, "PATH": "/usr/bin:/bin"}
     assert _run("demo", "--db", url, "--json", cwd=tmp_path).returncode == 0
     listed = json.loads(_run("sessions", "--json", cwd=tmp_path, env=env).stdout)
-    assert len(listed) == 1
+    assert len(listed["sessions"]) == 1
 
 
 def test_errors_print_one_line_and_exit_non_zero(tmp_path):

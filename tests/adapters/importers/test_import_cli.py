@@ -31,7 +31,11 @@ def test_a_bad_file_fails_alone_and_the_exit_code_says_so(transcripts, tmp_path)
     ]
     done = _run("import", str(good[0]), str(broken), str(good[1]), "--db", url, "--json", cwd=tmp_path)
     assert done.returncode == 1
-    reports = json.loads(done.stdout)
+    document = json.loads(done.stdout)
+    assert [f["ok"] for f in document["files"]] == [True, False, True]
+    assert (document["imported"], document["unchanged"], document["failed_files"]) == (2, 0, 1)
+    assert document["files"][1]["error"]["type"] == "TranscriptImportError"
+    reports = [report for f in document["files"] for report in f["sessions"]]
     assert [r["status"] for r in reports] == ["imported", "failed", "imported"]
     assert all(set(r) >= REPORT_KEYS for r in reports)
     first = reports[0]
@@ -45,9 +49,14 @@ def test_a_bad_file_fails_alone_and_the_exit_code_says_so(transcripts, tmp_path)
     assert counts == ("openhands", 8, 4, 3, 1)
     assert reports[1]["source"] == str(broken)
     assert reports[1]["error"].startswith("line ")
-    assert f"error: {broken}: line " in done.stderr
-    assert "invalid JSON" in done.stderr
-    listed = json.loads(_run("sessions", "--db", url, "--json", cwd=tmp_path).stdout)
+    error = json.loads(done.stderr)["error"]
+    assert (error["type"], error["exit_code"]) == ("TranscriptImportError", 1)
+    assert error["message"] == f"1 of 3 files failed to import: {broken}"
+    text = _run("import", str(broken), "--db", url, cwd=tmp_path)
+    assert text.returncode == 1
+    assert f"error: {broken}: line " in text.stderr
+    assert "invalid JSON" in text.stderr
+    listed = json.loads(_run("sessions", "--db", url, "--json", cwd=tmp_path).stdout)["sessions"]
     assert {s["session_id"]: s["events"] for s in listed} == {
         reports[0]["session_id"]: 9,
         reports[2]["session_id"]: 27,
@@ -62,10 +71,14 @@ def test_importing_again_reports_unchanged_and_show_prints_positions(transcripts
     first = json.loads(_run("import", path, "--db", url, "--json", cwd=tmp_path).stdout)
     second = _run("import", path, "--db", url, "--json", cwd=tmp_path)
     assert second.returncode == 0
-    assert [r["status"] for r in json.loads(second.stdout)] == ["unchanged"]
-    shown = json.loads(_run("show", first[0]["session_id"], "--db", url, "--json", cwd=tmp_path).stdout)
-    assert [row["position"] for row in shown["events"]] == list(range(1, 12))
-    assert shown["events"][2]["tools"] == "execute_bash#toolu_01W9Z8jBctr8X2frZV9p1RYs"
+    assert [r["status"] for r in json.loads(second.stdout)["files"][0]["sessions"]] == ["unchanged"]
+    session_id = first["files"][0]["sessions"][0]["session_id"]
+    shown = json.loads(_run("show", session_id, "--db", url, "--json", cwd=tmp_path).stdout)
+    assert [e["seq"] for e in shown["events"]] == list(range(1, 12))
+    call = shown["events"][2]["event"]["tool_calls"][0]
+    assert (call["name"], call["id"]) == ("execute_bash", "toolu_01W9Z8jBctr8X2frZV9p1RYs")
+    table = _run("show", session_id, "--db", url, cwd=tmp_path, env=dict(os.environ) | {"COLUMNS": "300"})
+    assert "execute_bash#toolu_01W9Z8jBctr8X2frZV9p1RYs" in table.stdout
 
 
 def test_large_files_show_a_progress_bar_on_stderr_unless_json(transcripts, tmp_path):
@@ -79,7 +92,7 @@ def test_large_files_show_a_progress_bar_on_stderr_unless_json(transcripts, tmp_
     quiet = _run("import", path, "--db", f"sqlite:///{tmp_path / 'b.db'}", "--json", cwd=tmp_path, env=env)
     assert quiet.returncode == 0
     assert quiet.stderr == ""
-    assert len(json.loads(quiet.stdout)) == 200
+    assert len(json.loads(quiet.stdout)["files"][0]["sessions"]) == 200
 
 
 def test_an_explicit_format_is_used_instead_of_detection(transcripts, tmp_path):
