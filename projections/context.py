@@ -6,6 +6,7 @@ from typing import Literal
 
 import msgspec
 from contextledger.domain.events import ToolSchema
+from contextledger.projections.wire import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -19,11 +20,6 @@ __all__ = [
     "Role",
 ]
 
-MESSAGE_OVERHEAD = 4
-"""Tokens counted per message on top of its content (role and separators)."""
-
-TOOL_CALL_OVERHEAD = 4
-"""Tokens counted per tool call on top of its name and arguments."""
 
 Role = Literal["user", "assistant", "tool"]
 MessageKind = Literal["message", "summary", "stub", "truncated", "injection"]
@@ -76,7 +72,10 @@ class RenderedContext(msgspec.Struct, frozen=True, kw_only=True):
     Layout (cache-prefix discipline): ``system`` and ``tools`` first, then ``messages`` whose first
     ``stable_prefix`` entries (pinned head, summary block) change only at compaction points, then the
     verbatim history, then injected content next to the last user message.
-    ``tokens`` never exceeds ``budget``.
+    ``tokens`` never exceeds ``budget`` and is at least what either wire payload costs, counted the
+    way the providers count (see ``projections.wire``): ``system_tokens`` is the fixed part of every
+    request (the system message, if any, and ``REQUEST_OVERHEAD``), ``tools_tokens`` the tools' JSON
+    as sent, and each message's ``tokens`` its text, overheads and tool calls as sent.
     """
 
     session_id: str

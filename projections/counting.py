@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import msgspec
 from contextledger.domain.content import InlineText, Text
@@ -13,15 +13,16 @@ from contextledger.domain.events import (
     SessionStarted,
     SummaryRecorded,
     ToolResultRecorded,
-    ToolSchema,
     UserMessageAdded,
 )
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.context import (
+from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.wire import (
     MESSAGE_OVERHEAD,
+    REQUEST_OVERHEAD,
     TOOL_CALL_OVERHEAD,
-    RenderedContext,
-    RenderedMessage,
+    call_texts,
+    tools_text,
 )
 
 __all__ = [
@@ -50,19 +51,13 @@ class CountedEvent(msgspec.Struct, frozen=True, kw_only=True):
     full_text: str | None = None
 
 
-def tools_text(tools: Sequence[ToolSchema]) -> str:
-    """Return the canonical JSON text of tool schemas that ``tools_tokens`` counts."""
-    if not tools:
-        return ""
-    return msgspec.json.encode(list(tools)).decode()
-
-
 def event_texts(event: AnyEvent) -> list[Text]:
     """Return the texts of an event whose token counts ``CountedEvent.tokens`` carries, in order.
 
-    SessionStarted: system prompt, tools JSON. UserMessageAdded / ToolResultRecorded /
-    SummaryRecorded: content. AssistantMessageAdded: content (empty when None), then name and
-    arguments of each tool call. Pins: nothing.
+    SessionStarted: system prompt, tools JSON as sent (``wire.tools_text``). UserMessageAdded /
+    ToolResultRecorded / SummaryRecorded: content. AssistantMessageAdded: content (empty when
+    None), then the two wire texts of each tool call (``wire.call_texts``: the call as sent and
+    the structure of its result). Pins: nothing.
     """
     if isinstance(event, SessionStarted):
         return [InlineText(event.system_prompt), InlineText(tools_text(event.tools))]
@@ -71,7 +66,7 @@ def event_texts(event: AnyEvent) -> list[Text]:
     if isinstance(event, AssistantMessageAdded):
         texts: list[Text] = [event.content if event.content is not None else InlineText("")]
         for call in event.tool_calls:
-            texts += [InlineText(call.name), InlineText(call.arguments)]
+            texts += [InlineText(t) for t in call_texts(call.id, call.name, call.arguments)]
         return texts
     return []
 
@@ -100,15 +95,15 @@ def count_with(
 
 
 def system_tokens(system_text_tokens: int, system: str) -> int:
-    """Return the rendered size of a system prompt: its tokens plus one message overhead, 0 if empty."""
-    return system_text_tokens + MESSAGE_OVERHEAD if system else 0
+    """Return the fixed part of every request: the system message (if any) and ``REQUEST_OVERHEAD``."""
+    return REQUEST_OVERHEAD + (system_text_tokens + MESSAGE_OVERHEAD if system else 0)
 
 
 def count_message(message: RenderedMessage, counter: TokenCounter) -> int:
     """Recount a rendered message from its texts, exactly as the projection sized it."""
     total = MESSAGE_OVERHEAD + counter.count(message.text)
     for call in message.tool_calls:
-        total += TOOL_CALL_OVERHEAD + counter.count(call.name) + counter.count(call.arguments)
+        total += TOOL_CALL_OVERHEAD + sum(counter.count_many(call_texts(call.id, call.name, call.arguments)))
     return total
 
 

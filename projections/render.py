@@ -144,7 +144,7 @@ def decisions(state: RenderState) -> tuple[Decision, ...]:
     messages' ``kind`` says which one), and consecutive groups with the same action and rule merge.
     """
     out: list[Decision] = []
-    if state.system_tokens:
+    if state.system:
         out.append(
             Decision(first=1, last=1, action="pinned", rule="system", detail=f"{state.system_tokens} tokens")
         )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedMessage
+from contextledger.projections.wire import object_schema
 
 __all__ = ["USER_TEXT_KINDS", "WireRole", "is_blank", "object_schema", "rewrite_id", "wire_role"]
 
@@ -80,21 +80,3 @@ def rewrite_id(call_id: str, *, max_length: int, allowed: re.Pattern[str] | None
     digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[: max_length - 9]
     return f"{cleaned}_{digest}"
-
-
-def object_schema(parameters: dict[str, Any]) -> dict[str, Any]:
-    """Return a copy of a tool's parameters schema as both APIs accept it: a ``type: object`` schema.
-
-    An empty schema becomes ``{"type": "object", "properties": {}}``; a schema without ``type``
-    gets ``"type": "object"`` first; any other schema is copied verbatim.
-
-    Args:
-        parameters: ``ToolSchema.parameters``.
-
-    Returns:
-        A deep copy, so that the payload shares nothing mutable with the frozen schema.
-    """
-    if not parameters:
-        return {"type": "object", "properties": {}}
-    schema = copy.deepcopy(parameters)
-    return schema if "type" in schema else {"type": "object", **schema}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from contextledger.domain.errors import ConfigError, InjectionOverflowError
+from contextledger.projections.context import MESSAGE_OVERHEAD
 from contextledger.projections.counting import count_context
 from contextledger.projections.fold import Projector
 from contextledger.projections.injection import StaticInjection, inject
@@ -34,7 +35,7 @@ def test_injection_goes_right_after_the_last_user_message():
     index = next(i for i, m in enumerate(out.messages) if m.sources == (task,))
     assert out.messages[index + 1].kind == "injection"
     assert out.messages[index + 1].text == "remember the blue door"
-    assert out.tokens == context.tokens + 8 == count_context(out, WORDS)
+    assert out.tokens == context.tokens + 4 + MESSAGE_OVERHEAD == count_context(out, WORDS)
     assert out.tokens <= out.budget
 
 
@@ -52,9 +53,9 @@ def test_hook_over_its_reserve_raises_naming_it():
     """A hook producing more than its reserve raises InjectionOverflowError with the excess."""
     _, context, _ = _context()
     hook = StaticInjection(name="memories", text="word " * 30, reserve=20)
-    with pytest.raises(
-        InjectionOverflowError, match=r"'memories' produced 34 tokens, over its reserve of 20 by 14"
-    ):
+    produced = 30 + MESSAGE_OVERHEAD
+    message = rf"'memories' produced {produced} tokens, over its reserve of 20 by {produced - 20}"
+    with pytest.raises(InjectionOverflowError, match=message):
         inject(context, [hook], WORDS, injection_reserve=50)
 
 

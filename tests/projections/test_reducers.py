@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from contextledger.domain.errors import PinnedOverBudgetError
-from contextledger.projections.context import RenderedContext
+from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.fold import Projector
 from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.policy import Policy
@@ -60,7 +60,7 @@ def test_stub_names_tool_call_size_and_restore_position():
         assert match is not None, stub.text
         assert match.group(1) == "read_file" == stub.tool_name
         assert match.group(2) == stub.tool_call_id
-        assert match.group(3) == "34"  # 30 words + the message overhead
+        assert match.group(3) == str(30 + MESSAGE_OVERHEAD)  # 30 words + the message overhead
         assert int(match.group(4)) == stub.sources[0]
     assert any(d.action == "stubbed" and d.rule == "retention:steps" for d in context.decisions)
 
@@ -73,7 +73,7 @@ def test_count_based_retention_is_per_tool():
         builder.step(30, tool="read_file")
         builder.step(30, tool="bash")
     retention = {"enabled": True, "tools": {"read_file": {"keep_last": 2}}}
-    state, context = _run(_policy(retention=retention), builder)
+    state, context = _run(_policy(retention=retention, budget={"total": 1400}), builder)
     assert state.compactions == 1
     read = [m for m in _results(context) if m.tool_name == "read_file"]
     bash = [m for m in _results(context) if m.tool_name == "bash"]
@@ -308,7 +308,7 @@ def test_truncation_short_form_applies_at_compaction_only():
     for _ in range(25):
         builder.step(5)
     long_step = builder.step(200)
-    policy = _policy(truncation={"enabled": True, "max_lines": 6})
+    policy = _policy(truncation={"enabled": True, "max_lines": 6}, budget={"total": 1400})
     _, whole = _run(policy, builder)
     assert whole.messages[-1].kind == "message"
     for _ in range(3):
