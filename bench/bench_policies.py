@@ -45,6 +45,7 @@ class Session:
     calls: list[int]
     task: str | None
     task_seq: int
+    source: str
 
     def before(self, seq: int) -> list[dict[str, Any]]:
         """Return the messages logged before position ``seq``."""
@@ -92,7 +93,7 @@ def load_sessions(ledger: contextledger.Ledger) -> list[Session]:
 
     sessions = []
     for info in ledger.sessions():
-        session = Session(info.session_id, [], [], [], [], [], None, 0)
+        session = Session(info.session_id, [], [], [], [], [], None, 0, info.source or "?")
         for recorded in ledger.events(info.session_id):
             event = recorded.event
             if isinstance(event, contextledger.SessionStarted):
@@ -129,6 +130,18 @@ class Tally:
     max_wire_minus_internal: int = 0
     seconds: float = 0.0
     example_problem: str | None = None
+    per_session: dict[str, CacheTotals] = field(default_factory=dict)
+
+    def merge(self, session: Session, local: Tally) -> None:
+        """Add the figures of one completed session."""
+        self.cache.merge(local.cache)
+        self.per_session[session.session_id] = local.cache
+        for name in ("over_budget", "orphaned_calls", "empty", "task_not_verbatim", "internal_under_wire"):
+            setattr(self, name, getattr(self, name) + getattr(local, name))
+        self.max_wire_minus_internal = max(self.max_wire_minus_internal, local.max_wire_minus_internal)
+        self.example_problem = self.example_problem or local.example_problem
+        self.sessions += 1
+        self.done.add(session.session_id)
 
     def account(
         self, session: Session, seq: int, messages: list[dict[str, Any]], request: Request, budget: int
@@ -153,15 +166,14 @@ def replay_peer(peer: Peer, sessions: list[Session], counter: WireCounter, budge
     start = time.perf_counter()
     for session in sessions:
         peer.reset()
-        tally.cache.new_session()
+        local = Tally()
         tools_tokens = counter.request({"messages": [], "tools": session.tools}).size
         for seq in session.calls:
             history = session.before(seq)
             messages = peer.prompt(session.system, history, tools_tokens)
             payload = {"messages": messages, **({"tools": session.tools} if session.tools else {})}
-            tally.account(session, seq, messages, counter.request(payload), budget)
-        tally.sessions += 1
-        tally.done.add(session.session_id)
+            local.account(session, seq, messages, counter.request(payload), budget)
+        tally.merge(session, local)
     tally.seconds = time.perf_counter() - start
     return tally
 
@@ -173,8 +185,7 @@ def replay_preset(
     tally = Tally()
     start = time.perf_counter()
     for session in sessions:
-        totals = CacheTotals()
-        local = Tally(cache=totals)
+        local = Tally()
         try:
             for seq in session.calls:
                 context = renderer.render(session.session_id, preset, at=seq - 1, budget=budget)
@@ -191,13 +202,7 @@ def replay_preset(
                 {"session": session.session_id, "at": seq - 1, "error": f"{type(error).__name__}: {error}"}
             )
             continue
-        tally.cache.merge(totals)
-        for name in ("over_budget", "orphaned_calls", "empty", "task_not_verbatim", "internal_under_wire"):
-            setattr(tally, name, getattr(tally, name) + getattr(local, name))
-        tally.max_wire_minus_internal = max(tally.max_wire_minus_internal, local.max_wire_minus_internal)
-        tally.example_problem = tally.example_problem or local.example_problem
-        tally.sessions += 1
-        tally.done.add(session.session_id)
+        tally.merge(session, local)
     tally.seconds = time.perf_counter() - start
     return tally
 
@@ -215,6 +220,30 @@ def unmanaged_costs(sessions: list[Session], counter: WireCounter) -> dict[str, 
             totals.add(counter.request(payload))
         costs[session.session_id] = (totals.cost_anthropic, totals.cost_openai)
     return costs
+
+
+def by_source(
+    tally: Tally, sessions: list[Session], unmanaged: dict[str, tuple[float, float]]
+) -> dict[str, dict[str, Any]]:
+    """H, C ratio (Anthropic-like) and prefix breaks per transcript source."""
+    out: dict[str, dict[str, Any]] = {}
+    for source in sorted({s.source for s in sessions}):
+        totals = CacheTotals()
+        base = 0.0
+        for session in sessions:
+            if session.source == source and session.session_id in tally.per_session:
+                totals.merge(tally.per_session[session.session_id])
+                base += unmanaged[session.session_id][0]
+        figures = totals.figures()
+        out[source] = {
+            "sessions": sum(s.source == source and s.session_id in tally.done for s in sessions),
+            "calls": figures["calls"],
+            "H_anthropic": figures["H_anthropic"],
+            "C_ratio_anthropic": figures["C_anthropic"] / base if base else None,
+            "prefix_breaks": figures["prefix_breaks"],
+            "peak": figures["peak"],
+        }
+    return out
 
 
 def row(name: str, tally: Tally, unmanaged: dict[str, tuple[float, float]]) -> dict[str, Any]:
@@ -264,6 +293,27 @@ def table(budget: int, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def source_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown table: per transcript source, H / C ratio (Anthropic-like) / prefix breaks."""
+    sources = list(rows[0]["by_source"])
+    calls = [rows[0]["by_source"][s]["calls"] for s in sources]
+    header = " | ".join(f"{s} ({c} calls)" for s, c in zip(sources, calls, strict=True))
+    lines = [
+        "H / C ratio / prefix breaks (Anthropic-like) by source",
+        "",
+        f"| policy | {header} |",
+        "|---" * (len(sources) + 1) + "|",
+    ]
+    for r in rows:
+        cells = []
+        for source in sources:
+            f = r["by_source"][source]
+            ratio = "-" if f["C_ratio_anthropic"] is None else f"{f['C_ratio_anthropic']:.2f}"
+            cells.append(f"{f['H_anthropic']:.3f} / {ratio} / {f['prefix_breaks']}")
+        lines.append(f"| {r['policy']} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Replay every preset and peer at each budget; write bench/results/policies.json."""
     parser = argparse.ArgumentParser()
@@ -289,13 +339,19 @@ def main() -> None:
         }
         for budget in budgets:
             renderer = contextledger.Renderer(ledger)
-            rows = [row(p, replay_preset(renderer, p, sessions, counter, budget), unmanaged) for p in presets]
-            rows += [
-                row(peer.name, replay_peer(peer, sessions, counter, budget), unmanaged)
+            tallies = [(p, replay_preset(renderer, p, sessions, counter, budget)) for p in presets]
+            tallies += [
+                (peer.name, replay_peer(peer, sessions, counter, budget))
                 for peer in make_peers(counter, budget)
+            ]
+            rows = [
+                row(name, t, unmanaged) | {"by_source": by_source(t, sessions, unmanaged)}
+                for name, t in tallies
             ]
             out["budgets"][str(budget)] = rows
             print(table(budget, rows), flush=True)
+            print()
+            print(source_table(rows), flush=True)
             print()
             for r in rows:
                 for failure in r["failures"]:
