@@ -31,6 +31,17 @@ def _result(call_id: str) -> ToolResultRecorded:
     return ToolResultRecorded(call_id=call_id, tool_name="ls", content=InlineText("x"))
 
 
+def _issue(*call_ids: str) -> AssistantMessageAdded:
+    return AssistantMessageAdded(tool_calls=tuple(ToolCall(id=c, name="cat") for c in call_ids))
+
+
+def _applied(state: SessionState, *events: object) -> SessionState:
+    for event in events:
+        state.check([event])
+        state.apply(event)
+    return state
+
+
 def test_pending_calls_are_those_without_results():
     """Issued calls stay pending until their result is applied."""
     state = _started()
@@ -55,6 +66,11 @@ def test_check_never_changes_the_state():
             contextledger.DuplicateToolCallError,
         ),
         (
+            [_result("a"), _issue("a"), _issue("a")],
+            contextledger.DuplicateToolCallError,
+        ),
+        ([_result("a"), _issue("a"), _result("a"), _result("a")], contextledger.DuplicateToolResultError),
+        (
             [AssistantMessageAdded(tool_calls=(ToolCall(id="n", name="x"), ToolCall(id="n", name="y")))],
             contextledger.DuplicateToolCallError,
         ),
@@ -64,7 +80,9 @@ def test_check_never_changes_the_state():
     ids=[
         "unknown-call",
         "second-result",
-        "reused-id",
+        "id-reused-while-pending",
+        "id-reused-again-while-its-reuse-is-pending",
+        "second-result-after-reuse",
         "repeated-id-in-one-message",
         "restart",
         "pin-outside",
@@ -86,3 +104,45 @@ def test_messages_before_the_session_starts_are_refused():
     """Nothing may be appended to a session that was never started."""
     with pytest.raises(contextledger.SessionNotFoundError):
         SessionState("s").check([UserMessageAdded(content=InlineText("hi"))])
+
+
+def test_an_answered_call_id_may_be_issued_again():
+    """gpt-4o reuses an id once its call is answered: accepted, and pending again until answered."""
+    state = _applied(_started(), _result("a"), _issue("a"))
+    assert state.pending_calls == ["b", "a"]
+    _applied(state, _result("a"))
+    assert state.pending_calls == ["b"]
+
+
+def test_a_result_answers_the_latest_call_of_its_id():
+    """The occurrence a result answers is the position of the assistant event that issued it last."""
+    state = _applied(_started(), _result("a"), _issue("a"))
+    assert state.calls.pending["a"] == 4
+    trial = state.calls.trial()
+    assert trial.answer("a") == 4
+    assert state.calls.pending["a"] == 4  # a trial never changes the state it came from
+    assert trial.name_of("a") == "cat"
+
+
+def test_a_whole_batch_may_reuse_an_id_after_answering_it():
+    """Answer, issue again and answer again, all in one batch: checked as one sequence."""
+    state = _started()
+    state.check([_result("a"), _issue("a"), _result("a"), _issue("a", "c"), _result("c"), _result("a")])
+    assert state.pending_calls == ["a", "b"]
+
+
+def test_rules_snapshot_round_trips_reused_ids():
+    """A snapshot keeps the issued names and which occurrence of each id is pending."""
+    state = _applied(_started(), _result("a"), _issue("a"))
+    again = SessionState.from_snapshot("s", state.to_snapshot())
+    assert (again.version, again.pending_calls, again.calls.pending) == (4, ["b", "a"], {"b": 2, "a": 4})
+    with pytest.raises(contextledger.DuplicateToolCallError):
+        again.check([_issue("a")])
+    with pytest.raises(contextledger.DuplicateToolResultError):
+        _applied(again, _result("b")).check([_result("b")])
+
+
+def test_a_snapshot_of_the_earlier_form_is_refused_so_the_log_is_replayed():
+    """Issued/answered snapshots (no call positions) raise KeyError: the cache ignores them and refolds."""
+    with pytest.raises(KeyError):
+        SessionState.from_snapshot("s", {"version": 2, "issued": {"a": "ls"}, "answered": []})

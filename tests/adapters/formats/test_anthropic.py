@@ -8,10 +8,12 @@ import json
 import pytest
 from anthropic.types import MessageParam, TextBlockParam, ToolParam
 from contextledger.adapters.formats.anthropic import (
+    ANTHROPIC_MAX_CALL_ID,
     EMPTY_ERROR_RESULT,
     LEADING_USER_PLACEHOLDER,
     RAW_ARGUMENTS_KEY,
     anthropic_call_id,
+    anthropic_call_ids,
     to_anthropic,
     tool_input,
 )
@@ -225,6 +227,90 @@ def test_ids_the_api_rejects_are_rewritten_on_both_sides(neutral, sdk):
     assert payload["messages"][2]["content"][0]["tool_use_id"] == sent
     assert check_anthropic_pairing(payload) == []
     assert sdk.anthropic_errors(payload) == []
+
+
+def _tool_use_ids(payload):
+    """Every tool_use id of a payload, in order."""
+    return [b["id"] for m in payload["messages"] for b in m["content"] if b.get("type") == "tool_use"]
+
+
+def _tool_result_ids(payload):
+    """Every tool_use_id answered by a tool_result block of a payload, in order."""
+    return [
+        b["tool_use_id"] for m in payload["messages"] for b in m["content"] if b.get("type") == "tool_result"
+    ]
+
+
+def test_a_call_id_reused_after_its_result_gets_a_unique_tool_use_id(neutral, sdk):
+    """gpt-4o's reused id: the first call keeps it, later ones get _2, _3; results follow; ids map back."""
+    ctx = neutral.context(
+        [
+            neutral.message("user", "go"),
+            *_call_result(neutral, "call_x"),
+            *_call_result(neutral, "call_x"),
+            *_call_result(neutral, "call_x"),
+        ]
+    )
+    payload = to_anthropic(ctx)
+    ids = anthropic_call_ids(ctx)
+
+    assert _tool_use_ids(payload) == ["call_x", "call_x_2", "call_x_3"]
+    assert _tool_result_ids(payload) == ["call_x", "call_x_2", "call_x_3"]
+    assert [ids.stored_id(i) for i in _tool_use_ids(payload)] == ["call_x"] * 3
+    assert check_anthropic_pairing(payload) == []
+    assert check_anthropic_structure(payload) == []
+    assert sdk.anthropic_errors(payload) == []
+    assert to_anthropic(ctx) == payload  # deterministic
+
+
+def test_a_suffixed_id_never_takes_an_id_another_call_keeps(neutral):
+    """A reused ``c`` skips ``c_2`` when a distinct call is named ``c_2``; rewritten ids are suffixed too."""
+    ctx = neutral.context(
+        [
+            neutral.message("user", "go"),
+            *_call_result(neutral, "c"),
+            *_call_result(neutral, "c"),
+            *_call_result(neutral, "c_2"),
+            *_call_result(neutral, "Bash:1"),
+            *_call_result(neutral, "Bash:1"),
+        ]
+    )
+    payload = to_anthropic(ctx)
+    ids = anthropic_call_ids(ctx)
+    rewritten = anthropic_call_id("Bash:1")
+
+    assert _tool_use_ids(payload) == ["c", "c_3", "c_2", rewritten, f"{rewritten}_2"]
+    assert _tool_result_ids(payload) == _tool_use_ids(payload)
+    assert ids.stored == {"c": "c", "c_3": "c", "c_2": "c_2", rewritten: "Bash:1", f"{rewritten}_2": "Bash:1"}
+    assert check_anthropic_pairing(payload) == []
+
+
+def test_a_suffixed_id_stays_within_the_length_limit(neutral):
+    """A reused id of the maximum length is cut before its suffix, so it stays valid."""
+    long_id = "x" * ANTHROPIC_MAX_CALL_ID
+    ctx = neutral.context(
+        [neutral.message("user", "go"), *_call_result(neutral, long_id), *_call_result(neutral, long_id)]
+    )
+    sent = _tool_use_ids(to_anthropic(ctx))
+
+    assert sent == [long_id, "x" * (ANTHROPIC_MAX_CALL_ID - 2) + "_2"]
+    assert all(len(i) <= ANTHROPIC_MAX_CALL_ID for i in sent)
+
+
+def test_a_pending_placeholder_answers_the_latest_call_of_its_id(neutral):
+    """A placeholder result after the reissued call answers that call's unique id, not the first one."""
+    ctx = neutral.context(
+        [
+            neutral.message("user", "go"),
+            *_call_result(neutral, "call_x"),
+            neutral.message("assistant", tool_calls=(neutral.call(id="call_x", name="ls", arguments="{}"),)),
+            neutral.message("tool", "[no result recorded yet]", tool_call_id="call_x", kind="stub"),
+        ]
+    )
+    payload = to_anthropic(ctx)
+
+    assert _tool_result_ids(payload) == ["call_x", "call_x_2"]
+    assert check_anthropic_pairing(payload) == []
 
 
 def test_stable_prefix_zero_puts_the_breakpoint_on_the_system(neutral):
