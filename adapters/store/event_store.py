@@ -82,6 +82,18 @@ def _translated(action: str) -> Iterator[None]:
     except OSError as error:
         msg = f"{action}: {error}"
         raise StoreUnavailableError(msg) from error
+    except UnicodeEncodeError as error:
+        msg = f"{action}: a text is not valid Unicode ({error.reason} at {error.start}); nothing was written"
+        raise InvalidMessageError(msg) from None
+
+
+def _refuse_nul(stream_ids: Iterable[str], keys: Iterable[str | None]) -> None:
+    """Session ids and idempotency keys are names: a NUL in one is refused alike on every backend."""
+    for name, values in (("session id", stream_ids), ("idempotency key", keys)):
+        for value in values:
+            if value is not None and "\x00" in value:
+                msg = f"a {name} may not contain NUL (\\x00): {value!r}"
+                raise InvalidMessageError(msg)
 
 
 class RecorderEventStore:
@@ -99,9 +111,9 @@ class RecorderEventStore:
         mapper: MsgspecMapper | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        """Wrap ``recorder`` (one of the ``Ledger*Recorder`` classes)."""
+        """Wrap ``recorder`` (``MemoryRecorder``, ``SQLiteRecorder`` or ``PostgresRecorder``)."""
         self.recorder = recorder
-        self.extras: LedgerRecorder = recorder  # type: ignore[assignment]  # the Ledger*Recorder classes
+        self.extras: LedgerRecorder = recorder  # type: ignore[assignment]  # the three recorders of this package
         self.url = url
         self.mapper = mapper or MsgspecMapper()
         self._on_close = on_close
@@ -119,6 +131,7 @@ class RecorderEventStore:
         """Append ``events`` after ``expected_version`` atomically, with their blobs."""
         if not events:
             return AppendOutcome(())
+        _refuse_nul([stream_id], [idempotency_key])
         first = expected_version + 1
         last = expected_version + len(events)
         stored = self._encode([(stream_id, first + i, e) for i, e in enumerate(events)])
@@ -139,6 +152,7 @@ class RecorderEventStore:
         self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
     ) -> None:
         """Append to several streams in one transaction: all of it is stored, or none of it."""
+        _refuse_nul([a.stream_id for a in appends], [a.idempotency_key for a in appends])
         stored: list[StoredEvent] = []
         keys: list[tuple[str, str, int, int]] = []
         for append in appends:
@@ -170,12 +184,16 @@ class RecorderEventStore:
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the stream's events with positions in ``(after, upto]``."""
+        if "\x00" in stream_id:
+            return []  # no stream can be named so (appends refuse it)
         with _translated(f"read {stream_id!r}"):
             rows = self.recorder.select_events(stream_id, gt=after or None, lte=upto)
         return [self.mapper.to_recorded(row) for row in rows]
 
     def version(self, stream_id: str) -> int:
         """Return the last position of the stream, 0 when it is empty."""
+        if "\x00" in stream_id:
+            return 0
         with _translated(f"version of {stream_id!r}"):
             rows = self.recorder.select_events(stream_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
@@ -217,6 +235,8 @@ class RecorderEventStore:
 
     def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
         """Return the positions an earlier append with ``key`` stored, or None."""
+        if "\x00" in stream_id + key:
+            return None
         with _translated(f"look up idempotency key of {stream_id!r}"):
             found = self.extras.lookup_idempotency(stream_id, key)
         return None if found is None else tuple(range(found[0], found[1] + 1))
@@ -234,11 +254,14 @@ class RecorderEventStore:
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
         """Return the position and bytes of a projection snapshot, or None."""
+        if "\x00" in name:
+            return None
         with _translated(f"load snapshot {name}"):
             return self.extras.load_snapshot(name)
 
     def save_snapshot(self, name: str, position: int, state: bytes) -> None:
         """Store (replace) a projection snapshot."""
+        _refuse_nul([name], [])
         with _translated(f"save snapshot {name}"):
             self.extras.save_snapshot(name, position, state)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from contextledger.domain.errors import EventDecodeError
+from contextledger.domain.errors import EventDecodeError, InvalidMessageError
 from contextledger.domain.events import AnyEvent, LedgerEvent, Recorded
+from contextledger.domain.limits import MAX_DEPTH, MAX_STORED_DEPTH, too_deep
 from contextledger.domain.topics import TopicRegistry, default_registry
 from eventsourcing.persistence import StoredEvent
 
@@ -19,6 +20,10 @@ class MsgspecMapper:
     eventsourcing 9.5 ships only a JSON transcoder (about 3x slower to decode); this mapper
     replaces it at the recorder boundary. Payloads of an older version are decoded untyped,
     upcast through the registry, then converted to the current event class.
+
+    An event nested deeper than ``MAX_STORED_DEPTH`` is refused before encoding (``InvalidMessageError``),
+    so no stored event is too deep to decode again; a row that still fails to decode is an
+    ``EventDecodeError``.
     """
 
     def __init__(self, registry: TopicRegistry | None = None) -> None:
@@ -28,7 +33,17 @@ class MsgspecMapper:
         self._untyped = msgspec.msgpack.Decoder()
 
     def to_stored(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
-        """Return the row that stores ``event`` at ``position`` of ``stream_id``."""
+        """Return the row that stores ``event`` at ``position`` of ``stream_id``.
+
+        Raises:
+            InvalidMessageError: the event nests values deeper than the store keeps.
+        """
+        if too_deep(event, MAX_STORED_DEPTH):
+            msg = (
+                f"a {type(event).__name__} of {stream_id!r} nests lists and objects too deep to store: "
+                f"values (metadata, meta, arguments, parameters) may nest at most {MAX_DEPTH} levels"
+            )
+            raise InvalidMessageError(msg)
         return StoredEvent(
             originator_id=stream_id,
             originator_version=position,
@@ -52,7 +67,7 @@ class MsgspecMapper:
                 payload = self.registry.upcast(tag, version, event_type.VERSION, payload)
                 payload["type"] = tag
                 event = msgspec.convert(payload, event_type)
-        except msgspec.DecodeError as error:  # ValidationError is a DecodeError
+        except (msgspec.DecodeError, RecursionError) as error:  # ValidationError is a DecodeError
             msg = (
                 f"stored event {stored.originator_id}@{stored.originator_version} "
                 f"({stored.topic}) does not decode: {error}"

@@ -1,0 +1,39 @@
+"""What every backend checks and writes in one append: stream heads, blob rows and idempotency rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eventsourcing.persistence import IntegrityError, StoredEvent
+
+__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows"]
+
+Extras = Mapping[str, Any]
+"""Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
+
+
+def first_positions(stored_events: Sequence[StoredEvent]) -> dict[str, int]:
+    """The first position each stream of a batch writes (its head must be the position before)."""
+    firsts: dict[str, int] = {}
+    for event in stored_events:
+        stream = str(event.originator_id)
+        firsts[stream] = min(firsts.get(stream, event.originator_version), event.originator_version)
+    return firsts
+
+
+def gap(stream: str, head: int, first: int) -> IntegrityError:
+    """The error of an append that does not start right after the stream's head."""
+    return IntegrityError(f"stream {stream!r} is at position {head}: an append at {first} would leave a gap")
+
+
+def blob_rows(kwargs: Extras) -> list[tuple[str, str]]:
+    """The ``(sha256, text)`` rows of the batch's blobs, in key order (a stable lock order)."""
+    blobs: Mapping[str, str] = kwargs.get("blobs") or {}
+    return sorted(blobs.items())
+
+
+def idempotency_rows(kwargs: Extras) -> list[tuple[str, str, int, int]]:
+    """The ``(stream, key, first, last)`` rows of the batch's idempotency keys."""
+    rows: list[tuple[str, str, int, int]] = list(kwargs.get("idempotency") or [])
+    return rows

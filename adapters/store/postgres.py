@@ -1,0 +1,453 @@
+"""The PostgreSQL backend (``postgresql://user@host:port/db?schema=name``): bounded waits, no pipeline.
+
+Writes run as ordinary statements in one transaction. eventsourcing's recorder sends its insert in
+psycopg's pipeline mode, which hung for good on large batches (the client blocked in the pipeline
+``sync`` while the server waited in ``ClientRead``); arrays go through ``unnest`` instead (one statement
+per table, no ``executemany``, which pipelines too). Every wait is bounded: the connect timeout, the pool
+timeout, and the server's ``statement_timeout``, ``lock_timeout`` and ``idle_in_transaction_session_timeout``
+(set on each connection) all end in ``StoreUnavailableError``; a failed transaction writes nothing.
+Schema setup runs under an advisory lock, so processes opening one schema at once do not race.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import psycopg
+from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.domain.errors import ConfigError, StoreUnavailableError
+from eventsourcing.persistence import Notification, PersistenceError, StoredEvent
+from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
+from psycopg.rows import DictRow, dict_row
+from psycopg.sql import SQL, Composable, Identifier
+
+__all__ = ["SCHEMA_VERSION", "PostgresOptions", "PostgresRecorder", "open_postgres"]
+
+SCHEMA_VERSION = 2
+"""2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); tables created before are migrated."""
+
+
+@dataclass(frozen=True)
+class PostgresOptions:
+    """Bounds on every wait, in seconds; each can be set in the URL (``?statement_timeout=120``)."""
+
+    connect_timeout: float = 5.0
+    pool_timeout: float = 10.0
+    statement_timeout: float = 60.0
+    lock_timeout: float = 5.0
+    idle_in_transaction_timeout: float = 60.0
+
+    @classmethod
+    def parse(cls, url: str, query: dict[str, list[str]]) -> PostgresOptions:
+        """Read the options the URL's query sets; anything else but ``schema`` is refused."""
+        known = set(cls.__dataclass_fields__)
+        values: dict[str, float] = {}
+        for name, raw in query.items():
+            if name == "schema":
+                continue
+            if name not in known:
+                names = ", ".join(sorted(known))
+                msg = f"PostgreSQL URL {url!r}: unknown option {name!r} (known: schema, {names})"
+                raise ConfigError(msg)
+            try:
+                values[name] = float(raw[0])
+            except ValueError:
+                values[name] = -1.0
+            if not values[name] > 0:
+                msg = f"PostgreSQL URL {url!r}: {name} must be a positive number of seconds, got {raw[0]!r}"
+                raise ConfigError(msg)
+        return cls(**values)
+
+    def server_settings(self) -> str:
+        """The libpq ``options`` string that sets the server-side timeouts of every connection."""
+        return (
+            f"-c statement_timeout={int(self.statement_timeout * 1000)} "
+            f"-c lock_timeout={int(self.lock_timeout * 1000)} "
+            f"-c idle_in_transaction_session_timeout={int(self.idle_in_transaction_timeout * 1000)}"
+        )
+
+
+def _autocommit(conn: psycopg.Connection[Any]) -> None:
+    conn.autocommit = True
+
+
+class PostgresRecorder(PostgresApplicationRecorder):
+    """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
+
+    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
+        """Create the recorder and register the side tables it needs."""
+        super().__init__(datastore, events_table_name=events_table_name)
+        prefix = events_table_name.removesuffix("_events")
+        self.blobs_table = f"{prefix}_blobs"
+        self.idempotency_table = f"{prefix}_idempotency"
+        self.counts_table = f"{prefix}_token_counts"
+        self.snapshots_table = f"{prefix}_snapshots"
+        self.meta_table = f"{prefix}_meta"
+        self.events = self._table(events_table_name)
+        self.sql_create_statements.extend(
+            [
+                SQL("CREATE TABLE IF NOT EXISTS {} (sha256 text PRIMARY KEY, utf8 bytea NOT NULL)").format(
+                    self._table(self.blobs_table)
+                ),
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {} (stream_id text, key text, "
+                    "first_position bigint NOT NULL, last_position bigint NOT NULL, "
+                    "PRIMARY KEY (stream_id, key))"
+                ).format(self._table(self.idempotency_table)),
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {} (tokenizer text, sha256 text, tokens bigint NOT NULL, "
+                    "PRIMARY KEY (tokenizer, sha256))"
+                ).format(self._table(self.counts_table)),
+                SQL(
+                    "CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY, position bigint NOT NULL, "
+                    "state bytea NOT NULL)"
+                ).format(self._table(self.snapshots_table)),
+                SQL("CREATE INDEX IF NOT EXISTS {} ON {} (topic)").format(
+                    Identifier(f"{events_table_name}_topic_idx"), self.events
+                ),
+                SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value bigint NOT NULL)").format(
+                    self._table(self.meta_table)
+                ),
+            ]
+        )
+
+    def _table(self, name: str) -> Composable:
+        return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
+
+    # -- schema --------------------------------------------------------------------------------
+
+    def create_table(self) -> None:
+        """Create (or migrate) the schema's tables, safely when several processes do it at once."""
+        with self.datastore.get_connection() as conn:
+            self.setup(conn)
+        self.datastore.register_type_adapters()
+
+    def setup(self, conn: psycopg.Connection[Any]) -> None:
+        """Bring the schema to ``SCHEMA_VERSION`` on ``conn``, serialized by an advisory lock."""
+        if self._version(conn) == SCHEMA_VERSION:
+            return  # the common case: no DDL, no lock, nothing that could race
+        schema = self.datastore.schema
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"contextledger:{schema}",))
+            if schema != "public":
+                conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
+            if self._version(conn) == SCHEMA_VERSION:
+                return
+            for statement in self.sql_create_statements:
+                if "CREATE TYPE" in statement.as_string(conn) and self._type_exists(conn):
+                    continue  # no IF NOT EXISTS for types; the lock makes check-then-create safe
+                conn.execute(statement, prepare=False)
+            self._migrate_blobs(conn)
+            conn.execute(
+                SQL(
+                    "INSERT INTO {} VALUES ('schema', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+                ).format(self._table(self.meta_table)),
+                (SCHEMA_VERSION,),
+            )
+
+    def _version(self, conn: psycopg.Connection[Any]) -> int | None:
+        name = self._table(self.meta_table).as_string(conn)
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (name,)).fetchone()
+        if not row or not _field(row, "present"):
+            return None
+        found = conn.execute(
+            SQL("SELECT value FROM {} WHERE key = 'schema'").format(self._table(self.meta_table))
+        ).fetchone()
+        return None if found is None else int(_field(found, "value"))
+
+    def _type_exists(self, conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace "
+            "WHERE n.nspname = %s AND t.typname = %s",
+            (self.datastore.schema, self.stored_event_type_name),
+        ).fetchone()
+        return bool(row and _field(row, "n"))
+
+    def _migrate_blobs(self, conn: psycopg.Connection[Any]) -> None:
+        """Schema 1 kept blobs in a ``text`` column (no NUL possible): convert it to UTF-8 bytes."""
+        row = conn.execute(
+            "SELECT count(*) AS n FROM information_schema.columns "
+            "WHERE table_schema = %s AND table_name = %s AND column_name = 'text'",
+            (self.datastore.schema, self.blobs_table),
+        ).fetchone()
+        if row and _field(row, "n"):
+            table = self._table(self.blobs_table)
+            conn.execute(SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS utf8 bytea").format(table))
+            conn.execute(SQL("UPDATE {} SET utf8 = convert_to(text, 'UTF8')").format(table))
+            conn.execute(SQL("ALTER TABLE {} ALTER COLUMN utf8 SET NOT NULL").format(table))
+            conn.execute(SQL("ALTER TABLE {} DROP COLUMN text").format(table))
+
+    # -- events --------------------------------------------------------------------------------
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """Store events, blobs and idempotency keys in one transaction of plain statements (no pipeline)."""
+        if not stored_events:
+            return None
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            # EXCLUSIVE (readers pass) keeps notification ids in commit order, as eventsourcing does;
+            # the wait for it is bounded by lock_timeout.
+            curs.execute(SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events))
+            firsts = first_positions(stored_events)
+            curs.execute(
+                SQL(
+                    "SELECT originator_id, MAX(originator_version) AS head FROM {} "
+                    "WHERE originator_id = ANY(%s) GROUP BY originator_id"
+                ).format(self.events),
+                (list(firsts),),
+            )
+            heads = {str(row["originator_id"]): int(row["head"]) for row in curs.fetchall()}
+            for stream, first in firsts.items():
+                if heads.get(stream, 0) != first - 1:
+                    raise gap(stream, heads.get(stream, 0), first)
+            curs.execute(
+                SQL(
+                    "INSERT INTO {} (originator_id, originator_version, topic, state) "
+                    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[])"
+                ).format(self.events),
+                (
+                    [str(s.originator_id) for s in stored_events],
+                    [s.originator_version for s in stored_events],
+                    [s.topic for s in stored_events],
+                    [s.state for s in stored_events],
+                ),
+            )
+            rows = blob_rows(kwargs)
+            if rows:
+                curs.execute(
+                    SQL(
+                        "INSERT INTO {} (sha256, utf8) SELECT * FROM unnest(%s::text[], %b::bytea[]) "
+                        "ON CONFLICT DO NOTHING"
+                    ).format(self._table(self.blobs_table)),
+                    ([sha for sha, _ in rows], [text.encode("utf-8") for _, text in rows]),
+                )
+            keys = idempotency_rows(kwargs)
+            if keys:
+                curs.execute(
+                    SQL(
+                        "INSERT INTO {} "
+                        "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
+                    ).format(self._table(self.idempotency_table)),
+                    tuple(list(column) for column in zip(*keys, strict=True)),
+                )
+        return None
+
+    def select_events(
+        self,
+        originator_id: Any,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        """Return a stream's events in ``(gt, lte]`` (one attempt: failures are not retried for seconds)."""
+        statement = SQL("SELECT originator_version, topic, state FROM {} WHERE originator_id = %s").format(
+            self.events
+        )
+        params: list[Any] = [str(originator_id)]
+        if gt is not None:
+            statement += SQL(" AND originator_version > %s")
+            params.append(gt)
+        if lte is not None:
+            statement += SQL(" AND originator_version <= %s")
+            params.append(lte)
+        statement += SQL(" ORDER BY originator_version DESC" if desc else " ORDER BY originator_version")
+        if limit is not None:
+            statement += SQL(" LIMIT %s")
+            params.append(limit)
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(statement, params, prepare=True)
+            return [
+                StoredEvent(
+                    originator_id=str(originator_id),
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in curs.fetchall()
+            ]
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """Return up to ``limit`` events in notification order from ``start`` (one attempt)."""
+        conditions: list[Composable] = []
+        params: list[Any] = []
+        if start is not None:
+            conditions.append(SQL("notification_id >= %s" if inclusive_of_start else "notification_id > %s"))
+            params.append(start)
+        if stop is not None:
+            conditions.append(SQL("notification_id <= %s"))
+            params.append(stop)
+        if topics:
+            conditions.append(SQL("topic = ANY(%s)"))
+            params.append(list(topics))
+        where = SQL(" WHERE ") + SQL(" AND ").join(conditions) if conditions else SQL("")
+        statement = SQL("SELECT * FROM {}{} ORDER BY notification_id LIMIT %s").format(self.events, where)
+        params.append(limit)
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(statement, params, prepare=True)
+            return [
+                Notification(
+                    id=row["notification_id"],
+                    originator_id=row["originator_id"],
+                    originator_version=row["originator_version"],
+                    topic=row["topic"],
+                    state=bytes(row["state"]),
+                )
+                for row in curs.fetchall()
+            ]
+
+    # -- side tables ---------------------------------------------------------------------------
+
+    def read_blob(self, sha256: str) -> str | None:
+        """Return the text stored under ``sha256``, or None."""
+        with self.datastore.get_connection() as conn, conn.cursor(binary=True) as curs:
+            curs.execute(
+                SQL("SELECT utf8 FROM {} WHERE sha256 = %s").format(self._table(self.blobs_table)), (sha256,)
+            )
+            row = curs.fetchone()
+        return None if row is None else bytes(row["utf8"]).decode("utf-8")
+
+    def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
+        """Return the first and last positions stored under an idempotency key, or None."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                SQL("SELECT first_position, last_position FROM {} WHERE stream_id = %s AND key = %s").format(
+                    self._table(self.idempotency_table)
+                ),
+                (stream_id, key),
+            ).fetchone()
+        return None if row is None else (int(row["first_position"]), int(row["last_position"]))
+
+    def load_token_counts(self, tokenizer: str, keys: Sequence[str]) -> dict[str, int]:
+        """Return cached counts for the given content hashes."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                SQL("SELECT sha256, tokens FROM {} WHERE tokenizer = %s AND sha256 = ANY(%s)").format(
+                    self._table(self.counts_table)
+                ),
+                (tokenizer, list(keys)),
+            ).fetchall()
+        return {str(row["sha256"]): int(row["tokens"]) for row in rows}
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Store counts for content hashes (existing ones are kept)."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                SQL(
+                    "INSERT INTO {} SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING"
+                ).format(self._table(self.counts_table)),
+                (tokenizer, list(counts), list(counts.values())),
+            )
+
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return a projection snapshot's position and bytes, or None."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                SQL("SELECT position, state FROM {} WHERE name = %s").format(
+                    self._table(self.snapshots_table)
+                ),
+                (name,),
+            ).fetchone()
+        return None if row is None else (int(row["position"]), bytes(row["state"]))
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store or replace a projection snapshot."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                SQL(
+                    "INSERT INTO {} VALUES (%s, %s, %b) ON CONFLICT (name) "
+                    "DO UPDATE SET position = EXCLUDED.position, state = EXCLUDED.state"
+                ).format(self._table(self.snapshots_table)),
+                (name, position, state),
+            )
+
+    def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
+        """Return the last position of each stream."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                SQL(
+                    "SELECT originator_id, MAX(originator_version) AS v FROM {} "
+                    "WHERE originator_id = ANY(%s) GROUP BY originator_id"
+                ).format(self.events),
+                (list(stream_ids),),
+            ).fetchall()
+        return {str(row["originator_id"]): int(row["v"]) for row in rows}
+
+
+def _field(row: Any, name: str) -> Any:
+    return row[name] if isinstance(row, Mapping) else row[0]
+
+
+def _connection_kwargs(url: str) -> tuple[dict[str, Any], str, PostgresOptions]:
+    parts = urlsplit(url)
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname:
+        msg = f"PostgreSQL URL {url!r} names no database"
+        raise ConfigError(msg)
+    query = parse_qs(parts.query)
+    options = PostgresOptions.parse(url, query)
+    kwargs: dict[str, Any] = {
+        "dbname": dbname,
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 5432,
+        "user": unquote(parts.username or "postgres"),
+        "password": unquote(parts.password or "") or None,
+        "connect_timeout": max(2, round(options.connect_timeout)),  # libpq's floor is 2 s
+        "options": options.server_settings(),
+        "keepalives": 1,
+        "keepalives_idle": 10,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": int(options.statement_timeout * 1000),
+        "application_name": "contextledger",
+    }
+    return kwargs, query.get("schema", ["public"])[0], options
+
+
+def open_postgres(url: str) -> RecorderEventStore:
+    """Open (creating or migrating the schema if needed) the PostgreSQL ledger the URL names."""
+    kwargs, schema, options = _connection_kwargs(url)
+    where = f"{kwargs['host']}:{kwargs['port']}/{kwargs['dbname']}"
+    datastore: PostgresDatastore | None = None
+    try:
+        # One direct connection first: a refused or unreachable server fails here at once, instead of
+        # in a pool that retries in the background until its timeout.
+        with psycopg.connect(**kwargs, autocommit=True) as probe:
+            datastore = PostgresDatastore(
+                kwargs["dbname"], kwargs["host"], kwargs["port"], kwargs["user"], kwargs["password"] or "",
+                schema=schema, originator_id_type="text",
+            )  # fmt: skip
+            datastore.pool = ConnectionPool[psycopg.Connection[DictRow]](
+                kwargs={**kwargs, "row_factory": dict_row},
+                min_size=1,
+                max_size=6,
+                open=False,
+                configure=_autocommit,
+                timeout=options.pool_timeout,
+                reconnect_timeout=options.pool_timeout,
+                name=f"contextledger:{schema}",
+            )
+            # Opened (and waited for) once, here: concurrent first waits race inside psycopg_pool.
+            datastore.pool.open(wait=True, timeout=options.pool_timeout)
+            recorder = PostgresRecorder(datastore, events_table_name="contextledger_events")
+            recorder.setup(probe)
+        datastore.register_type_adapters()
+    except (psycopg.Error, PersistenceError) as error:
+        if datastore is not None:
+            datastore.close()
+        msg = f"cannot open PostgreSQL ledger at {where} (schema {schema}): {error}"
+        raise StoreUnavailableError(msg) from error
+    return RecorderEventStore(recorder, url=url, on_close=datastore.close)

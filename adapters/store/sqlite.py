@@ -1,0 +1,245 @@
+"""The SQLite backend (``sqlite:///path.db``): an eventsourcing recorder whose writers queue for the lock.
+
+Every write transaction starts with ``BEGIN IMMEDIATE``: it takes SQLite's write lock before it reads
+anything, so concurrent writers (threads or processes) wait up to the busy timeout for their turn. A
+deferred transaction that reads first and then writes is refused at once with "database is locked"
+when another writer moved in between, which is why eventsourcing's plain ``BEGIN`` is not used here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote
+
+from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.domain.errors import ConfigError, StoreUnavailableError
+from eventsourcing.persistence import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PersistenceError,
+    StoredEvent,
+)
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
+
+__all__ = ["DEFAULT_BUSY_TIMEOUT", "SQLiteRecorder", "open_sqlite", "sqlite_file"]
+
+DEFAULT_BUSY_TIMEOUT = 5.0
+"""Seconds a writer queues for another writer's lock before ``StoreUnavailableError`` (``?timeout=``)."""
+
+
+def _persistence_error(error: sqlite3.Error) -> PersistenceError:
+    """The eventsourcing error for a sqlite3 error (the store maps those into the package's tree)."""
+    if isinstance(error, sqlite3.IntegrityError):
+        return IntegrityError(str(error))
+    if isinstance(error, sqlite3.OperationalError):
+        return OperationalError(str(error))
+    if isinstance(error, sqlite3.InterfaceError):
+        return InterfaceError(str(error))
+    if isinstance(error, sqlite3.DataError):
+        return DataError(str(error))
+    return DatabaseError(str(error))
+
+
+class SQLiteRecorder(SQLiteApplicationRecorder):
+    """SQLite recorder whose inserts also write blobs and the idempotency key atomically."""
+
+    def construct_create_table_statements(self) -> list[str]:
+        """Create the events table plus the ledger's side tables."""
+        return [
+            *super().construct_create_table_statements(),
+            "CREATE TABLE IF NOT EXISTS ledger_blobs (sha256 TEXT PRIMARY KEY, text TEXT NOT NULL)",
+            (
+                "CREATE TABLE IF NOT EXISTS ledger_idempotency (stream_id TEXT, key TEXT, "
+                "first_position INTEGER NOT NULL, last_position INTEGER NOT NULL, "
+                "PRIMARY KEY (stream_id, key))"
+            ),
+            (
+                "CREATE TABLE IF NOT EXISTS ledger_token_counts (tokenizer TEXT, sha256 TEXT, "
+                "tokens INTEGER NOT NULL, PRIMARY KEY (tokenizer, sha256)) WITHOUT ROWID"
+            ),
+            (
+                "CREATE TABLE IF NOT EXISTS ledger_snapshots (name TEXT PRIMARY KEY, "
+                "position INTEGER NOT NULL, state BLOB NOT NULL)"
+            ),
+            (
+                f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
+                f"ON {self.events_table_name} (topic)"
+            ),
+        ]
+
+    @contextmanager
+    def writing(self) -> Iterator[SQLiteCursor]:
+        """A write transaction holding SQLite's write lock from its first statement (it queues for it)."""
+        with self.datastore.get_connection(commit=True) as conn:
+            cursor = conn.cursor()
+            try:
+                cursor.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout for other writers
+                try:
+                    yield cursor
+                    conn.commit()
+                except BaseException:
+                    conn.rollback()
+                    raise
+            except sqlite3.Error as error:
+                raise _persistence_error(error) from error
+            finally:
+                cursor.sqlite_cursor.close()
+
+    def create_table(self) -> None:
+        """Create the tables (if absent) in one write transaction."""
+        with self.writing() as c:
+            for statement in self.create_table_statements:
+                c.execute(statement)
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        """Store events, blobs and idempotency keys in one ``BEGIN IMMEDIATE`` transaction."""
+        with self.writing() as c:
+            for stream, first in first_positions(stored_events).items():
+                c.execute(
+                    f"SELECT MAX(originator_version) FROM {self.events_table_name} WHERE originator_id = ?",  # noqa: S608
+                    (stream,),
+                )
+                head = c.fetchone()[0] or 0
+                if head != first - 1:
+                    raise gap(stream, head, first)
+            # One executemany: the ledger never needs notification ids back (positions are versions).
+            c.executemany(
+                self.insert_events_statement,
+                [(s.originator_id, s.originator_version, s.topic, s.state) for s in stored_events],
+            )
+            rows = blob_rows(kwargs)
+            if rows:
+                c.executemany("INSERT OR IGNORE INTO ledger_blobs (sha256, text) VALUES (?, ?)", rows)
+            keys = idempotency_rows(kwargs)
+            if keys:
+                c.executemany("INSERT INTO ledger_idempotency VALUES (?, ?, ?, ?)", keys)
+        return None
+
+    def read_blob(self, sha256: str) -> str | None:
+        """Return the text stored under ``sha256``, or None."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT text FROM ledger_blobs WHERE sha256 = ?", (sha256,))
+            row = c.fetchone()
+        return None if row is None else str(row[0])
+
+    def lookup_idempotency(self, stream_id: str, key: str) -> tuple[int, int] | None:
+        """Return the first and last positions stored under an idempotency key, or None."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT first_position, last_position FROM ledger_idempotency "
+                "WHERE stream_id = ? AND key = ?",
+                (stream_id, key),
+            )
+            row = c.fetchone()
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    def load_token_counts(self, tokenizer: str, keys: Sequence[str]) -> dict[str, int]:
+        """Return cached counts for the given content hashes."""
+        found: dict[str, int] = {}
+        with self.datastore.transaction(commit=False) as c:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    "SELECT sha256, tokens FROM ledger_token_counts "  # noqa: S608 - only placeholders
+                    f"WHERE tokenizer = ? AND sha256 IN ({marks})",
+                    (tokenizer, *chunk),
+                )
+                found.update({str(row[0]): int(row[1]) for row in c.fetchall()})
+        return found
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Store counts for content hashes (existing ones are kept)."""
+        with self.writing() as c:
+            c.executemany(
+                "INSERT OR IGNORE INTO ledger_token_counts VALUES (?, ?, ?)",
+                [(tokenizer, key, value) for key, value in counts.items()],
+            )
+
+    def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
+        """Return a projection snapshot's position and bytes, or None."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT position, state FROM ledger_snapshots WHERE name = ?", (name,))
+            row = c.fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def save_snapshot(self, name: str, position: int, state: bytes) -> None:
+        """Store or replace a projection snapshot."""
+        with self.writing() as c:
+            c.execute("INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)", (name, position, state))
+
+    def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
+        """Return the last position of each stream."""
+        ids = list(stream_ids)
+        found: dict[str, int] = {}
+        with self.datastore.transaction(commit=False) as c:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    f"SELECT originator_id, MAX(originator_version) FROM {self.events_table_name} "  # noqa: S608
+                    f"WHERE originator_id IN ({marks}) GROUP BY originator_id",
+                    chunk,
+                )
+                found.update({str(row[0]): int(row[1]) for row in c.fetchall()})
+        return found
+
+
+def sqlite_file(url: str) -> tuple[Path, dict[str, list[str]]]:
+    """Return the absolute file a ``sqlite://`` URL names, and its query options.
+
+    ``sqlite:///var/x.db`` is ``var/x.db`` relative to the working directory; ``sqlite:////var/x.db``
+    is the absolute ``/var/x.db``.
+    """
+    rest = url.removeprefix("sqlite://")
+    path, _, query = rest.partition("?")
+    if not path.startswith("/") or path == "/":
+        msg = f"SQLite URL {url!r} needs a file path: sqlite:///relative.db or sqlite:////absolute.db"
+        raise ConfigError(msg)
+    return Path(unquote(path[1:])).absolute(), parse_qs(query)
+
+
+def _busy_timeout(url: str, options: dict[str, list[str]]) -> float:
+    raw = options.get("timeout", [str(DEFAULT_BUSY_TIMEOUT)])[0]
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        msg = f"SQLite URL {url!r}: timeout must be a positive number of seconds, got {raw!r}"
+        raise ConfigError(msg)
+    return seconds
+
+
+def open_sqlite(url: str) -> RecorderEventStore:
+    """Open (creating if needed) the SQLite ledger the URL names; its ``url`` names the absolute path."""
+    file, options = sqlite_file(url)
+    relative = not url.removeprefix("sqlite://").startswith("//")
+    where = (
+        f" (relative to the working directory; write sqlite:///{file} for an absolute path)"
+        if relative
+        else ""
+    )
+    if not file.parent.is_dir():
+        msg = f"SQLite URL {url!r} names {file}{where}: folder {file.parent} does not exist"
+        raise ConfigError(msg)
+    timeout = _busy_timeout(url, options)
+    datastore = SQLiteDatastore(db_name=str(file), lock_timeout=timeout, originator_id_type="text")  # type: ignore[arg-type]
+    recorder = SQLiteRecorder(datastore, events_table_name="ledger_events")
+    try:
+        recorder.create_table()  # SQLite's default synchronous=FULL stays: appends are durable
+    except PersistenceError as error:
+        datastore.close()
+        msg = f"cannot open SQLite ledger {file}{where}: {error}"
+        raise StoreUnavailableError(msg) from error
+    query = url.partition("?")[2]
+    absolute = f"sqlite:///{file}" + (f"?{query}" if query else "")
+    return RecorderEventStore(recorder, url=absolute, on_close=datastore.close)
