@@ -1,9 +1,9 @@
 """Render floors: the I/O, decoding and encoding a render cannot avoid, with sqlite3 and msgspec only.
 
 The floor of a render from a snapshot reads, from the same SQLite file, the latest render snapshot
-of the session and the events after it, reads the events the rendered context shows (and their
-blob texts), decodes all of it with msgspec (untyped), builds the OpenAI messages and encodes the
-request body. It makes no policy decision and counts no token, so a render can approach it but
+of the session and the events after it, decodes them with msgspec (untyped), takes the messages
+the rendered context shows from them (reading blob texts), builds the OpenAI messages and encodes
+the request body. It makes no policy decision and counts no token, so a render can approach it but
 not go below it. Nothing here imports contextledger; the table layout is the SQLite store's.
 """
 
@@ -67,8 +67,42 @@ def _events(conn: sqlite3.Connection, session_id: str, positions: list[int]) -> 
     return found
 
 
+def _entries(state: object) -> dict[int, dict[str, Any]]:
+    """Every rendered entry found in an untyped snapshot: dicts with a ``seq`` and a ``role``."""
+    found: dict[int, dict[str, Any]] = {}
+    stack = [state]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "seq" in item and "role" in item:
+                found[item["seq"]] = item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _entry_message(conn: sqlite3.Connection, entry: dict[str, Any]) -> dict[str, Any]:
+    text = entry.get("text")
+    if text is None:
+        text = _text(conn, entry.get("content"))
+    if entry["role"] == "tool":
+        return {"role": "tool", "tool_call_id": entry.get("tool_call_id"), "content": text}
+    if entry["role"] == "assistant" and entry.get("tool_calls"):
+        calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in entry["tool_calls"]
+        ]
+        return {"role": "assistant", "content": text or None, "tool_calls": calls}
+    return {"role": entry["role"], "content": text}
+
+
 def cold_render_floor(db_path: str, session_id: str, shown: list[int]) -> bytes:
-    """Open the file, read the snapshot and the events since it and the shown events; return the body.
+    """Open the file, read the snapshot and the events since it; build and return the request body.
+
+    The shown messages come from the snapshot's entries (their stub or cut text when they have one,
+    blob texts read from ``ledger_blobs``) or, when logged after the snapshot, from the events read
+    since; a shown position found in neither is read from the log.
 
     Args:
         db_path: The SQLite file of the ledger.
@@ -81,10 +115,10 @@ def cold_render_floor(db_path: str, session_id: str, shown: list[int]) -> bytes:
             "SELECT position, state FROM ledger_snapshots WHERE name LIKE ? ORDER BY position DESC LIMIT 1",
             (f"render/%{session_id}%",),
         ).fetchone()
-        after = 0
+        after, entries = 0, {}
         if snapshot is not None:
             after = snapshot[0]
-            _DECODE.decode(snapshot[1])
+            entries = _entries(_DECODE.decode(snapshot[1]))
         newer = {
             version: _DECODE.decode(state)
             for version, state in conn.execute(
@@ -93,8 +127,16 @@ def cold_render_floor(db_path: str, session_id: str, shown: list[int]) -> bytes:
                 (session_id, after),
             )
         }
-        events = _events(conn, session_id, [1, *(p for p in shown if p not in newer)]) | newer
-        messages = [m for p in [1, *shown] if (m := _message(conn, events[p])) is not None]
+        missing = [p for p in shown if p not in newer and p not in entries]
+        events = _events(conn, session_id, [1, *missing]) | newer
+        messages = [] if (system := _message(conn, events[1])) is None else [system]
+        for position in shown:
+            if position in events:
+                message = _message(conn, events[position])
+                if message is not None:
+                    messages.append(message)
+            else:
+                messages.append(_entry_message(conn, entries[position]))
         return _ENCODE.encode({"messages": messages})
     finally:
         conn.close()

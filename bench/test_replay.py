@@ -5,6 +5,7 @@ Run: .venv/bin/pytest -q -p no:xdist bench/test_replay.py
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,23 @@ def test_cold_floor_builds_the_shown_messages(tmp_path: Path) -> None:
     assert roles == ["system", "user", "assistant", "tool"]
     assert body["messages"][1]["content"] == "long " * 5000
     assert body["messages"][3]["tool_call_id"] == "c1"
+
+
+def test_cold_floor_from_a_snapshot_builds_the_rendered_payload(tmp_path: Path) -> None:
+    """After a persisted render snapshot, the floor's body equals the payload contextledger renders."""
+    import contextledger  # noqa: PLC0415
+    from bench_render import build_session  # noqa: PLC0415
+
+    db = tmp_path / "snap.db"
+    with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
+        session_id = build_session(ledger, 1_500, seed=3)
+        renderer = contextledger.Renderer(ledger)
+        renderer.render(session_id, "default", budget=16_000)
+        for index in range(3):
+            ledger.add_user_message(session_id, f"more {index}")
+        context = renderer.render(session_id, "default", budget=16_000)
+        expected = contextledger.to_openai(context)["messages"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM ledger_snapshots WHERE name LIKE 'render/%'").fetchone()[0]
+    shown = list(dict.fromkeys(s for m in context.messages for s in m.sources))
+    assert msgspec.json.decode(cold_render_floor(str(db), session_id, shown))["messages"] == expected
