@@ -39,6 +39,7 @@ test: lint typecheck layers unit
 bench: $(BIN)/.installed
 	$(BIN)/python -c "import langchain_core" 2>/dev/null || flock /tmp/contextledger-install.lock \
 	  $(BIN)/python -m pip install -q -e ".[dev,bench]" --config-settings editable_mode=strict
+	$(BIN)/pytest -q -p no:xdist bench/test_replay.py
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean:
