@@ -1,12 +1,18 @@
-"""Boundary models of the append API: messages as callers send them, validated by pydantic."""
+"""Boundary models of the append API: messages as callers send them, validated by pydantic.
+
+Every validation failure is an ``InvalidMessageError`` (never a raw ``pydantic.ValidationError``),
+whether a model is built directly (``UserMessage(content=None)``) or parsed from a dict. ``meta``,
+tool-call arguments (an object or JSON text) and tool parameters may nest at most ``MAX_DEPTH`` levels.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
 from contextledger.domain.errors import InvalidMessageError
+from contextledger.domain.limits import MAX_DEPTH, MAX_IDEMPOTENCY_KEY_CHARS, json_text_too_deep, too_deep
 
 __all__ = [
     "AssistantMessage",
@@ -15,6 +21,7 @@ __all__ = [
     "ToolResult",
     "ToolSchemaIn",
     "UserMessage",
+    "check_idempotency_key",
     "parse_message",
 ]
 
@@ -22,42 +29,95 @@ _STRICT = pydantic.ConfigDict(extra="forbid", frozen=True)
 Str = pydantic.StrictStr
 """Text fields accept only strings: no numbers, lists or content blocks coerced into text."""
 
+_V = TypeVar("_V")
+_WHAT = {
+    "UserMessage": "user message",
+    "AssistantMessage": "assistant message",
+    "ToolResult": "tool message",
+    "ToolCallIn": "tool call",
+    "ToolSchemaIn": "tool schema",
+}
 
-class ToolCallIn(pydantic.BaseModel):
-    """A tool call as the model issued it; ``arguments`` is JSON text or an object."""
+
+def _explain(error: Any) -> str:
+    if error["type"] in {"string_type", "str_type"}:
+        return "must be text (a string); non-text content such as images or content blocks is not accepted"
+    if error["type"] == "value_error" and "error" in error.get("ctx", {}):
+        return str(error["ctx"]["error"])
+    return str(error["msg"])
+
+
+def _problems(error: pydantic.ValidationError, skip: int = 0) -> str:
+    """Name each failing field and what was wrong, without printing the (possibly huge) input."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][skip:]) or 'message'}: {_explain(e)}" for e in error.errors()
+    )
+
+
+def _shallow(value: _V, what: str) -> _V:
+    """Refuse a value nested deeper than ``MAX_DEPTH`` (checked without recursion)."""
+    if too_deep(value, MAX_DEPTH):
+        msg = f"{what} nests lists and objects more than {MAX_DEPTH} levels deep (the limit)"
+        raise ValueError(msg)
+    return value
+
+
+class _Boundary(pydantic.BaseModel):
+    """A boundary model whose construction raises ``InvalidMessageError`` on bad input."""
 
     model_config = _STRICT
+
+    def __init__(self, **data: Any) -> None:
+        """Validate ``data``; a failure is an ``InvalidMessageError`` naming every bad field."""
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as error:
+            msg = f"invalid {_WHAT.get(type(self).__name__, 'message')}: {_problems(error)}"
+            raise InvalidMessageError(msg) from None
+
+
+Meta = Annotated[dict[str, Any], pydantic.AfterValidator(lambda v: _shallow(v, "meta"))]
+"""Free-form metadata: a JSON-like object of at most ``MAX_DEPTH`` levels."""
+
+
+def _arguments(value: str | dict[str, Any]) -> str | dict[str, Any]:
+    if isinstance(value, str):
+        if json_text_too_deep(value, MAX_DEPTH):
+            msg = f"arguments JSON nests arrays and objects more than {MAX_DEPTH} levels deep (the limit)"
+            raise ValueError(msg)
+        return value
+    return _shallow(value, "arguments")
+
+
+class ToolCallIn(_Boundary):
+    """A tool call as the model issued it; ``arguments`` is JSON text or an object."""
 
     id: Annotated[Str, pydantic.Field(min_length=1)]
     name: Annotated[Str, pydantic.Field(min_length=1)]
-    arguments: Str | dict[str, Any] = "{}"
+    arguments: Annotated[Str | dict[str, Any], pydantic.AfterValidator(_arguments)] = "{}"
 
 
-class ToolSchemaIn(pydantic.BaseModel):
+class ToolSchemaIn(_Boundary):
     """A tool the model may call."""
-
-    model_config = _STRICT
 
     name: Annotated[Str, pydantic.Field(min_length=1)]
     description: str = ""
-    parameters: dict[str, Any] = pydantic.Field(default_factory=dict)
+    parameters: Annotated[dict[str, Any], pydantic.AfterValidator(lambda v: _shallow(v, "parameters"))] = (
+        pydantic.Field(default_factory=dict)
+    )
 
 
-class UserMessage(pydantic.BaseModel):
+class UserMessage(_Boundary):
     """Something the user said."""
-
-    model_config = _STRICT
 
     role: Literal["user"] = "user"
     content: Str
     at: datetime | None = None
-    meta: dict[str, Any] = pydantic.Field(default_factory=dict)
+    meta: Meta = pydantic.Field(default_factory=dict)
 
 
-class AssistantMessage(pydantic.BaseModel):
+class AssistantMessage(_Boundary):
     """The model's answer: text, optional reasoning, tool calls."""
-
-    model_config = _STRICT
 
     role: Literal["assistant"] = "assistant"
     content: Str | None = None
@@ -65,13 +125,11 @@ class AssistantMessage(pydantic.BaseModel):
     tool_calls: tuple[ToolCallIn, ...] = ()
     model: str | None = None
     at: datetime | None = None
-    meta: dict[str, Any] = pydantic.Field(default_factory=dict)
+    meta: Meta = pydantic.Field(default_factory=dict)
 
 
-class ToolResult(pydantic.BaseModel):
+class ToolResult(_Boundary):
     """The result of one tool call; ``tool_name`` defaults to the name of the call."""
-
-    model_config = _STRICT
 
     role: Literal["tool"] = "tool"
     call_id: Annotated[Str, pydantic.Field(min_length=1)]
@@ -79,7 +137,7 @@ class ToolResult(pydantic.BaseModel):
     tool_name: str | None = None
     is_error: pydantic.StrictBool = False
     at: datetime | None = None
-    meta: dict[str, Any] = pydantic.Field(default_factory=dict)
+    meta: Meta = pydantic.Field(default_factory=dict)
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolResult, pydantic.Field(discriminator="role")]
@@ -105,14 +163,30 @@ def parse_message(
     try:
         return _ADAPTER.validate_python(raw)
     except pydantic.ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'][1:]) or 'message'}: {_explain(e)}" for e in error.errors()
-        )
-        msg = f"invalid {role} message: {problems}"
+        msg = f"invalid {role} message: {_problems(error, skip=1)}"
         raise InvalidMessageError(msg) from None
 
 
-def _explain(error: Any) -> str:
-    if error["type"] in {"string_type", "str_type"}:
-        return "must be text (a string); non-text content such as images or content blocks is not accepted"
-    return str(error["msg"])
+def check_idempotency_key(key: object) -> str | None:
+    r"""Return ``key`` if it is a usable idempotency key (or None); raise ``InvalidMessageError`` if not.
+
+    A key is non-empty text of at most ``MAX_IDEMPOTENCY_KEY_CHARS`` characters that encodes as UTF-8
+    (a lone surrogate such as ``"\ud800"`` does not) and holds no NUL, so every store keeps it alike.
+    """
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        msg = f"an idempotency key must be text, not {type(key).__name__}"
+        raise InvalidMessageError(msg)
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
+        msg = f"an idempotency key must have 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters, not {len(key)}"
+        raise InvalidMessageError(msg)
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError as error:
+        msg = f"an idempotency key must be valid UTF-8 text: {error.reason} at character {error.start}"
+        raise InvalidMessageError(msg) from None
+    if "\x00" in key:
+        msg = "an idempotency key may not contain NUL (\\x00)"
+        raise InvalidMessageError(msg)
+    return key

@@ -162,6 +162,14 @@ def import_file(
     except ValidationError as error:
         outcome.error = TranscriptImportError(str(path), "ledger", str(error))
         return outcome
+    except (RecursionError, MemoryError) as error:
+        # A pathological file (nesting past the interpreter's limit, or too large to hold) fails alone:
+        # nothing of it was written, and the other files of the command still import.
+        problem = "too large to process"
+        if isinstance(error, RecursionError):
+            problem = "nested too deeply to process (arrays and objects about 1,000 levels deep)"
+        outcome.error = TranscriptImportError(str(path), "file", problem)
+        return outcome
     outcome.sessions = [s.report for s in sessions]
     return outcome
 

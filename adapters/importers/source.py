@@ -17,6 +17,10 @@ __all__ = ["Source", "line_col"]
 
 T = TypeVar("T")
 
+_TOO_DEEP = (
+    "JSON nested deeper than the decoder follows (arrays and objects about 1,000 levels deep); "
+    "no transcript format nests so deep"
+)
 _AT_PATH = re.compile(r"^(?P<problem>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
 
 
@@ -72,6 +76,8 @@ class Source:
             return msgspec.json.decode(chunk)
         except (msgspec.DecodeError, UnicodeDecodeError) as error:  # msgspec raises both for bad input
             raise self._json_error(chunk, first_line, error) from None
+        except RecursionError:
+            raise self.error(f"line {first_line + 1}", _TOO_DEEP) from None
 
     def _json_error(self, chunk: bytes, first_line: int, error: Exception) -> TranscriptImportError:
         try:
@@ -98,7 +104,7 @@ class Source:
             return False
         try:
             msgspec.json.decode(rows[0])
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return False
         return True
 

@@ -1,0 +1,92 @@
+"""Documented limits on values that cross the boundary: nesting depth and idempotency keys."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_IDEMPOTENCY_KEY_CHARS",
+    "MAX_STORED_DEPTH",
+    "json_text_too_deep",
+    "too_deep",
+]
+
+MAX_DEPTH = 64
+"""Deepest nesting of lists and objects accepted in ``meta``, in tool-call arguments (an object or JSON
+text) and in tool parameters. A flat object is depth 1; ``{"a": [1]}`` is depth 2. Real tool calls nest
+fewer than 10 levels; the limit keeps every recursive encoder and decoder on the way (json, msgspec,
+pydantic, the provider formats) far from Python's recursion limit (1,000 frames)."""
+
+MAX_STORED_DEPTH = 2 * MAX_DEPTH
+"""Deepest nesting the store encodes in one event: the event's own structure around values of at most
+``MAX_DEPTH`` (a last line of defence for values no boundary model checked, e.g. session metadata)."""
+
+MAX_IDEMPOTENCY_KEY_CHARS = 1024
+"""Longest idempotency key, in characters; a key is non-empty text that encodes as UTF-8."""
+
+_SEQUENCES = (list, tuple, set, frozenset)
+_SCALARS = (str, bytes, int, float, bool, type(None))
+_JSON_SYNTAX = re.compile(r'["\[\]{}]')
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_JSON_OPENING = re.compile(r"[ \t\r\n]*[\[{]")
+
+
+def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
+    """Return True when ``value`` nests containers (dicts, lists, tuples, structs) over ``limit`` deep.
+
+    Iterative (an explicit stack, never recursion), so a value nested 100,000 deep, or one that
+    contains itself, is answered without a ``RecursionError``; the walk stops at the first container
+    past the limit.
+    """
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[object]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, _SEQUENCES):
+            children = item
+        else:
+            fields: tuple[str, ...] | None = getattr(type(item), "__struct_fields__", None)
+            if fields is None:
+                continue
+            children = [getattr(item, name) for name in fields]
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if not isinstance(child, _SCALARS))
+    return False
+
+
+def json_text_too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Return True when JSON ``text`` opens more than ``limit`` nested arrays or objects.
+
+    A linear scan of the brackets outside strings (no recursion, no backtracking). Only text that
+    starts with ``[`` or ``{`` is scanned, and the scan ends where a decoder would stop: when the
+    top-level value closes or a string never ends. Text that is not JSON is never decoded recursively,
+    so only its bracket prefix counts.
+    """
+    opening = _JSON_OPENING.match(text)
+    if opening is None or text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    at = opening.end() - 1
+    while (found := _JSON_SYNTAX.search(text, at)) is not None:
+        char = found.group()
+        if char == '"':
+            rest = _STRING_REST.match(text, found.end())
+            if rest is None:
+                return False
+            at = rest.end()
+            continue
+        at = found.end()
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+            if depth <= 0:
+                return False
+    return False
