@@ -293,7 +293,7 @@ class TestMemoryStore(EventStoreContract):
     def snapshot(self, ledger):
         """Every stored row, blob and key of the in-memory recorder."""
         recorder = ledger.log.recorder
-        return (list(recorder._stored_events), dict(recorder._blobs), dict(recorder._idempotency))
+        return (list(recorder.rows), dict(recorder._blobs), dict(recorder._idempotency))
 
 
 class TestSQLiteStore(EventStoreContract):
@@ -315,19 +315,20 @@ class TestSQLiteStore(EventStoreContract):
             dump = list(conn.iterdump())
         return files, dump
 
-    def test_locked_database_is_a_typed_unavailable_error(self, ledger):
-        """A write lock held by another connection surfaces as StoreUnavailableError, not sqlite3's error."""
-        session_id = self._session(ledger)
-        path = ledger.store_url.removeprefix("sqlite:///")
-        blocker = sqlite3.connect(path, timeout=0.1)
-        blocker.execute("BEGIN EXCLUSIVE")
-        try:
-            ledger.log.recorder.datastore.pool._lock_timeout = 0
-            with pytest.raises(contextledger.StoreUnavailableError):
-                ledger.add_user_message(session_id, "blocked")
-        finally:
-            blocker.rollback()
-            blocker.close()
+    def test_locked_database_is_a_typed_unavailable_error(self, tmp_path):
+        """A write lock held past the busy timeout surfaces as StoreUnavailableError, not sqlite3's error."""
+        path = tmp_path / "locked.db"
+        with contextledger.open_ledger(f"sqlite:///{path}?timeout=0.2") as ledger:
+            session_id = self._session(ledger)
+            blocker = sqlite3.connect(path, timeout=0.1)
+            blocker.execute("BEGIN IMMEDIATE")
+            try:
+                with pytest.raises(contextledger.StoreUnavailableError, match="locked"):
+                    ledger.add_user_message(session_id, "blocked")
+            finally:
+                blocker.rollback()
+                blocker.close()
+            assert ledger.version(session_id) == 3
 
     def test_missing_folder_is_a_config_error(self, tmp_path):
         """A SQLite URL into a folder that does not exist is refused clearly."""
