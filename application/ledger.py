@@ -19,6 +19,7 @@ from contextledger.application.messages import (
     parse_message,
 )
 from contextledger.application.rules_cache import RulesCache
+from contextledger.application.summary_log import summary_stream
 from contextledger.application.wiring import Ports
 from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import (
@@ -54,11 +55,6 @@ def _id_for(idempotency_key: str | None) -> str | None:
     if idempotency_key is None:
         return None
     return "s-" + hashlib.sha256(idempotency_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def summary_stream(session_id: str) -> str:
-    """Return the id of the stream that holds a session's summary artifacts."""
-    return f"{session_id}::summaries"
 
 
 class Ledger:
@@ -280,12 +276,17 @@ class Ledger:
         prompt_sha: str | None = None,
         config_sha: str | None = None,
     ) -> SummaryRecorded:
-        """Store a summary artifact of positions ``covers_from..covers_through`` in the summary stream."""
+        """Store a summary artifact of positions ``covers_from..covers_through`` in the summary stream.
+
+        The artifact applies to renders at positions from ``produced_at`` on; the default is the next
+        position (head + 1), so no render already made at an existing position can change. A past
+        ``produced_at`` is for backfills: renders at positions from it on change.
+        """
         head = self.version(session_id)
-        produced = head if produced_at is None else produced_at
-        if not 1 <= covers_from <= covers_through <= produced <= head:
+        produced = head + 1 if produced_at is None else produced_at
+        if not 1 <= covers_from <= covers_through <= produced <= head + 1:
             msg = (
-                f"a summary must cover 1 <= from <= through <= produced_at <= {head}; "
+                f"a summary must cover 1 <= from <= through <= produced_at <= {head + 1}; "
                 f"got {covers_from}..{covers_through} produced at {produced}"
             )
             raise InvalidMessageError(msg)
@@ -300,6 +301,7 @@ class Ledger:
             model=model,
             prompt_sha=prompt_sha,
             config_sha=config_sha,
+            producer="api",
             at=self.clock.now(),
         )
         stream = summary_stream(session_id)
@@ -344,6 +346,10 @@ class Ledger:
         if isinstance(text, InlineText):
             return text.text
         return self.ports.blobs.read_blob(text.sha256)
+
+    def stored_text(self, text: str, blobs: dict[str, str]) -> Text:
+        """Return ``text`` as an event stores it: inline, or a blob reference whose blob joins ``blobs``."""
+        return self._drafts.text(text, blobs)
 
     def close(self) -> None:
         """Release the store's connections."""

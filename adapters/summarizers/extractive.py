@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 from contextledger.domain.content import content_address
+from contextledger.domain.ports import TokenCounter
 from contextledger.projections.fidelity import command_of, paths_in_arguments
 from contextledger.projections.summary_requests import SpanEntry, SummaryDraft, SummaryRequest
 
@@ -33,7 +34,7 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_TODO_OPEN = re.compile(r"^\s*(?:[-*]\s*\[ \]|TODO:?)\s*(.+)$", re.MULTILINE)
+_TODO_OPEN = re.compile(r"^\s*[-*]\s*\[ \]\s*(.+)$|\bTODO:?\s+(.+)$", re.MULTILINE)
 _TODO_DONE = re.compile(r"^\s*[-*]\s*\[[xX]\]\s*(.+)$", re.MULTILINE)
 _SCAN_CHARS = 20_000
 """How much of one assistant text is read for decisions."""
@@ -93,7 +94,7 @@ def _merge(old: Iterable[str], new: Iterable[str], keep: int, key: Any = None) -
 def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
     """Collect open todo items from checklists, TODO lines and todo-tool calls; drop those marked done."""
     for match in _TODO_OPEN.finditer(entry.text):
-        pending[_clip(match.group(1), limits.line_chars)] = None
+        pending[_clip(match.group(1) or match.group(2), limits.line_chars)] = None
     for match in _TODO_DONE.finditer(entry.text):
         pending.pop(_clip(match.group(1), limits.line_chars), None)
     for call in entry.tool_calls:
@@ -117,8 +118,14 @@ class ExtractiveSummarizer:
     items up to a fixed count, so round N (previous text + new span) never grows past the bound.
     """
 
-    def __init__(self, limits: _Limits | None = None) -> None:
+    def __init__(self, limits: _Limits | None = None, *, counter: TokenCounter | None = None) -> None:
+        """Use ``limits`` per section; with ``counter``, the size bound is held in its tokens exactly."""
         self.limits = limits or _Limits()
+        self.counter = counter
+
+    def _size(self, text: str) -> float:
+        """The text's size in tokens (exact with a counter, else characters over ``CHARS_PER_TOKEN``)."""
+        return self.counter.count(text) if self.counter is not None else len(text) / CHARS_PER_TOKEN
 
     @property
     def name(self) -> str:
@@ -133,9 +140,11 @@ class ExtractiveSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         """Return the structured summary of the request's span, integrating the previous round."""
         text = self._text(request)
-        budget = int(request.max_tokens * CHARS_PER_TOKEN)
         limits = self.limits
-        while len(text) > budget and limits.files + limits.commands + limits.decisions > _SMALLEST:
+        while (
+            self._size(text) > request.max_tokens
+            and limits.files + limits.commands + limits.decisions > _SMALLEST
+        ):
             limits = _Limits(  # shrink every list until the text fits the bound
                 files=max(1, limits.files // 2),
                 commands=max(1, limits.commands // 2),
@@ -146,8 +155,8 @@ class ExtractiveSummarizer:
                 line_chars=max(60, limits.line_chars // 2),
             )
             text = self._text(request, limits)
-        if len(text) > budget:
-            text = text[: budget - 1] + "…"
+        while self._size(text) > request.max_tokens:
+            text = text[: int(len(text) * 0.9)] + "…"
         return SummaryDraft(text=text, model=None, prompt_sha=content_address(text))
 
     def _text(self, request: SummaryRequest, limits: _Limits | None = None) -> str:

@@ -1,0 +1,210 @@
+"""Planning compactions: when the free reducers had to drop history, request a prefix-ward summary of it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from contextledger.application.ledger import Ledger
+from contextledger.application.renderer import Renderer
+from contextledger.application.summary_log import SummaryStream
+from contextledger.domain.content import content_address
+from contextledger.domain.events import (
+    CompactionRequested,
+    CompactionTrigger,
+    ContextOverflowReported,
+    SummaryRecorded,
+)
+from contextledger.projections.budget import Budget
+from contextledger.projections.context import RenderedContext
+from contextledger.projections.policy import Policy
+from contextledger.projections.presets import get_preset
+
+__all__ = ["CompactionPlan", "Compactor", "plan_span", "policy_key"]
+
+FIRST_COVERED = 2
+"""Position 1 is the session's start (system prompt and tools), never summarized."""
+
+OVERFLOW_TIGHTENING = 0.5
+"""After a reported overflow the verbatim tail is cut to this fraction of the low-water mark."""
+
+_LOSSY = {"dropped"}
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """The span to summarize and what the summary integrates."""
+
+    covers_from: int
+    covers_through: int
+    round: int
+    previous_summary_id: str | None
+    tokens_before: int
+    target_tokens: int
+
+
+def policy_key(policy: Policy) -> str:
+    """Return ``name@hash`` of a policy: readable, and different whenever its content differs."""
+    return f"{policy.name}@{content_address(policy.fingerprint())[:12]}"
+
+
+def _cut_for_target(context: RenderedContext, floor: int, target: int) -> int | None:
+    """Return the last position to summarize so the verbatim history left is within ``target`` tokens.
+
+    Cuts only between step groups (never after an assistant message whose tool results follow), and
+    never inside the stable prefix or after the latest user message.
+    """
+    history = [m for m in context.messages[context.stable_prefix :] if m.kind != "injection"]
+    fixed = context.tokens - sum(m.tokens for m in history)
+    last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=len(history))
+    cut: int | None = None
+    remaining = sum(m.tokens for m in history)
+    for index, message in enumerate(history[:last_user]):
+        remaining -= message.tokens
+        following = history[index + 1] if index + 1 < len(history) else None
+        if following is not None and following.role == "tool":
+            continue  # a call and its results stay together
+        if message.sources and max(message.sources) >= floor:
+            cut = max(message.sources)
+        if fixed + remaining <= target:
+            break
+    return cut
+
+
+def plan_span(
+    context: RenderedContext,
+    budget: Budget,
+    applied: SummaryRecorded | None,
+    *,
+    trigger: CompactionTrigger = "threshold",
+) -> CompactionPlan | None:
+    """Return the prefix-ward span to summarize next, or None when nothing calls for it.
+
+    ``threshold``: the free reducers dropped whole groups past the applied summary: summarize
+    through the last dropped position (the hysteresis already chose a chunk that brings the context
+    down to the low-water mark). ``manual`` and ``overflow``: cut the verbatim history down to the
+    low-water mark (overflow: to half of it), whatever was dropped.
+    """
+    covered = applied.covers_through if applied is not None else FIRST_COVERED - 1
+    covers_from = applied.covers_from if applied is not None else FIRST_COVERED
+    dropped = [d.last for d in context.decisions if d.action in _LOSSY and d.last > covered]
+    through = max(dropped, default=covered)
+    target = budget.low_mark
+    if trigger != "threshold":
+        if trigger == "overflow":
+            target = math.floor(target * OVERFLOW_TIGHTENING)
+        cut = _cut_for_target(context, covered + 1, target)
+        through = max(through, cut or covered)
+    if through <= covered:
+        return None
+    return CompactionPlan(
+        covers_from=covers_from,
+        covers_through=through,
+        round=(applied.round + 1) if applied is not None else 1,
+        previous_summary_id=applied.summary_id if applied is not None else None,
+        tokens_before=context.tokens,
+        target_tokens=target,
+    )
+
+
+class Compactor:
+    """Plans compactions of a session under a policy and records them as durable requests.
+
+    A render never waits for a summary: planning renders with the deterministic fallback, records a
+    ``CompactionRequested`` in the session's summary stream and returns. Workers produce the artifact.
+
+    Args:
+        ledger: The ledger.
+        renderer: Renders the context the plan is based on (the same one the agent uses).
+        summarizer: Name of the summarizer kind that will serve the requests.
+        summarizer_config: Its configuration hash (artifacts are keyed by it).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        renderer: Renderer,
+        *,
+        summarizer: str = "extractive",
+        summarizer_config: str = "",
+    ) -> None:
+        self.ledger = ledger
+        self.renderer = renderer
+        self.summarizer = summarizer
+        self.summarizer_config = summarizer_config
+
+    def plan(
+        self,
+        session_id: str,
+        policy: Policy | str = "default",
+        *,
+        budget: int | None = None,
+        trigger: CompactionTrigger = "threshold",
+    ) -> CompactionRequested | None:
+        """Record a compaction request when the session needs one now; return it (or None).
+
+        At most one request per (span, summary in force, policy, summarizer) is ever stored: a planner
+        in another process that sees the same state appends nothing new (idempotency key).
+        """
+        chosen = get_preset(policy) if isinstance(policy, str) else policy
+        if not chosen.summary.enabled:
+            return None
+        stream = SummaryStream(self.ledger.log, session_id)
+        now = self.ledger.clock.now()
+        if any(s.status(now) in {"open", "running", "waiting"} for s in stream.requests().values()):
+            return None  # one unfinished request at a time: the next plan integrates its result
+        context = self.renderer.render(session_id, chosen, budget=budget)
+        artifacts = {a.summary_id: a for a in stream.artifacts()}
+        applied = artifacts.get(context.summary_id or "")
+        limits = self.renderer.projector(chosen, budget=budget).budget
+        plan = plan_span(context, limits, applied, trigger=trigger)
+        if plan is None:
+            return None
+        key = policy_key(chosen)
+        identity = (
+            f"{session_id}|{plan.covers_from}|{plan.covers_through}|{plan.previous_summary_id}|{key}|{budget}"
+        )
+        request_id = "cr-" + content_address(identity + "|" + self.summarizer_config)[:24]
+        event = CompactionRequested(
+            request_id=request_id,
+            session_id=session_id,
+            covers_from=plan.covers_from,
+            covers_through=plan.covers_through,
+            planned_at=context.position,
+            trigger=trigger,
+            round=plan.round,
+            previous_summary_id=plan.previous_summary_id,
+            policy=key,
+            budget=limits.prompt_limit if budget is None else budget,
+            tokenizer=context.tokenizer,
+            tokens_before=plan.tokens_before,
+            target_tokens=plan.target_tokens,
+            summarizer=self.summarizer,
+            summarizer_config=self.summarizer_config,
+            at=now,
+        )
+        stream.append(event, idempotency_key=f"request:{request_id}")
+        return event
+
+    def report_overflow(
+        self,
+        session_id: str,
+        policy: Policy | str = "default",
+        *,
+        budget: int | None = None,
+        limit_tokens: int | None = None,
+        sent_tokens: int | None = None,
+        message: str = "",
+    ) -> CompactionRequested | None:
+        """Record that the provider refused the context as too long, and force a tighter compaction."""
+        stream = SummaryStream(self.ledger.log, session_id)
+        stream.append(
+            ContextOverflowReported(
+                position=self.ledger.version(session_id),
+                limit_tokens=limit_tokens,
+                sent_tokens=sent_tokens,
+                message=message,
+                at=self.ledger.clock.now(),
+            )
+        )
+        return self.plan(session_id, policy, budget=budget, trigger="overflow")

@@ -1,0 +1,278 @@
+"""Summaries off the critical path: planning, the worker, failures that change nothing, replay."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import contextledger
+import msgspec
+import pytest
+from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
+from contextledger.application.compaction import Compactor
+from contextledger.application.renderer import Renderer
+from contextledger.application.summary_log import SummaryStream
+from contextledger.application.summary_worker import SummaryWorker, WorkerSettings, run_in_thread
+from contextledger.domain.errors import SummarizerUnavailableError
+from contextledger.domain.events import SummaryAttemptFailed, SummaryRecorded
+from contextledger.projections.summary_requests import SummaryDraft, SummaryRequest
+
+BUDGET = 6_000
+POLICY = "threshold"
+
+
+class ManualClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now_ = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.now_
+
+    def advance(self, **delta: float) -> None:
+        self.now_ += timedelta(**delta)
+
+
+class Ids:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def new_id(self) -> str:
+        self.n += 1
+        return f"id-{self.n}"
+
+
+class Failing:
+    """A summarizer that is always unavailable."""
+
+    name = "failing"
+    config_sha = "f"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        self.calls += 1
+        raise SummarizerUnavailableError("model server down")
+
+
+class Gated:
+    """Wraps a summarizer and blocks inside ``summarize`` until released."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def config_sha(self) -> str:
+        return self.inner.config_sha
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        self.entered.set()
+        assert self.release.wait(30), "the test never released the summarizer"
+        return self.inner.summarize(request)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A clock the test moves by hand."""
+    return ManualClock()
+
+
+@pytest.fixture
+def setup(clock):
+    """A tool-heavy session far over the budget, a renderer, a compactor."""
+    ledger = contextledger.open_ledger("memory://", clock=clock, ids=Ids())
+    session = ledger.start_session(
+        system_prompt="You are a coding agent.",
+        tools=[{"name": "read_file", "description": "read", "parameters": {"type": "object"}}],
+    )
+    ledger.add_user_message(session, "Fix the bug in src/app.py.\n- [ ] add a regression test")
+    _turns(ledger, session, range(40))
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    extractive = ExtractiveSummarizer(counter=renderer.counter)
+    compactor = Compactor(
+        ledger, renderer, summarizer=extractive.name, summarizer_config=extractive.config_sha
+    )
+    return ledger, session, renderer, compactor, extractive
+
+
+def _turns(ledger, session, numbers) -> None:
+    for i in numbers:
+        ledger.add_assistant_message(
+            session,
+            f"I'll read module {i} because the bug may be there.",
+            tool_calls=[{"id": f"c{i}", "name": "read_file", "arguments": {"path": f"src/mod{i}.py"}}],
+        )
+        ledger.add_tool_result(session, f"c{i}", f"def f{i}(): ...\n" * 120)
+
+
+def _bytes(context) -> bytes:
+    return msgspec.json.encode(context)
+
+
+def test_a_dropped_span_is_planned_once_and_summarized_by_the_worker(setup):
+    """The free reducers dropped history: one request, one artifact, applied as a summary block."""
+    ledger, session, renderer, compactor, extractive = setup
+    before = renderer.render(session, POLICY, budget=BUDGET)
+    assert any(d.action == "dropped" for d in before.decisions)
+    request = compactor.plan(session, POLICY, budget=BUDGET)
+    assert request is not None
+    assert request.covers_from == 2
+    assert request.covers_through == max(d.last for d in before.decisions if d.action == "dropped")
+    assert compactor.plan(session, POLICY, budget=BUDGET) is None  # one unfinished request at a time
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="w1")
+    assert worker.run_once() == 1
+    assert worker.run_once() == 0
+    [artifact] = SummaryStream(ledger.log, session).artifacts()
+    assert artifact.request_id == request.request_id
+    assert artifact.producer == "worker"
+    text = ledger.text(artifact.content)
+    newest = f"src/mod{(request.covers_through - 3) // 2}.py"  # turn i is at positions 3 + 2i, 4 + 2i
+    assert artifact.fidelity is not None
+    assert artifact.fidelity.missing  # 30+ files do not fit an 800-token summary: the loss is on record
+    assert all(missing not in text for missing in artifact.fidelity.missing)
+    assert "src/mod0.py" in artifact.fidelity.missing
+    assert newest in text
+    assert newest not in artifact.fidelity.missing
+    assert 0 < artifact.fidelity.paths < 1
+    assert artifact.produced_at == ledger.version(session) + 1  # no render already made can change
+    assert renderer.render(session, POLICY, budget=BUDGET).summary_id is None
+    ledger.add_user_message(session, "Any progress?")
+    after = renderer.render(session, POLICY, budget=BUDGET)
+    assert after.summary_id == artifact.summary_id
+    assert after.messages[0].kind == "summary"
+    assert "not the user's words" in after.messages[0].text
+    assert "- [ ] add a regression test" in after.messages[0].text
+    assert after.tokens <= after.budget
+
+
+def test_render_never_waits_for_a_slow_summarizer_and_new_events_stay_visible(setup):
+    """While the summarizer is stuck, renders use the fallback; events appended meanwhile are kept."""
+    ledger, session, renderer, compactor, extractive = setup
+    gated = Gated(extractive)
+    compactor.plan(session, POLICY, budget=BUDGET)
+    fallback = renderer.render(session, POLICY, budget=BUDGET)
+    thread, stop = run_in_thread(SummaryWorker(ledger, renderer, gated, worker_id="slow"), poll=0.01)
+    try:
+        assert gated.entered.wait(30)
+        during = renderer.render(session, POLICY, budget=BUDGET)  # returns while the summarizer is blocked
+        assert during.summary_id is None
+        assert _bytes(during) == _bytes(fallback)
+        _turns(ledger, session, range(40, 42))  # appended while the summary is being made
+        gated.release.set()
+        for _ in range(3000):
+            if SummaryStream(ledger.log, session).artifacts():
+                break
+            threading.Event().wait(0.01)
+    finally:
+        stop()
+        thread.join(10)
+    [artifact] = SummaryStream(ledger.log, session).artifacts()
+    _turns(ledger, session, range(42, 43))
+    after = renderer.render(session, POLICY, budget=BUDGET)
+    assert after.summary_id == artifact.summary_id
+    head = ledger.version(session)
+    shown = {p for m in after.messages for p in m.sources}
+    assert {head - 3, head - 2, head - 1, head} <= shown  # pairs appended during the call are verbatim
+    assert artifact.covers_through < head - 5
+
+
+def test_a_failing_summarizer_changes_nothing_and_is_retried_then_dead_lettered(setup, clock):
+    """Failures record outcome events, leave every render byte-identical, back off, then dead-letter."""
+    ledger, session, renderer, compactor, _ = setup
+    before = renderer.render(session, POLICY, budget=BUDGET)
+    request = compactor.plan(session, POLICY, budget=BUDGET)
+    failing = Failing()
+    settings = WorkerSettings(max_attempts=3, backoff=timedelta(seconds=10))
+    worker = SummaryWorker(ledger, renderer, failing, worker_id="w", settings=settings)
+    assert worker.run_once() == 1
+    assert worker.run_once() == 0  # waiting out the backoff
+    clock.advance(seconds=11)
+    assert worker.run_once() == 1
+    clock.advance(seconds=21)
+    assert worker.run_once() == 1
+    clock.advance(days=1)
+    assert worker.run_once() == 0  # dead-lettered: never tried again
+    assert failing.calls == 3
+    failures = [
+        r.event
+        for r in SummaryStream(ledger.log, session).events()
+        if isinstance(r.event, SummaryAttemptFailed)
+    ]
+    assert [f.attempt for f in failures] == [1, 2, 3]
+    assert [f.dead_lettered for f in failures] == [False, False, True]
+    assert failures[0].error_type == "SummarizerUnavailableError"
+    status = SummaryStream(ledger.log, session).requests()[request.request_id]
+    assert status.status(clock.now()) == "dead"
+    assert not SummaryStream(ledger.log, session).artifacts()
+    assert _bytes(Renderer(ledger, tokenizer="heuristic").render(session, POLICY, budget=BUDGET)) == _bytes(
+        before
+    )
+
+
+def test_two_workers_store_one_artifact_per_request(setup):
+    """Both may run the request; the artifact's idempotency key keeps exactly one."""
+    ledger, session, renderer, compactor, extractive = setup
+    request = compactor.plan(session, POLICY, budget=BUDGET)
+    status = SummaryStream(ledger.log, session).requests()[request.request_id]
+    first = SummaryWorker(ledger, renderer, extractive, worker_id="a")
+    second = SummaryWorker(ledger, renderer, extractive, worker_id="b")
+    outcome = first.process(session, status)
+    assert isinstance(outcome, SummaryRecorded)
+    assert second.process(session, status) is None  # the request is done
+    assert len(SummaryStream(ledger.log, session).artifacts()) == 1
+
+
+def test_replay_with_recorded_artifacts_is_byte_identical(setup):
+    """A fresh renderer folding the log and the recorded artifacts renders every position identically."""
+    ledger, session, renderer, compactor, extractive = setup
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="w")
+    seen: dict[int, bytes] = {}
+    for batch in range(3):
+        compactor.plan(session, POLICY, budget=BUDGET)
+        worker.run_once()
+        _turns(ledger, session, range(100 + 10 * batch, 110 + 10 * batch))
+        head = ledger.version(session)
+        seen[head] = _bytes(renderer.render(session, POLICY, budget=BUDGET))
+    assert len(SummaryStream(ledger.log, session).artifacts()) >= 2
+    fresh = Renderer(ledger, tokenizer="heuristic")
+    for position, expected in seen.items():
+        assert _bytes(fresh.render(session, POLICY, budget=BUDGET, at=position)) == expected
+
+
+def test_round_two_integrates_round_one_without_rereading_it(setup):
+    """The second request names the first artifact; its entries start after the first one's span."""
+    ledger, session, renderer, compactor, extractive = setup
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="w")
+    compactor.plan(session, POLICY, budget=BUDGET)
+    worker.run_once()
+    [first] = SummaryStream(ledger.log, session).artifacts()
+    _turns(ledger, session, range(200, 240))
+    second_request = compactor.plan(session, POLICY, budget=BUDGET)
+    assert second_request is not None
+    assert second_request.previous_summary_id == first.summary_id
+    assert second_request.round == 2
+    seen: list[SummaryRequest] = []
+
+    class Spy:
+        name = extractive.name
+        config_sha = extractive.config_sha
+
+        def summarize(self, request):
+            seen.append(request)
+            return extractive.summarize(request)
+
+    SummaryWorker(ledger, renderer, Spy(), worker_id="w").run_once()
+    [request] = seen
+    assert request.previous == ledger.text(first.content)
+    assert min(e.position for e in request.entries) == first.covers_through + 1
+    second = SummaryStream(ledger.log, session).artifacts()[-1]
+    assert second.round == 2
+    assert "Fix the bug in src/app.py." in ledger.text(second.content)
