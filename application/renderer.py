@@ -140,7 +140,7 @@ class Renderer:
 
         The state kept per (session, policy, budget, tokenizer) is the last one requested: moving
         forward folds only the new events; moving back refolds from the start. The returned state
-        is owned by the cache: copy it before evolving it yourself.
+        is shared with the cache: ``Projector.evolve`` and ``fold`` leave it unchanged.
         """
         head = self.ledger.version(session_id)
         position = head if at is None else at
@@ -152,11 +152,7 @@ class Renderer:
         if cached is None or not self._usable(cached, position, summaries):
             # Behind the request or missing an artifact due earlier: fold from the start.
             cached = _Cached(state=projector.start(), summaries=set())
-        try:
-            self._catch_up(session_id, projector, cached, position, summaries)
-        except Exception:
-            self._states.pop(key, None)  # evolve mutates in place: never keep a half-folded state
-            raise
+        self._catch_up(session_id, projector, cached, position, summaries)
         if cached.state.position - max(cached.snapshot_at, self._persisted.get(key, 0)) >= SNAPSHOT_EVERY:
             self._save_snapshot(key, cached)
         self._remember(key, cached)
@@ -205,29 +201,45 @@ class Renderer:
         position: int,
         summaries: list[SummaryRecorded],
     ) -> None:
+        """Fold the events after the cached state up to ``position`` (and the artifacts due) in one pass.
+
+        ``fold`` is pure: if reading or folding fails, the cached state is left as it was.
+        """
         due: dict[int, list[SummaryRecorded]] = {}
         for summary in summaries:
             if summary.summary_id not in cached.summaries and summary.produced_at <= position:
                 due.setdefault(summary.produced_at, []).append(summary)
-        state = cached.state
-        state = self._fold_summaries(projector, state, cached, due.pop(state.position, []))
-        for chunk in self._chunks(session_id, state.position, position):
-            for counted in self._count(projector, chunk):
-                state = projector.evolve(state, counted)
-                state = self._fold_summaries(projector, state, cached, due.pop(counted.seq, []))
-        cached.state = state
+        folded: set[str] = set()
+        span = (cached.state.position, position)
+        events = self._counted(session_id, projector, span, due, folded)
+        cached.state = projector.fold(events, cached.state)
+        cached.summaries |= folded
 
-    def _fold_summaries(
-        self, projector: Projector, state: RenderState, cached: _Cached, summaries: list[SummaryRecorded]
-    ) -> RenderState:
+    def _counted(
+        self,
+        session_id: str,
+        projector: Projector,
+        span: tuple[int, int],
+        due: dict[int, list[SummaryRecorded]],
+        folded: set[str],
+    ) -> Iterator[CountedEvent]:
+        """Yield the counted events in ``span`` (after, upto] with each due artifact after its position."""
+        after, position = span
+        yield from self._summaries(due.pop(after, []), folded)
+        for chunk in self._chunks(session_id, after, position):
+            for counted in self._count(projector, chunk):
+                yield counted
+                yield from self._summaries(due.pop(counted.seq, []), folded)
+
+    def _summaries(self, summaries: list[SummaryRecorded], folded: set[str]) -> list[CountedEvent]:
         if not summaries:
-            return state
+            return []
         counts = self.counter.count_texts([s.content for s in summaries])
-        for summary, tokens in zip(summaries, counts, strict=True):
-            counted = CountedEvent(seq=summary.produced_at, event=summary, tokens=(tokens,))
-            state = projector.evolve(state, counted)
-            cached.summaries.add(summary.summary_id)
-        return state
+        folded.update(s.summary_id for s in summaries)
+        return [
+            CountedEvent(seq=s.produced_at, event=s, tokens=(tokens,))
+            for s, tokens in zip(summaries, counts, strict=True)
+        ]
 
     def _chunks(self, session_id: str, after: int, upto: int) -> Iterator[list[Recorded]]:
         while after < upto:

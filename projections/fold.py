@@ -37,10 +37,16 @@ __all__ = ["Projector"]
 class Projector:
     """Folds counted events into a ``RenderState`` and renders it, for one policy, budget and tokenizer.
 
-    ``evolve`` mutates the state it is given and returns it (the caller owns the state; snapshot it
-    with ``state.copy()``). Compaction points are decided inside the fold, so rendering at any
-    position is a pure function of the events and summary artifacts folded up to it: an
-    incrementally caught-up state equals a full replay.
+    ``evolve`` and ``fold`` are pure: they return a new state and leave the one they are given
+    unchanged (``fold`` copies it once, O(window), then folds every event into its private copy,
+    so catching up is linear in the events). Compaction points are decided inside the fold, so
+    rendering at any position is a pure function of the events and summary artifacts folded up to
+    it: an incrementally caught-up state equals a full replay.
+
+    Per-item caps apply under pressure only: a message enters the window whole unless it alone
+    exceeds the target; its form cut to ``Budget.message_cap`` is precomputed on arrival and
+    shown from the next compaction point on, like the truncation short forms. A context far
+    below its budget reaches the model unchanged.
 
     Args:
         policy: The render policy.
@@ -53,7 +59,11 @@ class Projector:
         self.policy = policy
         self.counter = counter
         self.budget = budget or policy.budget.build()
-        self.entries = EntryBuilder(self.budget, policy.truncation, counter)
+        whole = msgspec.structs.replace(self.budget, message_cap=1.0)
+        self.entries = EntryBuilder(whole, policy.truncation, counter)
+        """Builds entries on arrival, cut only when a message alone exceeds the target."""
+        self.capped = EntryBuilder(self.budget, policy.truncation, counter)
+        """Builds the form cut to the per-message cap, shown from the next compaction point on."""
         self.summary = SummaryReducer(policy.summary)
         self.guarantee = GuaranteeReducer(policy.guarantee, policy.retention, counter)
         self.pipeline: tuple[Reducer, ...] = (
@@ -75,21 +85,27 @@ class Projector:
 
     def needs_text(self, counted: CountedEvent) -> bool:
         """Return whether the adapter must put the blob's text in ``counted.full_text``."""
-        return self.entries.needs_text(counted)
+        return self.capped.needs_text(counted)
 
     def fold(self, events: Iterable[CountedEvent], state: RenderState | None = None) -> RenderState:
-        """Evolve ``state`` (or a fresh one) through ``events`` and return it."""
-        current = self.start() if state is None else state
+        """Return the state after ``events``, from ``state`` (left unchanged) or a fresh one."""
+        current = self.start() if state is None else state.copy()
         for counted in events:
-            current = self.evolve(current, counted)
+            self._step(current, counted)
         return current
 
     def evolve(self, state: RenderState, counted: CountedEvent) -> RenderState:
-        """Fold one counted event into ``state`` (mutated and returned)."""
+        """Return the state after one counted event; ``state`` is unchanged (copied, O(window))."""
+        current = state.copy()
+        self._step(current, counted)
+        return current
+
+    def _step(self, state: RenderState, counted: CountedEvent) -> None:
+        """Fold one counted event into ``state``, which the caller owns (mutated in place)."""
         event = counted.event
         if isinstance(event, SummaryRecorded):
             self._summary(state, counted, event)
-            return state
+            return
         if isinstance(event, SessionStarted):
             state.session_id = event.session_id
             state.system = event.system_prompt
@@ -98,13 +114,15 @@ class Projector:
             state.tools_tokens = counted.tokens[1] if event.tools else 0
         elif isinstance(event, UserMessageAdded):
             state.turns += 1
-            entry = self.entries.user(counted, event)
+            entry = self._capped(self.entries.user(counted, event), lambda: self.capped.user(counted, event))
             self._add_group(state, entry, ())
             state.first_user = counted.seq if state.first_user is None else state.first_user
             state.latest_user = counted.seq
         elif isinstance(event, AssistantMessageAdded):
             state.steps += 1
-            entry = self.entries.assistant(counted, event)
+            entry = self._capped(
+                self.entries.assistant(counted, event), lambda: self.capped.assistant(counted, event)
+            )
             pending = tuple(PendingCall(c.id, c.name) for c in event.tool_calls)
             self._add_group(state, entry, pending)
             for call in event.tool_calls:
@@ -119,13 +137,31 @@ class Projector:
                 state.pins[event.position] = left
         state.position = counted.seq
         self._maybe_compact(state)
-        return state
 
     def render(self, state: RenderState, resolve: Callable[[Text], str]) -> RenderedContext:
         """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only."""
         return render(state, resolve, budget=self.budget, policy=self.policy.name, tokenizer=self.tokenizer)
 
     # -- folding messages ------------------------------------------------------------------
+
+    def _capped(self, entry: Entry, cut: Callable[[], Entry]) -> Entry:
+        """Return ``entry`` carrying its form cut to the per-message cap as its short form, if it is over it.
+
+        The cut form (for a tool result, its truncation short form when it has one) is shown at
+        the next compaction point (``TruncationReducer``), never on arrival.
+        """
+        if entry.tokens <= self.budget.message_tokens or entry.kind == "stub":
+            return entry
+        capped = cut()
+        if capped.short_text is not None:
+            return msgspec.structs.replace(
+                entry, short_text=capped.short_text, short_tokens=capped.short_tokens
+            )
+        if capped.text is None:
+            return entry
+        return msgspec.structs.replace(
+            entry, short_text=capped.text, short_tokens=capped.tokens - MESSAGE_OVERHEAD
+        )
 
     def _add_group(self, state: RenderState, entry: Entry, pending: tuple[PendingCall, ...]) -> None:
         window = state.window
@@ -168,7 +204,10 @@ class Projector:
             )
             return
         group = window.groups[index]
-        entry = self.entries.result(counted, event, head=group.head)
+        entry = self._capped(
+            self.entries.result(counted, event, head=group.head),
+            lambda: self.capped.result(counted, event, head=group.head),
+        )
         pending = tuple(p for p in group.pending if p.call_id != event.call_id)
         window.groups[index] = msgspec.structs.replace(group, pending=pending)
         replace_entries(window, index, (*group.entries, entry), state.pending_tokens)

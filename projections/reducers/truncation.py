@@ -124,7 +124,13 @@ def shorten(
 
 
 class TruncationReducer:
-    """At a compaction point, shows the precomputed short form of every long result of unpinned groups."""
+    """At a compaction point, shows precomputed short forms: cuts to the per-message cap, then truncations.
+
+    A message over the budget's per-message cap (``Budget.message_tokens``) shows its cut form,
+    pinned or not; every long result of an unpinned group outside the head shows its truncation
+    short form. Both were computed on arrival; neither is applied to a context that never reached
+    a compaction point.
+    """
 
     name = "truncation"
 
@@ -134,27 +140,28 @@ class TruncationReducer:
 
     def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
         """Swap in short forms (also over a cap truncation); stubbed entries stay as they are."""
-        del budget
-        if not self.config.active:
-            return context, state
+        cap = budget.message_tokens
         for i, group in enumerate(context.groups):
-            if group.head or not any(e.short_text is not None and e.kind != "stub" for e in group.entries):
+            if not any(e.short_text is not None and e.kind != "stub" for e in group.entries):
                 continue
-            if pin_reason(group, state) is not None:
-                continue
-            entries = tuple(_shortened(e) for e in group.entries)
-            replace_entries(context, i, entries, state.pending_tokens)
+            truncate = self.config.active and not group.head and pin_reason(group, state) is None
+            entries = tuple(_shortened(e, cap, truncate=truncate) for e in group.entries)
+            if entries != group.entries:
+                replace_entries(context, i, entries, state.pending_tokens)
         return context, state
 
 
-def _shortened(entry: Entry) -> Entry:
+def _shortened(entry: Entry, cap: int, *, truncate: bool) -> Entry:
     if entry.short_text is None or entry.kind == "stub":
+        return entry
+    over = entry.tokens > cap
+    if not over and not truncate:
         return entry
     return msgspec.structs.replace(
         entry,
         kind="truncated",
         text=entry.short_text,
         tokens=entry.short_tokens + MESSAGE_OVERHEAD,
-        rule="truncation",
+        rule="truncation" if truncate else "cap",
         short_text=None,
     )

@@ -13,7 +13,7 @@ from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.policy import Policy
 from contextledger.projections.reducers.truncation import cut_lines, cut_tokens
 from contextledger.projections.state import RenderState
-from projection_helpers import Builder, Words, orphans, resolve
+from projection_helpers import Builder, Words, orphans, resolve, words
 
 WORDS = Words()
 STUB = re.compile(r"\[result expired: (\w+) (call_\d+), ([\d,]+) tokens; restore: seq (\d+)\]")
@@ -296,9 +296,33 @@ def test_giant_latest_result_is_cut_on_arrival_to_fit():
     last = context.messages[-1]
     assert last.kind == "truncated"
     assert f"restore: seq {builder.seq}" in last.text
-    assert last.tokens <= 2000 // 4
+    assert last.tokens <= 2000
     assert any(d.action == "truncated" and d.rule == "cap" for d in context.decisions)
     assert state.total <= 2000
+
+
+def test_a_message_over_the_cap_stays_whole_until_a_compaction_point():
+    """No cut without pressure: over the per-message cap but far below the budget, a task stays whole.
+
+    At the next compaction point it shows its form cut to the cap (pinned as the first task).
+    """
+    builder = Builder()
+    task = builder.user(400)
+    builder.step(10)
+    policy = _policy(budget={"total": 1000, "output_reserve": 0, "message_cap": 0.25})
+    state, context = _run(policy, builder)
+    shown = next(m for m in context.messages if m.sources == (task,))
+    assert state.compactions == 0
+    assert shown.kind == "message"
+    assert shown.text == words(400, f"u{task}_")
+    for _ in range(12):
+        builder.step(30)
+    state, context = _run(policy, builder)
+    shown = next(m for m in context.messages if m.sources == (task,))
+    assert state.compactions >= 1
+    assert shown.kind == "truncated"
+    assert shown.tokens <= 1000 // 4
+    assert f"restore: seq {task}" in shown.text
 
 
 def test_truncation_short_form_applies_at_compaction_only():
