@@ -117,13 +117,20 @@ class CallBook:
     def issue(self, source_id: str | None, name: str) -> str:
         """Return the ledger id of a new call with ``source_id`` (None: synthesize one)."""
         if not source_id:
-            self.synthesized += 1
-            source_id = f"call_{self.synthesized}"
+            source_id = self._synthesized_id()
         try:
             self.pairing.issue([(source_id, name)])
         except DuplicateToolCallError:
             self.pairing.names[source_id] = name  # prepare() refuses the draft, naming where
         return source_id
+
+    def _synthesized_id(self) -> str:
+        """Return the next ``call_<n>`` that no call of the source used."""
+        while True:
+            self.synthesized += 1
+            call_id = f"call_{self.synthesized}"
+            if not self.pairing.was_issued(call_id):
+                return call_id
 
     def resolve(self, source_id: str) -> str | None:
         """Return the ledger id a result for ``source_id`` answers, or None if no call awaits it."""

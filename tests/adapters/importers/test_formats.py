@@ -185,6 +185,25 @@ def test_a_call_id_reused_while_its_call_awaits_a_result_fails_the_file(tmp_path
     assert ledger.sessions() == []
 
 
+def test_a_synthesized_call_id_never_takes_an_id_the_source_used(tmp_path, ledger):
+    """A legacy function_call gets the next free ``call_<n>``, not one a real call of the source carries."""
+    messages = [
+        {"role": "user", "content": "go"},
+        _calc_call(1, "call_1"),
+        {"role": "assistant", "content": None, "function_call": {"name": "calc", "arguments": "{}"}},
+        {"role": "tool", "tool_call_id": "call_1", "content": "one"},
+        {"role": "function", "name": "calc", "content": "two"},
+    ]
+    outcome = import_file(ledger, _write(tmp_path, "chat.json", messages))
+    assert outcome.ok, outcome.error
+    events = _events(ledger, outcome.sessions[0].session_id)
+    assert [c.id for e in events if isinstance(e, AssistantMessageAdded) for c in e.tool_calls] == [
+        "call_1",
+        "call_2",
+    ]
+    assert [e.call_id for e in events if isinstance(e, ToolResultRecorded)] == ["call_1", "call_2"]
+
+
 def test_claude_code_sidechain_records_become_their_own_session(tmp_path, ledger):
     """Sub-agent (isSidechain) records form their own session, linked by metadata.sidechain_of."""
     base = {"sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w", "version": "1.0.0"}
