@@ -18,6 +18,7 @@ Heavy modules (rich, the store, importers, renderer) are imported inside the com
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import traceback
@@ -25,7 +26,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
-import msgspec
 import typer
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
@@ -158,6 +158,8 @@ def _encode_extra(value: Any) -> Any:
 
 def emit_json(value: Any) -> None:
     """Print ``value`` as one JSON document on stdout (Structs, dataclasses, datetimes and paths included)."""
+    import msgspec  # noqa: PLC0415 - loaded when a command prints JSON
+
     encoded = msgspec.json.format(msgspec.json.encode(value, enc_hook=_encode_extra), indent=2)
     sys.stdout.flush()
     sys.stdout.buffer.write(encoded + b"\n")
@@ -173,7 +175,7 @@ def _report(error_type: str, message: str, code: int, *, json_output: bool) -> t
     one_line = " ".join(message.split())
     if json_output:
         document = {"error": {"type": error_type, "message": one_line, "exit_code": code}}
-        sys.stderr.write(msgspec.json.encode(document).decode() + "\n")
+        sys.stderr.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         sys.stderr.write(f"error: {error_type}: {one_line}\n")
     sys.stderr.flush()
