@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 
 from contextledger.domain.errors import (
     DuplicateToolCallError,
@@ -55,11 +55,11 @@ class CallPairing:
         self,
         session_id: str = "",
         names: MutableMapping[str, str] | None = None,
-        pending: dict[str, int] | None = None,
+        pending: MutableMapping[str, int] | None = None,
     ) -> None:
         self.session_id = session_id
         self.names: MutableMapping[str, str] = {} if names is None else names
-        self.pending: dict[str, int] = {} if pending is None else pending
+        self.pending: MutableMapping[str, int] = {} if pending is None else pending
 
     def issue(self, calls: Iterable[tuple[str, str]], position: int = 0) -> None:
         """Issue the ``(call id, tool name)`` calls of one assistant message at ``position``.
@@ -117,9 +117,44 @@ class CallPairing:
     def trial(self) -> CallPairing:
         """Return a pairing to try a batch on: changes to it never reach this one.
 
-        Costs O(pending calls), not O(session): the issued names are layered, not copied.
+        Costs O(1), not O(session): the issued names and the pending calls are layered, not copied.
         """
-        return CallPairing(self.session_id, ChainMap({}, self.names), dict(self.pending))
+        return CallPairing(self.session_id, ChainMap({}, self.names), _Layer(self.pending))
+
+
+class _Layer(MutableMapping[str, int]):
+    """A mapping over a read-only base: changes are kept aside, so the base is never copied or changed."""
+
+    __slots__ = ("added", "base", "removed")
+
+    def __init__(self, base: Mapping[str, int]) -> None:
+        self.base = base
+        self.added: dict[str, int] = {}
+        self.removed: set[str] = set()
+
+    def __getitem__(self, key: str) -> int:
+        if key in self.added:
+            return self.added[key]
+        if key in self.removed:
+            raise KeyError(key)
+        return self.base[key]
+
+    def __setitem__(self, key: str, value: int) -> None:
+        self.added[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self.added.pop(key, None)
+        if key in self.base:
+            self.removed.add(key)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (k for k in self.base if k not in self.removed and k not in self.added)
+        yield from self.added
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class SessionState:

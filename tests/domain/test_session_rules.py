@@ -14,6 +14,8 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.domain.session import SessionState
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def _started() -> SessionState:
@@ -146,3 +148,53 @@ def test_a_snapshot_of_the_earlier_form_is_refused_so_the_log_is_replayed():
     """Issued/answered snapshots (no call positions) raise KeyError: the cache ignores them and refolds."""
     with pytest.raises(KeyError):
         SessionState.from_snapshot("s", {"version": 2, "issued": {"a": "ls"}, "answered": []})
+
+
+def test_a_trial_layers_its_changes_over_the_state():
+    """A trial answers and reissues ids on top of the state's calls; the state itself never moves."""
+    state = _started()
+    trial = state.calls.trial()
+    assert trial.answer("a") == 2
+    trial.issue([("a", "cat"), ("c", "cat")], 5)
+    assert (trial.pending_calls, trial.pending["a"], len(trial.pending)) == (["b", "a", "c"], 5, 3)
+    assert trial.answer("a") == 5
+    with pytest.raises(contextledger.DuplicateToolResultError):
+        trial.answer("a")
+    assert (state.pending_calls, state.calls.pending["a"], state.calls.name_of("c")) == (["a", "b"], 2, None)
+
+
+_events = st.lists(
+    st.one_of(
+        st.lists(st.sampled_from("abc"), min_size=1, max_size=2).map(lambda ids: _issue(*ids)),
+        st.sampled_from("abcz").map(_result),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events=_events, cut=st.integers(0, 12))
+def test_a_batch_is_accepted_exactly_when_its_events_are_one_by_one(events, cut):
+    """Checking events as one batch gives the same verdict as checking and applying them one at a time."""
+    one_by_one = _started()
+    verdict: type[Exception] | None = None
+    for event in events:
+        try:
+            one_by_one.check([event])
+        except contextledger.ValidationError as error:
+            verdict = type(error)
+            break
+        one_by_one.apply(event)
+    state = _applied(_started(), *events[:cut]) if verdict is None else _started()
+    batch = events[cut:] if verdict is None else events
+    if verdict is None:
+        state.check(batch)
+        for event in batch:
+            state.apply(event)
+        assert (state.version, state.pending_calls) == (one_by_one.version, one_by_one.pending_calls)
+        assert state.to_snapshot() == one_by_one.to_snapshot()
+    else:
+        before = state.to_snapshot()
+        with pytest.raises(verdict):
+            state.check(batch)
+        assert state.to_snapshot() == before
