@@ -166,9 +166,8 @@ def emit_json(value: Any) -> None:
     sys.stdout.buffer.flush()
 
 
-def _error_object(error: BaseException, type_name: str | None = None) -> dict[str, str]:
-    message = getattr(error, "message", None) if isinstance(error, typer.TyperException) else None
-    return {"type": type_name or type(error).__name__, "message": " ".join(str(message or error).split())}
+def _error_object(error: BaseException) -> dict[str, str]:
+    return {"type": type(error).__name__, "message": " ".join(str(error).split())}
 
 
 def _report(error_type: str, message: str, code: int, *, json_output: bool) -> typer.Exit:
