@@ -1,0 +1,70 @@
+"""compact, worker, summaries and search through the console script, on a real transcript in SQLite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = str(Path(sys.executable).with_name("contextledger"))
+TRAJ = "swe-agent__marshmallow-code__marshmallow-1867__fc-replace-from-source.traj"
+
+
+def _run(*args: str) -> dict:
+    done = subprocess.run([CLI, *args], capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def imported(tmp_path, transcripts) -> tuple[str, str]:
+    """The marshmallow SWE-agent session imported into a fresh SQLite ledger."""
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    _run("import", str(transcripts / TRAJ), "--db", db, "--json")
+    [session] = _run("sessions", "--db", db, "--json")["sessions"]
+    return db, session["session_id"]
+
+
+def test_compact_then_worker_then_lineage_and_search(imported):
+    """A manual compaction request is served by `worker --once`, listed by `summaries`, found by `search`."""
+    db, session = imported
+    common = ("--db", db, "--json")
+    request = _run(
+        "compact", session, "--policy", "threshold", "--budget", "16000", "--tokenizer", "heuristic", *common
+    )
+    assert request["request"]["trigger"] == "manual"
+    assert request["request"]["covers_from"] == 2
+    again = _run(
+        "compact", session, "--policy", "threshold", "--budget", "16000", "--tokenizer", "heuristic", *common
+    )
+    assert again["request"] is None  # one open request at a time
+    status = _run("worker", "--status", *common)["requests"]
+    assert [r["status"] for r in status] == ["open"]
+    assert _run("worker", "--once", "--tokenizer", "heuristic", *common) == {"processed": 1}
+    [done] = _run("worker", "--status", *common)["requests"]
+    assert done["status"] == "done"
+    [turn] = _run("summaries", session, *common)["compactions"]
+    assert turn["summarized_through"] == request["request"]["covers_through"]
+    assert turn["first_kept"] == turn["summarized_through"] + 1
+    assert turn["parent"] is None
+    assert 0 <= turn["fidelity"]["overall"] <= 1
+    hits = _run("search", session, "marshmallow", *common)["hits"]
+    assert hits
+    assert any(h["summary_id"] == turn["summary_id"] for h in hits) or hits[0]["position"] >= 1
+    assert _run("search", session, "no such text anywhere 42", *common)["hits"] == []
+
+
+def test_unknown_summarizer_is_a_user_error(imported):
+    """A misspelt summarizer kind exits 1 with a typed JSON error."""
+    db, session = imported
+    done = subprocess.run(
+        [CLI, "compact", session, "--summarizer", "gpt", "--db", db, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert json.loads(done.stderr)["error"]["type"] == "ConfigError"
