@@ -70,14 +70,18 @@ class CallPairing:
             DuplicateToolCallError: An id is pending, or given twice in ``calls``.
         """
         batch = list(calls)
-        seen: set[str] = set()
-        for call_id, _ in batch:
-            if call_id in self.pending or call_id in seen:
-                raise DuplicateToolCallError(self.session_id, call_id)
-            seen.add(call_id)
+        self.check_issue(call_id for call_id, _ in batch)
         for call_id, name in batch:
             self.names[call_id] = name
             self.pending[call_id] = position
+
+    def check_issue(self, call_ids: Iterable[str]) -> None:
+        """Raise the error ``issue`` would raise for calls with ``call_ids``; change nothing."""
+        seen: set[str] = set()
+        for call_id in call_ids:
+            if call_id in self.pending or call_id in seen:
+                raise DuplicateToolCallError(self.session_id, call_id)
+            seen.add(call_id)
 
     def answer(self, call_id: str) -> int:
         """Record the result of ``call_id``; return the position of the call occurrence it answers.
@@ -183,13 +187,17 @@ class SessionState:
 
     def check(self, events: Sequence[AnyEvent]) -> None:
         """Raise a typed ``ValidationError`` if ``events`` may not follow this state; change nothing."""
+        if len(events) == 1:  # the common append: no later event to carry changes to, so no trial
+            self._check_one(events[0], self.version + 1, None)
+            return
         version = self.version
         calls = self.calls.trial()
         for event in events:
             version += 1
             self._check_one(event, version, calls)
 
-    def _check_one(self, event: AnyEvent, position: int, calls: CallPairing) -> None:
+    def _check_one(self, event: AnyEvent, position: int, calls: CallPairing | None) -> None:
+        """Check ``event`` at ``position``; record its calls in ``calls`` (None: check only)."""
         if isinstance(event, SummaryRecorded):
             msg = "summaries are stored in the summary stream, not in the session stream"
             raise InvalidMessageError(msg)
@@ -202,13 +210,24 @@ class SessionState:
             return
         if position == 1:
             raise SessionNotFoundError(self.session_id)
-        if isinstance(event, AssistantMessageAdded):
-            calls.issue(((call.id, call.name) for call in event.tool_calls), position)
-        elif isinstance(event, ToolResultRecorded):
-            calls.answer(event.call_id)
+        if isinstance(event, AssistantMessageAdded | ToolResultRecorded):
+            self._check_pairing(event, position, calls)
         elif isinstance(event, ItemPinned | ItemUnpinned) and not 1 <= event.position < position:
             msg = f"position {event.position} is outside session {self.session_id!r} (1..{position - 1})"
             raise InvalidMessageError(msg)
+
+    def _check_pairing(
+        self, event: AssistantMessageAdded | ToolResultRecorded, position: int, calls: CallPairing | None
+    ) -> None:
+        if isinstance(event, ToolResultRecorded):
+            if calls is None:
+                self.calls.check_answer(event.call_id)
+            else:
+                calls.answer(event.call_id)
+        elif calls is None:
+            self.calls.check_issue(call.id for call in event.tool_calls)
+        else:
+            calls.issue(((call.id, call.name) for call in event.tool_calls), position)
 
     def to_snapshot(self) -> dict[str, object]:
         """Return the state as plain data (position, issued call names, pending call positions)."""
