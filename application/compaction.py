@@ -51,15 +51,16 @@ def policy_key(policy: Policy) -> str:
 def _cut_for_target(context: RenderedContext, floor: int, target: int) -> int | None:
     """Return the last position to summarize so the verbatim history left is within ``target`` tokens.
 
-    Cuts only between step groups (never after an assistant message whose tool results follow), and
-    never inside the stable prefix or after the latest user message.
+    Cuts only between step groups (never after an assistant message whose tool results follow), never
+    inside the stable prefix, and always leaves the latest step verbatim; pinned messages inside the
+    span (the task, the latest request) stay shown whatever the summary covers.
     """
     history = [m for m in context.messages[context.stable_prefix :] if m.kind != "injection"]
     fixed = context.tokens - sum(m.tokens for m in history)
-    last_user = max((i for i, m in enumerate(history) if m.role == "user"), default=len(history))
+    last_step = max((i for i, m in enumerate(history) if m.role != "tool"), default=0)
     cut: int | None = None
     remaining = sum(m.tokens for m in history)
-    for index, message in enumerate(history[:last_user]):
+    for index, message in enumerate(history[:last_step]):
         remaining -= message.tokens
         following = history[index + 1] if index + 1 < len(history) else None
         if following is not None and following.role == "tool":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +13,7 @@ from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.compaction import Compactor
 from contextledger.application.renderer import Renderer
 from contextledger.application.summary_log import SummaryStream
-from contextledger.application.summary_worker import SummaryWorker, WorkerSettings, run_in_thread
+from contextledger.application.summary_worker import SummaryWorker, WorkerSettings, run_async, run_in_thread
 from contextledger.domain.errors import SummarizerUnavailableError
 from contextledger.domain.events import SummaryAttemptFailed, SummaryRecorded
 from contextledger.projections.summary_requests import SummaryDraft, SummaryRequest
@@ -276,3 +277,69 @@ def test_round_two_integrates_round_one_without_rereading_it(setup):
     second = SummaryStream(ledger.log, session).artifacts()[-1]
     assert second.round == 2
     assert "Fix the bug in src/app.py." in ledger.text(second.content)
+
+
+def test_callbacks_run_before_and_after_each_compaction(setup):
+    """Seed 002's hooks: before with the request, after with the artifact (or the failure)."""
+    ledger, session, renderer, compactor, extractive = setup
+    calls: list[tuple[str, str, str]] = []
+
+    class Hooks:
+        def before_compaction(self, request):
+            calls.append(("before", request.request_id, ""))
+
+        def after_compaction(self, request, outcome):
+            calls.append(("after", request.request_id, type(outcome).__name__))
+
+    request = compactor.plan(session, POLICY, budget=BUDGET)
+    SummaryWorker(ledger, renderer, extractive, worker_id="w", callbacks=[Hooks()]).run_once()
+    assert calls == [("before", request.request_id, ""), ("after", request.request_id, "SummaryRecorded")]
+
+
+def test_a_reported_overflow_forces_a_tighter_compaction(setup):
+    """The provider refused the context: the overflow is recorded and a request cuts deeper."""
+    ledger, session, _, compactor, _ = setup
+    threshold = compactor.plan(session, POLICY, budget=BUDGET)
+    stream = SummaryStream(ledger.log, session)
+    ledger.log.append(  # settle the threshold request so a new one may be planned
+        stream.stream_id,
+        ledger.log.version(stream.stream_id),
+        [
+            SummaryAttemptFailed(
+                request_id=threshold.request_id,
+                attempt=1,
+                worker="t",
+                error_type="X",
+                message="x",
+                dead_lettered=True,
+            )
+        ],
+    )
+    forced = compactor.report_overflow(session, POLICY, budget=BUDGET, limit_tokens=6_000, sent_tokens=6_400)
+    assert forced is not None
+    assert forced.trigger == "overflow"
+    assert forced.covers_through > threshold.covers_through
+    assert forced.target_tokens < threshold.target_tokens
+    [overflow] = stream.overflows()
+    assert (overflow.limit_tokens, overflow.sent_tokens) == (6_000, 6_400)
+
+
+def test_the_worker_runs_as_an_asyncio_task(setup):
+    """run_async serves requests without blocking the event loop, and stops when asked."""
+    ledger, session, renderer, compactor, extractive = setup
+    compactor.plan(session, POLICY, budget=BUDGET)
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="aio")
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_async(worker, stop, poll=0.01))
+        ticks = 0
+        while not SummaryStream(ledger.log, session).artifacts():
+            ticks += 1
+            await asyncio.sleep(0.01)
+        stop.set()
+        await task
+        return ticks
+
+    asyncio.run(main())
+    assert len(SummaryStream(ledger.log, session).artifacts()) == 1
