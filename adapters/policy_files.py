@@ -13,31 +13,13 @@ from contextledger.projections.presets import PRESETS, get_preset
 __all__ = ["load_policy_file", "parse_policy", "resolve_policy"]
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def parse_policy(data: dict[str, Any], *, source: str = "policy") -> Policy:
-    """Validate a policy mapping; ``base = "<preset>"`` starts from a preset and overrides its keys.
+    """Validate a policy mapping (``Policy.parse``: ``base = "<preset>"`` starts from a preset).
 
     Raises:
         ConfigError: Unknown preset or key, negative budget, low-water above high-water, etc.
     """
-    body = dict(data)
-    base = body.pop("base", None)
-    if base is not None:
-        if not isinstance(base, str) or base not in PRESETS:
-            raise ConfigError(
-                f"invalid {source}: base: unknown preset {base!r} (use one of {', '.join(PRESETS)})"
-            )
-        body = _merge(get_preset(base).model_dump(), body)
-    return Policy.parse(body, source=source)
+    return Policy.parse(data, source=source)
 
 
 def load_policy_file(path: str | Path) -> Policy:

@@ -6,12 +6,18 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
 import msgspec
+import structlog
 from contextledger.application.ledger import Ledger
 from contextledger.application.snapshots import SnapshotSlot
 from contextledger.application.token_cache import CachedTokenCounter
 from contextledger.domain.content import BlobText, InlineText, Text
-from contextledger.domain.errors import ValidationError
-from contextledger.domain.events import Recorded, SummaryRecorded
+from contextledger.domain.errors import ConfigError, ValidationError
+from contextledger.domain.events import (
+    AssistantMessageAdded,
+    Recorded,
+    SummaryRecorded,
+    ToolResultRecorded,
+)
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.counting import CountedEvent, event_texts
@@ -22,6 +28,8 @@ from contextledger.projections.presets import get_preset
 from contextledger.projections.state import RenderState
 
 __all__ = ["Renderer"]
+
+log = structlog.get_logger(__name__)
 
 _CHUNK = 2_000
 """Events read and counted per batch while catching up."""
@@ -34,11 +42,19 @@ SNAPSHOT_FORMAT = 2
 
 
 class _Cached(msgspec.Struct):
-    """A folded state, the ids of the summary artifacts folded into it, and its last snapshot position."""
+    """A folded state, the summary artifacts and tool names folded into it, and its last snapshot position."""
 
     state: RenderState
     summaries: set[str]
     snapshot_at: int = 0
+    tool_names: set[str] = msgspec.field(default_factory=set)
+
+
+class _Seen(msgspec.Struct):
+    """What one catch-up folded besides events: summary ids and the tool names called or answered."""
+
+    summaries: set[str] = msgspec.field(default_factory=set)
+    tools: set[str] = msgspec.field(default_factory=set)
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -83,6 +99,7 @@ class Renderer:
         self._persisted: dict[tuple[str, ...], int] = {}
         self._max_states = max_states
         self._max_blobs = max_blobs
+        self._warned: set[tuple[str, str]] = set()
 
     def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
         """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
@@ -120,6 +137,7 @@ class Renderer:
             SessionNotFoundError: The session does not exist.
             ValidationError: ``at`` lies outside the session.
             PinnedOverBudgetError: The pinned items alone exceed the budget.
+            ConfigError: The policy's ``retention.tools`` names a tool the session's schemas lack.
             InjectionOverflowError: A hook exceeded its reserve.
         """
         projector = self.projector(policy, budget=budget)
@@ -153,12 +171,36 @@ class Renderer:
             # Behind the request or missing an artifact due earlier: fold from the start.
             cached = _Cached(state=projector.start(), summaries=set())
         self._catch_up(session_id, projector, cached, position, summaries)
+        self._check_tools(session_id, projector.policy, cached)
         if cached.state.position - max(cached.snapshot_at, self._persisted.get(key, 0)) >= SNAPSHOT_EVERY:
             self._save_snapshot(key, cached)
         self._remember(key, cached)
         return cached.state
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _check_tools(self, session_id: str, policy: Policy, cached: _Cached) -> None:
+        """Refuse a policy whose ``retention.tools`` names a tool the session does not have.
+
+        With tool schemas the session's tools are known: a name matching none of them (nor a
+        tool it called) is a ``ConfigError``. Without schemas only the tools called so far are
+        known, so an unmatched name is logged as a warning (once per session and policy).
+        """
+        if not policy.retention.tools:
+            return
+        state = cached.state
+        known = {tool.name for tool in state.tools} | cached.tool_names
+        source = f"policy {policy.name!r}"
+        if state.tools:
+            policy.check_tools(known, source=source)
+            return
+        try:
+            policy.check_tools(known, source=source)
+        except ConfigError as error:
+            key = (session_id, policy.fingerprint())
+            if key not in self._warned:
+                self._warned.add(key)
+                log.warning("policy_names_unknown_tools", session_id=session_id, problem=str(error))
 
     def _save_snapshot(self, key: tuple[str, ...], cached: _Cached) -> None:
         """Persist the state; snapshots are derived, so a failed write is logged, never raised."""
@@ -209,11 +251,14 @@ class Renderer:
         for summary in summaries:
             if summary.summary_id not in cached.summaries and summary.produced_at <= position:
                 due.setdefault(summary.produced_at, []).append(summary)
-        folded: set[str] = set()
+        if cached.state.position == position and not due:
+            return  # nothing to fold: no copy of the state
+        seen = _Seen()
         span = (cached.state.position, position)
-        events = self._counted(session_id, projector, span, due, folded)
+        events = self._counted(session_id, projector, span, due, seen)
         cached.state = projector.fold(events, cached.state)
-        cached.summaries |= folded
+        cached.summaries |= seen.summaries
+        cached.tool_names |= seen.tools
 
     def _counted(
         self,
@@ -221,21 +266,26 @@ class Renderer:
         projector: Projector,
         span: tuple[int, int],
         due: dict[int, list[SummaryRecorded]],
-        folded: set[str],
+        seen: _Seen,
     ) -> Iterator[CountedEvent]:
         """Yield the counted events in ``span`` (after, upto] with each due artifact after its position."""
         after, position = span
-        yield from self._summaries(due.pop(after, []), folded)
+        yield from self._summaries(due.pop(after, []), seen)
         for chunk in self._chunks(session_id, after, position):
             for counted in self._count(projector, chunk):
+                event = counted.event
+                if isinstance(event, AssistantMessageAdded):
+                    seen.tools.update(call.name for call in event.tool_calls)
+                elif isinstance(event, ToolResultRecorded) and event.tool_name:
+                    seen.tools.add(event.tool_name)
                 yield counted
-                yield from self._summaries(due.pop(counted.seq, []), folded)
+                yield from self._summaries(due.pop(counted.seq, []), seen)
 
-    def _summaries(self, summaries: list[SummaryRecorded], folded: set[str]) -> list[CountedEvent]:
+    def _summaries(self, summaries: list[SummaryRecorded], seen: _Seen) -> list[CountedEvent]:
         if not summaries:
             return []
         counts = self.counter.count_texts([s.content for s in summaries])
-        folded.update(s.summary_id for s in summaries)
+        seen.summaries.update(s.summary_id for s in summaries)
         return [
             CountedEvent(seq=s.produced_at, event=s, tokens=(tokens,))
             for s, tokens in zip(summaries, counts, strict=True)

@@ -45,24 +45,31 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
     message_cap: float = 0.25
 
     def __post_init__(self) -> None:
-        """Reject inconsistent levels with a ``ConfigError``."""
-        if min(self.total, self.output_reserve, self.injection_reserve, self.safety_margin) < 0:
-            raise ConfigError("budget values must not be negative")
-        if self.target <= 0:
-            raise ConfigError(
-                f"budget leaves no room for the prompt: total {self.total} - output reserve "
-                f"{self.output_reserve} - safety margin {self.safety_margin} - injection reserve "
-                f"{self.injection_reserve} = {self.target}"
-            )
-        if not 0 < self.low_water <= self.high_water <= 1:
-            raise ConfigError(
-                f"water marks need 0 < low_water <= high_water <= 1, got low {self.low_water} "
-                f"and high {self.high_water}"
-            )
-        for name in ("tool_results_cap", "head_cap", "message_cap"):
+        """Reject inconsistent levels with a ``ConfigError`` (the only place these rules live).
+
+        A problem with one field starts its message with the field's name and a colon, which
+        ``policy_error`` turns into the key's dotted path (``budget.total: ...``).
+        """
+        if self.total <= 0:
+            raise ConfigError(f"total: Input should be greater than 0 (got {self.total})")
+        for name in ("output_reserve", "injection_reserve", "safety_margin", "headroom"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"{name}: Input should be greater than or equal to 0 (got {value})")
+        for name in ("high_water", "low_water", "tool_results_cap", "head_cap", "message_cap"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
-                raise ConfigError(f"{name} must be a fraction in (0, 1], got {value}")
+                raise ConfigError(f"{name}: Input should be a fraction in (0, 1] (got {value})")
+        if self.low_water > self.high_water:
+            raise ConfigError(
+                f"low_water ({self.low_water}) must not be above high_water ({self.high_water})"
+            )
+        if self.target <= 0:
+            raise ConfigError(
+                f"total ({self.total}) leaves no prompt room: total - output_reserve "
+                f"{self.output_reserve} - safety_margin {self.safety_margin} - injection_reserve "
+                f"{self.injection_reserve} = {self.target}"
+            )
 
     @property
     def prompt_limit(self) -> int:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Self
+import difflib
+import re
+from collections.abc import Iterable
+from typing import Any, Self
 
 import pydantic
 from contextledger.domain.errors import ConfigError
@@ -15,12 +18,14 @@ from contextledger.projections.reducers.window import WindowConfig
 
 __all__ = ["BudgetConfig", "Policy", "policy_error"]
 
-_Fraction = Annotated[float, pydantic.Field(gt=0, le=1)]
-_Tokens = Annotated[int, pydantic.Field(ge=0)]
+_FIELD_MESSAGE = re.compile(r"[a-z_]+: ")
 
 
 class BudgetConfig(pydantic.BaseModel):
     """The budget as configured; ``build()`` turns it into the ``Budget`` value reducers receive.
+
+    The fields are typed here and validated by ``Budget`` alone (one definition of each rule);
+    see ``Budget`` for what each level means.
 
     Attributes:
         total: Model context window in tokens.
@@ -37,29 +42,23 @@ class BudgetConfig(pydantic.BaseModel):
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
-    total: Annotated[int, pydantic.Field(gt=0)] = 128_000
-    output_reserve: _Tokens = 4_000
-    injection_reserve: _Tokens = 0
-    safety_margin: _Tokens = 0
-    high_water: _Fraction = 0.9
-    low_water: _Fraction = 0.6
-    headroom: _Tokens | None = None
-    tool_results_cap: _Fraction | None = None
-    head_cap: _Fraction = 0.15
-    message_cap: _Fraction = 0.25
+    total: int = 128_000
+    output_reserve: int = 4_000
+    injection_reserve: int = 0
+    safety_margin: int = 0
+    high_water: float = 0.9
+    low_water: float = 0.6
+    headroom: int | None = None
+    tool_results_cap: float | None = None
+    head_cap: float = 0.15
+    message_cap: float = 0.25
 
     @pydantic.model_validator(mode="after")
-    def _consistent(self) -> Self:
-        if self.low_water > self.high_water:
-            msg = f"low_water ({self.low_water}) must not be above high_water ({self.high_water})"
-            raise ValueError(msg)
-        spare = self.total - self.output_reserve - self.safety_margin - self.injection_reserve
-        if spare <= 0:
-            msg = (
-                f"total ({self.total}) leaves no prompt room after output_reserve, safety_margin and "
-                "injection_reserve"
-            )
-            raise ValueError(msg)
+    def _valid(self) -> Self:
+        try:
+            self.build()
+        except ConfigError as error:
+            raise ValueError(str(error)) from None
         return self
 
     def build(self) -> Budget:
@@ -87,15 +86,59 @@ class Policy(pydantic.BaseModel):
 
     @classmethod
     def parse(cls, data: dict[str, Any], *, source: str = "policy") -> Policy:
-        """Validate ``data`` into a policy, or raise ``ConfigError`` naming every bad key."""
+        """Validate ``data`` into a policy, or raise ``ConfigError`` naming every bad key.
+
+        ``base = "<preset>"`` starts from that preset and overrides the keys ``data`` gives
+        (tables merge key by key; ``retention.tools`` entries are added to the preset's).
+        """
+        body = dict(data)
+        base = body.pop("base", None)
+        if base is not None:
+            from contextledger.projections.presets import PRESETS  # noqa: PLC0415 - presets are Policies
+
+            if not isinstance(base, str) or base not in PRESETS:
+                known = ", ".join(PRESETS)
+                raise ConfigError(f"invalid {source}: base: unknown preset {base!r} (use one of {known})")
+            body = _merge(PRESETS[base].model_dump(exclude={"name", "description"}), body)
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(body)
         except pydantic.ValidationError as error:
             raise policy_error(error, source) from None
+
+    def check_tools(self, known: Iterable[str], *, source: str = "policy") -> None:
+        """Raise ``ConfigError`` if ``retention.tools`` names a tool that is not in ``known``.
+
+        Args:
+            known: The tool names of the session (its schemas and the tools it called).
+            source: Where the policy came from, for the message.
+
+        Raises:
+            ConfigError: Naming each unknown key, the closest known name and the known tools.
+        """
+        names = sorted(set(known))
+        problems = []
+        for tool in sorted(set(self.retention.tools) - set(names)):
+            close = difflib.get_close_matches(tool, names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(f"retention.tools.{tool}: no tool of this name in the session{hint}")
+        if problems:
+            listed = ", ".join(names) or "none"
+            message = "; ".join(problems)
+            raise ConfigError(f"invalid {source}: {message} (the session's tools: {listed})")
 
     def fingerprint(self) -> str:
         """Return a stable text identifying the policy's content (for caches)."""
         return self.model_dump_json()
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def policy_error(error: pydantic.ValidationError, source: str) -> ConfigError:
@@ -105,9 +148,13 @@ def policy_error(error: pydantic.ValidationError, source: str) -> ConfigError:
         where = ".".join(str(part) for part in item["loc"]) or "(top level)"
         if item["type"] == "extra_forbidden":
             problems.append(f"{where}: unknown key")
-        else:
-            message = item["msg"].removeprefix("Value error, ")
-            value = item.get("input")
-            shown = "" if isinstance(value, dict) else f" (got {value!r})"
-            problems.append(f"{where}: {message}{shown}")
+            continue
+        message = item["msg"].removeprefix("Value error, ")
+        key = _FIELD_MESSAGE.match(message)
+        if key is not None:  # a value's own check names its field first (see Budget)
+            problems.append(f"{where}.{message}")
+            continue
+        value = item.get("input")
+        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        problems.append(f"{where}: {message}{shown}")
     return ConfigError(f"invalid {source}: " + "; ".join(problems))

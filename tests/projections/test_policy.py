@@ -34,7 +34,7 @@ def test_reserves_larger_than_the_window_are_refused():
     """A budget whose reserves leave no prompt room is refused."""
     with pytest.raises(ConfigError, match="no prompt room"):
         Policy.parse({"budget": {"total": 1000, "output_reserve": 600, "injection_reserve": 400}})
-    with pytest.raises(ConfigError, match="no room for the prompt"):
+    with pytest.raises(ConfigError, match="no prompt room"):
         Budget(total=100, output_reserve=100)
 
 
@@ -82,3 +82,52 @@ def test_per_tool_retention_overrides_only_the_fields_it_sets():
     rule = config.rule_for("read_file")
     assert (rule.keep_turns, rule.keep_steps, rule.keep_last) == (3, 10, 2)
     assert config.rule_for("bash") == config.default
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"total": 0},
+        {"output_reserve": -1},
+        {"headroom": -3},
+        {"high_water": 1.5},
+        {"message_cap": 0.0},
+        {"high_water": 0.5, "low_water": 0.8},
+        {"total": 1000, "output_reserve": 600, "injection_reserve": 400},
+    ],
+)
+def test_budget_rules_have_one_definition(fields):
+    """The configured budget and the Budget value refuse the same values with the same words."""
+    values = {"total": 10_000} | fields
+    with pytest.raises(ConfigError) as direct:
+        Budget(**values)
+    with pytest.raises(ConfigError) as configured:
+        Policy.parse({"budget": values})
+    assert str(configured.value).removeprefix("invalid policy: budget").lstrip(".: ") == str(direct.value)
+
+
+def test_parse_accepts_a_preset_base_like_a_policy_file():
+    """``Policy.parse`` takes ``base`` (as a TOML file may): the preset, with the given keys overridden."""
+    policy = Policy.parse(
+        {"base": "default", "budget": {"total": 64_000}, "retention": {"tools": {"bash": {}}}}
+    )
+    default = get_preset("default")
+    assert policy.budget.total == 64_000
+    assert policy.budget.safety_margin == default.budget.safety_margin
+    assert policy.retention.default == default.retention.default
+    assert set(policy.retention.tools) == {"bash"}
+    assert policy.truncation == default.truncation
+    with pytest.raises(ConfigError, match=r"base: unknown preset 'nope'"):
+        Policy.parse({"base": "nope"})
+
+
+def test_check_tools_names_the_misspelt_key_and_the_closest_tool():
+    """A retention key matching no tool of the session is a ConfigError naming it and a likely fix."""
+    policy = Policy.parse({"retention": {"tools": {"read_fiel": {"keep_last": 2}, "bash": {}}}})
+    policy.check_tools(["read_fiel", "bash"])
+    with pytest.raises(
+        ConfigError,
+        match=r"retention\.tools\.read_fiel: no tool of this name in the session; did you mean 'read_file'",
+    ) as raised:
+        policy.check_tools(["read_file", "bash", "grep"])
+    assert "the session's tools: bash, grep, read_file" in str(raised.value)
