@@ -118,6 +118,19 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
         """Tokens one message may use before it is truncated on arrival."""
         return max(math.floor(self.target * self.message_cap), 16)
 
+    def describe(self) -> str:
+        """Return how the levels derive from each other, e.g. for ``render --json`` or an error message.
+
+        ``total 12,000 - output_reserve 4,000 - safety_margin 2,000 = prompt limit 6,000; -
+        injection_reserve 0 = target 6,000; compact above 5,700 down to 3,000``.
+        """
+        return (
+            f"total {self.total:,} - output_reserve {self.output_reserve:,} - safety_margin "
+            f"{self.safety_margin:,} = prompt limit {self.prompt_limit:,}; - injection_reserve "
+            f"{self.injection_reserve:,} = target {self.target:,}; compact above {self.high_mark:,} "
+            f"down to {self.low_mark:,}"
+        )
+
     def with_prompt_limit(self, prompt_limit: int) -> Budget:
         """Return this budget with the window resized so that ``prompt_limit`` is exactly as given."""
         if prompt_limit <= 0:

@@ -131,3 +131,19 @@ def test_check_tools_names_the_misspelt_key_and_the_closest_tool():
     ) as raised:
         policy.check_tools(["read_file", "bash", "grep"])
     assert "the session's tools: bash, grep, read_file" in str(raised.value)
+
+
+def test_a_file_total_inherits_the_base_reserves_and_says_so():
+    """A total of 12,000 - output_reserve 4,000 on the default base leaves 6,000: its safety margin stays.
+
+    ``--budget`` sets the prompt limit itself: the window becomes budget + reserves.
+    """
+    policy = Policy.parse({"base": "default", "budget": {"total": 12_000, "output_reserve": 4_000}})
+    budget = policy.budget.build()
+    assert budget.prompt_limit == 6_000
+    assert budget.describe() == (
+        "total 12,000 - output_reserve 4,000 - safety_margin 2,000 = prompt limit 6,000; "
+        "- injection_reserve 0 = target 6,000; compact above 5,700 down to 3,000"
+    )
+    resized = budget.with_prompt_limit(32_000)
+    assert (resized.total, resized.prompt_limit) == (38_000, 32_000)
