@@ -16,7 +16,7 @@ RULES_SNAPSHOT_EVERY = 1_000
 
 
 def _snapshot_name(session_id: str) -> str:
-    return f"rules/v1/{session_id}"
+    return f"rules/v2/{session_id}"  # v2: pending calls by id (reused ids), not issued/answered sets
 
 
 class RulesCache:

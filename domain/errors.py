@@ -58,10 +58,13 @@ class DuplicateToolResultError(ValidationError):
 
 
 class DuplicateToolCallError(ValidationError):
-    """A tool call id is reused within one session."""
+    """A tool call id is issued again while a call with that id awaits its result."""
 
     def __init__(self, session_id: str, call_id: str) -> None:
-        super().__init__(f"tool call id {call_id!r} is already used in session {session_id!r}")
+        super().__init__(
+            f"tool call id {call_id!r} of session {session_id!r} already awaits a result "
+            "(an id may be reused only once its call is answered)"
+        )
         self.session_id = session_id
         self.call_id = call_id
 

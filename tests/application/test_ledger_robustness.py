@@ -35,7 +35,7 @@ def test_a_wellformed_but_wrong_rules_snapshot_is_ignored(tmp_path):
         session = ledger.start_session()
         ledger.append_many(session, [{"role": "user", "content": "x"}] * RULES_SNAPSHOT_EVERY)
         forged = {"version": 5000, "issued": {}, "answered": []}
-        ledger.ports.snapshots.save_snapshot(f"rules/v1/{session}", 5000, msgspec.msgpack.encode(forged))
+        ledger.ports.snapshots.save_snapshot(f"rules/v2/{session}", 5000, msgspec.msgpack.encode(forged))
     with contextledger.open_ledger(url) as ledger:
         position = ledger.add_user_message(session, "next")
         assert position == RULES_SNAPSHOT_EVERY + 2

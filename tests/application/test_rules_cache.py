@@ -46,9 +46,12 @@ def test_rules_survive_the_snapshot(tmp_path):
             ledger.add_tool_result(session, "c3", "again")
         with pytest.raises(contextledger.UnknownToolCallError):
             ledger.add_tool_result(session, "never", "x")
-        with pytest.raises(contextledger.DuplicateToolCallError):
-            ledger.add_assistant_message(session, tool_calls=[{"id": "c7", "name": "run"}])
+        with pytest.raises(contextledger.DuplicateToolCallError):  # "open" still awaits its result
+            ledger.add_assistant_message(session, tool_calls=[{"id": "open", "name": "run"}])
         assert ledger.add_tool_result(session, "open", "done") == ledger.version(session)
+        ledger.add_assistant_message(
+            session, tool_calls=[{"id": "c7", "name": "run"}]
+        )  # answered: reuse allowed
 
 
 def test_an_unreadable_rules_snapshot_is_rebuilt_from_the_log(tmp_path):
@@ -56,7 +59,7 @@ def test_an_unreadable_rules_snapshot_is_rebuilt_from_the_log(tmp_path):
     url = f"sqlite:///{tmp_path / 'r.db'}"
     with contextledger.open_ledger(url) as ledger:
         session = _long_session(ledger)
-        ledger.ports.snapshots.save_snapshot(f"rules/v1/{session}", 5, b"\xc1")
+        ledger.ports.snapshots.save_snapshot(f"rules/v2/{session}", 5, b"\xc1")
     with contextledger.open_ledger(url) as ledger:
         with pytest.raises(contextledger.DuplicateToolResultError):
             ledger.add_tool_result(session, "c3", "again")
