@@ -14,8 +14,9 @@ class Reducer(Protocol):
     """One stage of the compaction pipeline, run at compaction points only.
 
     ``context`` is the window being reduced; ``state`` the fold's state (turn and step counters,
-    pins, available summaries). A reducer may mutate the window it is given (the fold owns it)
-    and returns the window and state to hand to the next stage. The budget is a value that can
+    pins, available summaries). A reducer may mutate the window it is given: the fold runs on its
+    own copy of the caller's state (``Projector.fold``/``evolve`` are pure), so nothing outside
+    sees it. It returns the window and state to hand to the next stage. The budget is a value that can
     gain fields (tier caps) without changing this signature.
     """
 

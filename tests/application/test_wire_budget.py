@@ -125,3 +125,28 @@ def test_the_claude_code_session_at_32k_fits_on_the_wire(imported):
         context = renderer.render(session, "default", at=position, budget=32_000)
         peak = max(peak, openai_wire_tokens(to_openai(context)), anthropic_wire_tokens(to_anthropic(context)))
     assert 25_000 < peak <= 32_000
+
+
+def test_awkward_shapes_fit_on_the_wire(ledger):
+    """Awkward shapes sent stay within the context's tokens, counted as sent.
+
+    Ids the providers rewrite, arguments that are not a JSON object, blank error results, a
+    history starting on an assistant message (the Anthropic placeholder), no system prompt.
+    """
+    tools = [{"name": "Bash", "description": "", "parameters": {}}]
+    session = ledger.start_session(system_prompt="", tools=tools)
+    for i in range(60):
+        call_id = f"Bash:{i}/ä" + "x" * (45 if i % 2 else 0)
+        arguments = ["ls -la", "[1, 2]", "", '{"cmd": "echo \\"hi\\""}'][i % 4]
+        ledger.add_assistant_message(
+            session,
+            "" if i % 3 else "step",
+            tool_calls=[{"id": call_id, "name": "Bash", "arguments": arguments}],
+        )
+        ledger.add_tool_result(session, call_id, "" if i % 5 == 0 else f"out {i} " * 20, is_error=i % 5 == 0)
+    renderer = Renderer(ledger)
+    for budget in (600, 1_500, 4_000, None):
+        for position in range(2, ledger.version(session) + 1):
+            context = renderer.render(session, "threshold", at=position, budget=budget)
+            sent = max(openai_wire_tokens(to_openai(context)), anthropic_wire_tokens(to_anthropic(context)))
+            assert sent <= context.tokens <= context.budget, (budget, position)
