@@ -343,3 +343,24 @@ def test_the_worker_runs_as_an_asyncio_task(setup):
 
     asyncio.run(main())
     assert len(SummaryStream(ledger.log, session).artifacts()) == 1
+
+
+def test_an_artifact_made_for_an_older_state_is_never_applied(setup):
+    """A request planned before a wider summary took effect finishes late: its narrower artifact is unused."""
+    ledger, session, renderer, compactor, extractive = setup
+    request = compactor.plan(session, POLICY, budget=BUDGET)
+    head = ledger.version(session)
+    wider = ledger.record_summary(
+        session,
+        covers_from=2,
+        covers_through=head - 2,
+        text="## Session Summary\n- wider, recorded by the caller",
+    )
+    ledger.add_user_message(session, "next")
+    assert renderer.render(session, POLICY, budget=BUDGET).summary_id == wider.summary_id
+    status = SummaryStream(ledger.log, session).requests()[request.request_id]
+    late = SummaryWorker(ledger, renderer, extractive, worker_id="late").process(session, status)
+    assert isinstance(late, SummaryRecorded)
+    assert late.covers_through < wider.covers_through
+    ledger.add_user_message(session, "and next")
+    assert renderer.render(session, POLICY, budget=BUDGET).summary_id == wider.summary_id
