@@ -160,8 +160,9 @@ def main() -> None:
             f"warm floor step {row['warm_floor_step_p50_ms']:.2f} ms)"
         )
         print(
-            f"{'':>9}new process, medians of {child['samples']}: render {child['op_ms']:.1f} ms in the child "
-            f"(before it: import {child['import_ms']:.0f} ms, open {child['open_ms']:.1f} ms, Renderer "
+            f"{'':>9}new process, medians of {child['samples']}: render + payload + encode "
+            f"{child['op_ms']:.1f} ms in the child (render alone {child['render_only_ms']:.1f} ms; "
+            f"before it: import {child['import_ms']:.0f} ms, open {child['open_ms']:.1f} ms, Renderer "
             f"{child['renderer_ms']:.0f} ms; spawn to rendered {child['since_spawn_ms']:.0f} ms), "
             f"whole process {child['process_wall_ms']:.0f} ms; floor (sqlite3+msgspec) "
             f"{floor['op_ms']:.1f} ms in the child, whole process {floor['process_wall_ms']:.0f} ms; "

@@ -5,7 +5,8 @@ Usage (from ``newprocess.py``): python bench/child.py OP SPAWN_NS [ARGS...]
 OP is one of ``noop``, ``import``, ``append URL SESSION``, ``render URL SESSION BUDGET`` and
 ``floor DB SESSION SHOWN_JSON``. ``SPAWN_NS`` is the parent's ``time.time_ns()`` just before the
 spawn, so ``since_spawn_s`` covers interpreter start, imports, opening and the operation. For ``render``,
-``renderer_s`` is the construction of the Renderer (tokenizer loading) and ``op_s`` the render.
+``renderer_s`` is the construction of the Renderer (tokenizer loading), ``op_s`` the render plus
+the OpenAI payload and its JSON encoding (the floor's work), ``render_only_s`` the render alone.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def _run(op: str, args: list[str]) -> dict[str, float]:
         timings["op_s"] = time.perf_counter() - start
         return timings
     import contextledger  # noqa: PLC0415
+    import msgspec  # noqa: PLC0415
 
     timings["import_s"] = time.perf_counter() - STARTED
     if op == "import":
@@ -49,7 +51,9 @@ def _run(op: str, args: list[str]) -> dict[str, float]:
             renderer = contextledger.Renderer(ledger)  # loads the tokenizer
             timings["renderer_s"] = time.perf_counter() - start
             start = time.perf_counter()
-            renderer.render(args[1], "default", budget=int(args[2]))
+            context = renderer.render(args[1], "default", budget=int(args[2]))
+            timings["render_only_s"] = time.perf_counter() - start
+            msgspec.json.encode(contextledger.to_openai(context))
         else:
             msg = f"unknown op {op!r}"
             raise SystemExit(msg)

@@ -1,10 +1,12 @@
 """Render floors: the I/O, decoding and encoding a render cannot avoid, with sqlite3 and msgspec only.
 
 The floor of a render from a snapshot reads, from the same SQLite file, the latest render snapshot
-of the session and the events after it, decodes them with msgspec (untyped), takes the messages
+of the session and the events after it, decodes them with msgspec (the snapshot's entries with a
+minimal schema of the fields a payload needs, the events untyped), takes the messages
 the rendered context shows from them (reading blob texts), builds the OpenAI messages and encodes
 the request body. It makes no policy decision and counts no token, so a render can approach it but
-not go below it. Nothing here imports contextledger; the table layout is the SQLite store's.
+not go below it. Nothing here imports contextledger; the table layout and the snapshot's entry
+fields are the SQLite store's and the render state's.
 """
 
 from __future__ import annotations
@@ -67,19 +69,51 @@ def _events(conn: sqlite3.Connection, session_id: str, positions: list[int]) -> 
     return found
 
 
-def _entries(state: object) -> dict[int, dict[str, Any]]:
-    """Every rendered entry found in an untyped snapshot: dicts with a ``seq`` and a ``role``."""
-    found: dict[int, dict[str, Any]] = {}
-    stack = [state]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if "seq" in item and "role" in item:
-                found[item["seq"]] = item
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
+class _Entry(msgspec.Struct):
+    """The fields of a rendered entry the payload needs (others in the snapshot are skipped)."""
+
+    seq: int
+    role: str
+    content: dict[str, Any] | None = None
+    text: str | None = None
+    tool_calls: list[dict[str, Any]] = []
+    tool_call_id: str | None = None
+
+
+class _Group(msgspec.Struct):
+    entries: list[_Entry] = []
+
+
+class _Window(msgspec.Struct):
+    groups: list[_Group] = []
+
+
+class _State(msgspec.Struct):
+    system: str = ""
+    window: _Window = msgspec.field(default_factory=_Window)
+
+
+class _Snapshot(msgspec.Struct):
+    state: _State
+
+
+_SNAPSHOT = msgspec.msgpack.Decoder(_Snapshot)
+
+
+def _entries(payload: bytes) -> dict[int, dict[str, Any]]:
+    """The rendered entries of a render snapshot by position (only the fields a payload needs)."""
+    state = _SNAPSHOT.decode(payload).state
+    return {
+        e.seq: {
+            "role": e.role,
+            "content": e.content,
+            "text": e.text,
+            "tool_calls": e.tool_calls,
+            "tool_call_id": e.tool_call_id,
+        }
+        for g in state.window.groups
+        for e in g.entries
+    }
 
 
 def _entry_message(conn: sqlite3.Connection, entry: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +152,7 @@ def cold_render_floor(db_path: str, session_id: str, shown: list[int]) -> bytes:
         after, entries = 0, {}
         if snapshot is not None:
             after = snapshot[0]
-            entries = _entries(_DECODE.decode(snapshot[1]))
+            entries = _entries(snapshot[1])
         newer = {
             version: _DECODE.decode(state)
             for version, state in conn.execute(

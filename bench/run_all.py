@@ -64,7 +64,7 @@ def _summary(name: str) -> list[str]:
             child = row["new_process_render"]
             lines.append(
                 f"  render {row['events']} ev @{row['budget']}: warm p50 {row['warm_p50_ms']:.2f} ms, "
-                f"append+render p50 {row['append_render_p50_ms']:.2f} ms; new process render "
+                f"append+render p50 {row['append_render_p50_ms']:.2f} ms; new process render+encode "
                 f"{child['op_ms']:.1f} ms (floor {row['new_process_floor']['op_ms']:.1f} ms), "
                 f"whole process {child['process_wall_ms']:.0f} ms"
             )
