@@ -8,12 +8,18 @@ start each round together: they wait for a ``go`` file in DIR, then write their 
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 import time
 from pathlib import Path
 
 import contextledger
+import structlog
+
+structlog.configure(
+    wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
+)  # no per-conflict lines
 
 
 def _wait_for(path: Path) -> None:
