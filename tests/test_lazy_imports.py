@@ -11,6 +11,7 @@ from pathlib import Path
 
 import contextledger
 import pytest
+from contextledger.domain import errors
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,3 +106,8 @@ def test_type_checking_imports_match_the_lazy_table():
     }
     assert seen == contextledger._LAZY
     assert sorted(seen) == sorted(contextledger.__all__)
+
+
+def test_every_error_of_the_tree_is_public():
+    """Each error class of contextledger.domain.errors is reachable as contextledger.<Name>."""
+    assert set(errors.__all__) <= set(contextledger.__all__)
