@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Literal
 
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedMessage
-from contextledger.projections.wire import object_schema
+from contextledger.projections.wire import object_schema, rewrite_id
 
 __all__ = ["USER_TEXT_KINDS", "WireRole", "is_blank", "object_schema", "rewrite_id", "wire_role"]
 
@@ -55,28 +53,3 @@ def wire_role(message: RenderedMessage, index: int) -> WireRole:
 def is_blank(text: str) -> bool:
     """Return whether ``text`` is empty or whitespace only (Anthropic rejects such text blocks)."""
     return not text.strip()
-
-
-def rewrite_id(call_id: str, *, max_length: int, allowed: re.Pattern[str] | None = None) -> str:
-    """Return ``call_id`` unchanged if the provider accepts it, else a deterministic accepted form.
-
-    The rewritten form keeps the allowed characters (others become ``_``), cut so that an
-    underscore and 8 hex digits of the SHA-256 of the original id fit in ``max_length``; the hash
-    keeps distinct ids distinct. A call and its result go through the same function, so they stay
-    paired.
-
-    Args:
-        call_id: The id as logged.
-        max_length: The provider's maximum id length.
-        allowed: A pattern the whole id must match (``fullmatch``), or None when any
-            characters are accepted.
-
-    Returns:
-        An id no longer than ``max_length`` (and matching ``allowed``; a rewritten id always
-        matches ``[A-Za-z0-9_-]+``).
-    """
-    if len(call_id) <= max_length and (allowed is None or allowed.fullmatch(call_id)):
-        return call_id
-    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[: max_length - 9]
-    return f"{cleaned}_{digest}"

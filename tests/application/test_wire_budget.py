@@ -10,11 +10,13 @@ from typing import Any
 import contextledger
 import pytest
 import tiktoken
-from contextledger.adapters.formats.anthropic import to_anthropic
-from contextledger.adapters.formats.openai import to_openai
+from contextledger.adapters.formats import anthropic
+from contextledger.adapters.formats.anthropic import anthropic_call_id, to_anthropic
+from contextledger.adapters.formats.openai import OPENAI_MAX_CALL_ID, openai_call_id, to_openai
 from contextledger.adapters.importers.service import import_file
 from contextledger.application.renderer import Renderer
 from contextledger.domain.events import AssistantMessageAdded
+from contextledger.projections import wire
 from contextledger.projections.presets import PRESETS
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
@@ -150,3 +152,39 @@ def test_awkward_shapes_fit_on_the_wire(ledger):
             context = renderer.render(session, "threshold", at=position, budget=budget)
             sent = max(openai_wire_tokens(to_openai(context)), anthropic_wire_tokens(to_anthropic(context)))
             assert sent <= context.tokens <= context.budget, (budget, position)
+
+
+@pytest.mark.parametrize(
+    "call_id", ["call_7", "Bash:12", "toolu_01WZxn8yWUeMk2TKoNSt2f7L", "x" * 41, "é" * 130]
+)
+@pytest.mark.parametrize("arguments", ["", "ls -la", "[1, 2]", '{"path": "a"}', "{", '"text"'])
+def test_the_sizing_follows_the_wire_rules(call_id, arguments):
+    """The ids and inputs the projection sizes are those the formats send (a rule change breaks this)."""
+    assert openai_call_id(call_id) == wire.rewrite_id(call_id, max_length=wire.OPENAI_MAX_CALL_ID)
+    assert anthropic_call_id(call_id) == wire.rewrite_id(
+        call_id, max_length=wire.ANTHROPIC_MAX_CALL_ID, allowed=wire.ANTHROPIC_ID
+    )
+    assert anthropic.tool_input(arguments) == wire.tool_input(arguments)
+    assert (anthropic.RAW_ARGUMENTS_KEY, OPENAI_MAX_CALL_ID) == (
+        wire.RAW_ARGUMENTS_KEY,
+        wire.OPENAI_MAX_CALL_ID,
+    )
+
+
+@pytest.mark.parametrize("call_id", ["Bash:0", "call_0", "toolu_01WZxn8yWUeMk2TKoNSt2f7L"])
+def test_pairs_at_their_worst_fit_on_the_wire(ledger, call_id):
+    """Every pair at its most expensive Anthropic form still fits its counted tokens.
+
+    One id reused (so suffixed), non-object arguments (wrapped), blank error results (replaced by
+    a text).
+    """
+    session = ledger.start_session(system_prompt="x", tools=[])
+    ledger.add_user_message(session, "go")
+    for _ in range(40):
+        ledger.add_assistant_message(
+            session, "step", tool_calls=[{"id": call_id, "name": "Bash", "arguments": "ls -la"}]
+        )
+        ledger.add_tool_result(session, call_id, "", is_error=True)
+    context = Renderer(ledger).render(session, "default", budget=100_000)
+    assert anthropic_wire_tokens(to_anthropic(context)) <= context.tokens
+    assert openai_wire_tokens(to_openai(context)) <= context.tokens
