@@ -30,6 +30,25 @@ OVERFLOW_TIGHTENING = 0.5
 
 _LOSSY = {"dropped"}
 
+AHEAD = 0.75
+"""Policies applying summaries at compaction points plan the next span this far from low to high mark."""
+
+
+def _newest_in_chain(
+    applied: SummaryRecorded | None, artifacts: list[SummaryRecorded]
+) -> SummaryRecorded | None:
+    """Follow the chain from the summary shown to the newest artifact built on it (maybe not shown yet)."""
+    current = applied
+    for _ in artifacts:
+        parent = current.summary_id if current is not None else None
+        children = [a for a in artifacts if a.previous_summary_id == parent and a is not current]
+        if current is not None:
+            children = [a for a in children if a.covers_through > current.covers_through]
+        if not children:
+            break
+        current = max(children, key=lambda a: a.covers_through)
+    return current
+
 
 @dataclass(frozen=True)
 class CompactionPlan:
@@ -78,8 +97,15 @@ def plan_span(
     applied: SummaryRecorded | None,
     *,
     trigger: CompactionTrigger = "threshold",
+    ahead: float | None = None,
+    summary_tokens: int = 0,
 ) -> CompactionPlan | None:
     """Return the prefix-ward span to summarize next, or None when nothing calls for it.
+
+    With ``ahead`` (a fraction of the way from the low- to the high-water mark), a context past that
+    level gets its next compaction's span requested before the compaction point, so that a policy
+    applying summaries at compaction points (``on_arrival = false``) swaps the summary in with the
+    drop: one prefix change per compaction instead of two.
 
     ``threshold``: the free reducers dropped whole groups past the applied summary: summarize
     through the last dropped position (the hysteresis already chose a chunk that brings the context
@@ -96,6 +122,11 @@ def plan_span(
             target = math.floor(target * OVERFLOW_TIGHTENING)
         cut = _cut_for_target(context, covered + 1, target)
         through = max(through, cut or covered)
+    elif through <= covered and ahead is not None:
+        level = budget.low_mark + ahead * (budget.high_mark - budget.low_mark)
+        if context.tokens >= level:
+            cut = _cut_for_target(context, covered + 1, max(0, target - summary_tokens))
+            through = max(through, cut or covered)
     if through <= covered:
         return None
     return CompactionPlan(
@@ -128,7 +159,11 @@ class Compactor:
         *,
         summarizer: str = "extractive",
         summarizer_config: str = "",
+        ahead: float | None = None,
+        summary_tokens: int = 800,
     ) -> None:
+        self.ahead = ahead
+        self.summary_tokens = summary_tokens
         self.ledger = ledger
         self.renderer = renderer
         self.summarizer = summarizer
@@ -157,8 +192,14 @@ class Compactor:
         context = self.renderer.render(session_id, chosen, budget=budget)
         artifacts = {a.summary_id: a for a in stream.artifacts()}
         applied = artifacts.get(context.summary_id or "")
+        basis = _newest_in_chain(applied, list(artifacts.values()))
         limits = self.renderer.projector(chosen, budget=budget).budget
-        plan = plan_span(context, limits, applied, trigger=trigger)
+        ahead = self.ahead if self.ahead is not None else (None if chosen.summary.on_arrival else AHEAD)
+        if basis is not applied:
+            ahead = None  # the next summary is made and waits for the compaction point: nothing to plan ahead
+        plan = plan_span(
+            context, limits, basis, trigger=trigger, ahead=ahead, summary_tokens=self.summary_tokens
+        )
         if plan is None:
             return None
         key = policy_key(chosen)
