@@ -9,8 +9,9 @@ when another writer moved in between, which is why eventsourcing's plain ``BEGIN
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
@@ -219,6 +220,25 @@ def _busy_timeout(url: str, options: dict[str, list[str]]) -> float:
     return seconds
 
 
+def _write_ahead_log(file: Path, timeout: float) -> None:
+    """Switch the file to WAL mode (it persists), retrying while another process holds the lock.
+
+    SQLite answers a journal-mode change with "database is locked" at once instead of calling the busy
+    handler, so processes that open a new file together would fail; here they wait up to ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with closing(sqlite3.connect(file, timeout=timeout)) as conn:
+                conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+        else:
+            return
+
+
 def open_sqlite(url: str) -> RecorderEventStore:
     """Open (creating if needed) the SQLite ledger the URL names; its ``url`` names the absolute path."""
     file, options = sqlite_file(url)
@@ -232,11 +252,16 @@ def open_sqlite(url: str) -> RecorderEventStore:
         msg = f"SQLite URL {url!r} names {file}{where}: folder {file.parent} does not exist"
         raise ConfigError(msg)
     timeout = _busy_timeout(url, options)
+    try:
+        _write_ahead_log(file, timeout)
+    except sqlite3.Error as error:
+        msg = f"cannot open SQLite ledger {file}{where}: {error}"
+        raise StoreUnavailableError(msg) from error
     datastore = SQLiteDatastore(db_name=str(file), lock_timeout=timeout, originator_id_type="text")  # type: ignore[arg-type]
     recorder = SQLiteRecorder(datastore, events_table_name="ledger_events")
     try:
         recorder.create_table()  # SQLite's default synchronous=FULL stays: appends are durable
-    except PersistenceError as error:
+    except (PersistenceError, sqlite3.Error) as error:
         datastore.close()
         msg = f"cannot open SQLite ledger {file}{where}: {error}"
         raise StoreUnavailableError(msg) from error

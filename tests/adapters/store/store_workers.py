@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -77,6 +78,34 @@ def open_rounds(url: str, rounds: int, folder: Path, wid: str) -> None:
         except Exception as error:  # noqa: BLE001 - reported to the test
             result = f"{type(error).__name__}: {error}"
         (folder / f"result-{r}-{wid}.json").write_text(json.dumps(result))
+
+
+def open_concurrently(url_pattern: str, rounds: int, folder: Path) -> list[str]:
+    """Parent side: four processes open the ledger at once, ``rounds`` times; return every failure."""
+    procs = [
+        subprocess.Popen([sys.executable, __file__, "open", url_pattern, str(rounds), str(folder), str(w)])
+        for w in range(4)
+    ]
+    failures: list[str] = []
+    try:
+        deadline = time.monotonic() + 600
+        while len(list(folder.glob("ready-*"))) < 4:
+            assert all(p.poll() is None for p in procs), "an opener died before starting"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for r in range(rounds):
+            (folder / f"go-{r}").touch()
+            results = [folder / f"result-{r}-{w}.json" for w in range(4)]
+            while not all(p.exists() for p in results):
+                assert all(p.poll() in {None, 0} for p in procs), "an opener crashed"
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            outcomes = [json.loads(p.read_text()) for p in results]
+            failures += [f"round {r}: {o}" for o in outcomes if o != "ok"]
+    finally:
+        for proc in procs:
+            proc.wait(timeout=60)
+    return failures
 
 
 if __name__ == "__main__":

@@ -15,10 +15,13 @@ from pathlib import Path
 import contextledger
 import pytest
 
+from tests.adapters.store.store_workers import open_concurrently
+
 WORKER = Path(__file__).with_name("store_workers.py")
 LONG = os.environ.get("CONTEXTLEDGER_LONG") == "1"
 PROCESSES = 4
 APPENDS = 250 if LONG else 50
+ROUNDS = 20 if LONG else 3
 
 
 def run_writers(url: str, sessions: list[str], retry: bool, folder: Path) -> list[dict]:
@@ -101,3 +104,10 @@ def test_writers_with_the_retry_recipe_store_every_append_exactly_once(url, sess
             wid, n = text.split("-")
             per_writer.setdefault(wid, []).append(int(n))
         assert all(ns == sorted(ns) for ns in per_writer.values())  # each writer's order is kept
+
+
+def test_concurrent_opens_of_a_fresh_sqlite_file_all_succeed(tmp_path):
+    """Four processes creating one new SQLite file at once all open it (the WAL switch waits its turn)."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    assert open_concurrently(f"sqlite:///{tmp_path}/r{{round}}.db", ROUNDS, folder) == []

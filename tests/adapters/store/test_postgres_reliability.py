@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import psycopg
 import pytest
 from contextledger.adapters.store.postgres import SCHEMA_VERSION
 
+from tests.adapters.store.store_workers import open_concurrently
 from tests.conftest import PG_BASE, require_postgres
 
 WORKER = Path(__file__).with_name("store_workers.py")
@@ -128,44 +127,12 @@ def test_an_unknown_url_option_is_a_config_error():
         contextledger.open_ledger("postgresql://postgres@127.0.0.1:5432/test?statment_timeout=5")
 
 
-def open_concurrently(url_pattern: str, folder: Path, prepare) -> list[str]:
-    """Four processes open the ledger at once, ``ROUNDS`` times; return every failure."""
-    procs = [
-        subprocess.Popen([sys.executable, str(WORKER), "open", url_pattern, str(ROUNDS), str(folder), str(w)])
-        for w in range(4)
-    ]
-    failures: list[str] = []
-    try:
-        deadline = time.monotonic() + 120
-        while len(list(folder.glob("ready-*"))) < 4:
-            assert all(p.poll() is None for p in procs)
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        for r in range(ROUNDS):
-            prepare(r)
-            (folder / f"go-{r}").touch()
-            results = [folder / f"result-{r}-{w}.json" for w in range(4)]
-            while not all(p.exists() for p in results):
-                assert all(p.poll() in {None, 0} for p in procs)
-                assert time.monotonic() < deadline + 600
-                time.sleep(0.01)
-            failures += [
-                f"round {r}: {json.loads(p.read_text())}"
-                for p in results
-                if json.loads(p.read_text()) != "ok"
-            ]
-    finally:
-        for proc in procs:
-            proc.wait(timeout=60)
-    return failures
-
-
 def test_concurrent_opens_of_a_fresh_schema_all_succeed(tmp_path):
     """Four processes creating one new schema at once: no duplicate-key or concurrent-update failures."""
     require_postgres()
     prefix = f"t_{uuid.uuid4().hex[:8]}"
     try:
-        failures = open_concurrently(f"{PG_BASE}?schema={prefix}_{{round}}", tmp_path, lambda r: None)
+        failures = open_concurrently(f"{PG_BASE}?schema={prefix}_{{round}}", ROUNDS, tmp_path)
         assert failures == []
     finally:
         with psycopg.connect(PG_BASE, autocommit=True) as conn:
@@ -176,7 +143,7 @@ def test_concurrent_opens_of_a_fresh_schema_all_succeed(tmp_path):
 def test_concurrent_opens_of_an_existing_schema_all_succeed(pg_url, tmp_path):
     """Four processes opening a schema that exists: no 'tuple concurrently updated'."""
     contextledger.open_ledger(pg_url).close()
-    assert open_concurrently(pg_url, tmp_path, lambda r: None) == []
+    assert open_concurrently(pg_url, ROUNDS, tmp_path) == []
 
 
 def test_a_schema_1_blob_table_is_migrated_to_bytes(pg_url):
