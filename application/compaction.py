@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from contextledger.application.ledger import Ledger
@@ -192,7 +193,8 @@ class Compactor:
         context = self.renderer.render(session_id, chosen, budget=budget)
         artifacts = {a.summary_id: a for a in stream.artifacts()}
         applied = artifacts.get(context.summary_id or "")
-        basis = _newest_in_chain(applied, list(artifacts.values()))
+        mine = [a for a in artifacts.values() if a.config_sha == self.summarizer_config or a is applied]
+        basis = _newest_in_chain(applied, mine)
         limits = self.renderer.projector(chosen, budget=budget).budget
         ahead = self.ahead if self.ahead is not None else (None if chosen.summary.on_arrival else AHEAD)
         if basis is not applied:
@@ -200,7 +202,7 @@ class Compactor:
         plan = plan_span(
             context, limits, basis, trigger=trigger, ahead=ahead, summary_tokens=self.summary_tokens
         )
-        if plan is None:
+        if plan is None or self._reusable(plan, artifacts.values()):
             return None
         key = policy_key(chosen)
         identity = (
@@ -227,6 +229,16 @@ class Compactor:
         )
         stream.append(event, idempotency_key=f"request:{request_id}")
         return event
+
+    def _reusable(self, plan: CompactionPlan, artifacts: Iterable[SummaryRecorded]) -> bool:
+        """An artifact of this span, parent and summarizer config exists (e.g. made under another policy)."""
+        return any(
+            a.covers_from == plan.covers_from
+            and a.covers_through == plan.covers_through
+            and a.previous_summary_id == plan.previous_summary_id
+            and a.config_sha == self.summarizer_config
+            for a in artifacts
+        )
 
     def report_overflow(
         self,

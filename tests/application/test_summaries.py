@@ -16,6 +16,7 @@ from contextledger.application.summary_log import SummaryStream
 from contextledger.application.summary_worker import SummaryWorker, WorkerSettings, run_async, run_in_thread
 from contextledger.domain.errors import SummarizerUnavailableError
 from contextledger.domain.events import SummaryAttemptFailed, SummaryRecorded
+from contextledger.projections.presets import PRESETS
 from contextledger.projections.summary_requests import SummaryDraft, SummaryRequest
 
 BUDGET = 6_000
@@ -364,3 +365,17 @@ def test_an_artifact_made_for_an_older_state_is_never_applied(setup):
     assert late.covers_through < wider.covers_through
     ledger.add_user_message(session, "and next")
     assert renderer.render(session, POLICY, budget=BUDGET).summary_id == wider.summary_id
+
+
+def test_another_policy_reuses_an_artifact_of_the_same_span_and_config(setup):
+    """A second policy planning the same span with the same summarizer config requests nothing new."""
+    ledger, session, renderer, compactor, extractive = setup
+    first = compactor.plan(session, POLICY, budget=BUDGET)
+    SummaryWorker(ledger, renderer, extractive, worker_id="w").run_once()
+    twin = PRESETS[POLICY].model_copy(update={"name": "threshold-copy", "description": "same rules"})
+    assert compactor.plan(session, twin, budget=BUDGET) is None  # the artifact of that span is reused
+    assert len(SummaryStream(ledger.log, session).requests()) == 1
+    other = Compactor(ledger, renderer, summarizer="other", summarizer_config="another-config")
+    second = other.plan(session, twin, budget=BUDGET)
+    assert second is not None  # another summarizer config: a new request
+    assert (second.covers_from, second.covers_through) == (first.covers_from, first.covers_through)
