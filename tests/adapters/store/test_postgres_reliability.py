@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -167,3 +168,35 @@ def test_a_schema_1_blob_table_is_migrated_to_bytes(pg_url):
         version = conn.execute(f'SELECT value FROM "{schema}".contextledger_meta').fetchone()
     assert columns == [("sha256", "text"), ("utf8", "bytea")]
     assert version == (SCHEMA_VERSION,)
+
+
+def test_importing_a_large_transcript_completes(pg_url, tmp_path):
+    """`contextledger import` of a 12+ MB file (3,000 long messages and a 4 MB tool output) stores it all."""
+    messages = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"m{n} " + "u" * 4000} for n in range(3000)
+    ]
+    call = {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x\x00" * 2_000_000},
+    ]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"messages": messages}))
+    assert path.stat().st_size > 12_000_000
+    cli = Path(sys.executable).with_name("contextledger")
+    try:
+        done = subprocess.run(
+            [str(cli), "import", str(path), "--db", pg_url, "--json"],
+            check=False,
+            timeout=HANG,
+            capture_output=True,
+            text=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the import did not return within {HANG} s (hung)")
+    assert done.returncode == 0, done.stderr[-2000:]
+    with contextledger.open_ledger(pg_url) as ledger:
+        (session,) = ledger.sessions()
+        assert session.events == 3003
+        last = ledger.events(session.session_id)[-1].event.content
+        assert ledger.text(last) == "x\x00" * 2_000_000
