@@ -15,16 +15,22 @@ __all__ = [
     "CompactionRequested",
     "CompactionTrigger",
     "ContextOverflowReported",
+    "Disposition",
+    "DispositionRun",
     "Fidelity",
     "ForkParent",
     "ItemPinned",
     "ItemUnpinned",
     "LedgerEvent",
+    "ModelCallRecorded",
+    "ModelCallUsageReported",
+    "PolicyRegistered",
     "Recorded",
     "SessionStarted",
     "SummaryAttemptFailed",
     "SummaryAttemptStarted",
     "SummaryRecorded",
+    "TokenTiers",
     "ToolCall",
     "ToolResultRecorded",
     "ToolSchema",
@@ -219,6 +225,84 @@ class ContextOverflowReported(LedgerEvent, frozen=True, kw_only=True, tag="Conte
     message: str = ""
 
 
+Disposition = Literal["verbatim", "pinned", "truncated", "stubbed", "summarized", "dropped", "control"]
+"""An event's fate in one call; ``control`` is an event with no text of its own (a pin, an unpin)."""
+
+
+class DispositionRun(msgspec.Struct, frozen=True, array_like=True):
+    """Consecutive log positions ``first..last`` that met the same fate, by the same rule, in one call."""
+
+    first: int
+    last: int
+    disposition: Disposition
+    rule: str
+    summary_id: str | None = None
+
+
+class TokenTiers(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a call's tokens went; the tiers add up exactly to the rendered total."""
+
+    system: int = 0
+    tools: int = 0
+    summary: int = 0
+    history: int = 0
+    tool_results: int = 0
+    injected: int = 0
+
+    @property
+    def total(self) -> int:
+        """The sum of the tiers."""
+        return self.system + self.tools + self.summary + self.history + self.tool_results + self.injected
+
+
+class PolicyRegistered(LedgerEvent, frozen=True, kw_only=True, tag="PolicyRegistered"):
+    """The full text of a policy, stored once under its hash, so any recorded call can be rendered again."""
+
+    policy_hash: str
+    name: str
+    policy_json: str
+
+
+class ModelCallRecorded(LedgerEvent, frozen=True, kw_only=True, tag="ModelCallRecorded"):
+    """A ``model_calls`` audit record: one render handed to a model, and the fate of every event before it.
+
+    ``dispositions`` cover positions 1..``position`` in runs; ``tiers`` add up to ``tokens``;
+    ``context_sha`` hashes the rendered context, ``payload_sha`` the wire payload sent
+    (``wire_format``), ``prefix_sha`` its stable prefix. Lives in the session's calls stream.
+    """
+
+    call_id: str
+    session_id: str
+    position: int
+    policy: str
+    policy_hash: str
+    budget: int
+    tokenizer: str
+    tokens: int
+    tiers: TokenTiers
+    dispositions: tuple[DispositionRun, ...]
+    summary_id: str | None = None
+    summary_span: tuple[int, int] | None = None
+    summary_round: int | None = None
+    context_sha: str = ""
+    payload_sha: str = ""
+    prefix_sha: str = ""
+    wire_format: str = "openai"
+    stable_prefix: int = 0
+
+
+class ModelCallUsageReported(LedgerEvent, frozen=True, kw_only=True, tag="ModelCallUsageReported"):
+    """What the provider reported for a recorded call: tokens in, cached, out, and the latency."""
+
+    call_id: str
+    input_tokens: int | None = None
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float | None = None
+    model: str | None = None
+
+
 AnyEvent = (
     SessionStarted
     | UserMessageAdded
@@ -231,6 +315,9 @@ AnyEvent = (
     | SummaryAttemptStarted
     | SummaryAttemptFailed
     | ContextOverflowReported
+    | PolicyRegistered
+    | ModelCallRecorded
+    | ModelCallUsageReported
 )
 """Every event type the ledger stores."""
 

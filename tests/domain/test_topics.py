@@ -46,6 +46,8 @@ def _example(info: msgspec.inspect.Type, variant: int, name: str) -> Any:  # noq
     if isinstance(info, kind.VarTupleType | kind.ListType):
         items = [_example(info.item_type, variant, f"{name}{i}") for i in range(2)]
         return tuple(items) if isinstance(info, kind.VarTupleType) else items
+    if isinstance(info, kind.TupleType):
+        return tuple(_example(t, variant, f"{name}{i}") for i, t in enumerate(info.item_types))
     if isinstance(info, kind.UnionType):
         members = [t for t in info.types if not isinstance(t, kind.NoneType)]
         return _example(members[0] if variant == 0 else members[-1], variant, name)
