@@ -1,4 +1,4 @@
-"""Token counters: tiktoken (cl100k offline, o200k from the cache dir) and a chars/4 heuristic."""
+"""Token counters: tiktoken (cl100k offline, o200k from the cache dir) in bounded chunks; a cheap estimate."""
 
 from __future__ import annotations
 
@@ -6,27 +6,85 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from contextledger.domain.errors import TokenizerError
 from contextledger.domain.ports import TokenCounter
 
-__all__ = ["HeuristicCounter", "TiktokenCounter", "available_tokenizers", "get_counter"]
+__all__ = [
+    "CHUNK_CHARS",
+    "FORCED_SPLIT_MARGIN",
+    "HeuristicCounter",
+    "TiktokenCounter",
+    "available_tokenizers",
+    "chunk_bounds",
+    "get_counter",
+]
 
 _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 _DEFAULT_MARGIN = 0.25
-_PIECES = re.compile(r"[A-Za-z]+|[0-9]{1,3}|\s+|[^\sA-Za-z0-9]")
+
+CHUNK_CHARS = 65_536
+"""tiktoken counts a text longer than this many characters chunk by chunk (memory follows the chunk)."""
+
+FORCED_SPLIT_MARGIN = 8
+"""Tokens added for each chunk boundary that had to fall inside a word (see ``chunk_bounds``)."""
+
+_SAFE_SPLIT = re.compile(r"(?<=\n)(?=[A-Za-z0-9])|(?<=[!-~])(?= [A-Za-z])")
+"""Split points where tiktoken's count is exactly additive: after a newline that an ASCII letter or digit
+follows, and before a space that follows a printable ASCII character and precedes an ASCII letter."""
+
+_MEMO = 16
+"""Distinct chunks whose counts one chunked count remembers (a text of one repeated line or character)."""
+
+
+def chunk_bounds(text: str, chunk_chars: int = CHUNK_CHARS) -> Iterator[tuple[int, int, bool]]:
+    r"""Yield ``(start, end, forced)`` spans of at most ``chunk_chars`` characters covering ``text``.
+
+    Each span ends at the first safe split point in the second half of its window, so every span is
+    at least half a chunk long except the last. ``forced`` is True when the window had no safe point and
+    the span ends ``chunk_chars`` after its start (inside a word or a run of one character class).
+
+    Why a safe split is exact: cl100k_base and o200k_base first cut text into pieces with a regex and
+    then encode each piece on its own. At a safe point no piece can span the boundary (no piece
+    alternative continues from a newline into a letter or digit, nor from a printable character into a
+    space), the patterns have no look-behind (the suffix is cut alike), and the only look-ahead,
+    ``\s+(?!\S)``, only ends whitespace pieces, which a safe point never ends. So the pieces of the two
+    sides are exactly the pieces of the whole, and count(a + b) == count(a) + count(b).
+    """
+    if chunk_chars < 16:  # noqa: PLR2004 - a window must leave room to find a split point
+        msg = f"chunk_chars must be at least 16, not {chunk_chars}"
+        raise TokenizerError(msg)
+    start = 0
+    while len(text) - start > chunk_chars:
+        limit = start + chunk_chars
+        found = _SAFE_SPLIT.search(text, start + chunk_chars // 2, limit)
+        end = limit if found is None else found.start()
+        yield start, end, found is None
+        start = end
+    yield start, len(text), False
 
 
 class TiktokenCounter:
-    """Exact counts with a tiktoken encoding; special-token text is counted as ordinary text."""
+    """Counts with a tiktoken encoding; special-token text is counted as ordinary text.
 
-    def __init__(self, encoding: Any, name: str) -> None:
+    Texts of at most ``chunk_chars`` characters are counted exactly. A longer text is counted chunk by
+    chunk (``chunk_bounds``), so memory and time stay proportional to the chunk even for one 50 MB run
+    of a character (which tiktoken would hold as one piece). The count is exact when every boundary is
+    a safe split; each forced boundary adds ``FORCED_SPLIT_MARGIN`` tokens, so the count stays at or
+    above the exact one (a split inside a piece changes its count by at most a few tokens either way;
+    the tests check the bound against the exact count), and at most ``2 * FORCED_SPLIT_MARGIN`` above
+    it per forced boundary: one per ``chunk_chars`` characters of text that has no line or word
+    boundary, about 0.2% of the tokens of such text.
+    """
+
+    def __init__(self, encoding: Any, name: str, *, chunk_chars: int = CHUNK_CHARS) -> None:
         """Wrap a loaded ``tiktoken.Encoding`` under a stable ``name``."""
         self._encoding = encoding
         self._name = name
+        self.chunk_chars = chunk_chars
 
     @property
     def name(self) -> str:
@@ -34,55 +92,146 @@ class TiktokenCounter:
         return self._name
 
     def count(self, text: str) -> int:
-        """Return the number of tokens of ``text``."""
-        return len(self._encoding.encode_ordinary(text))
+        """Return the number of tokens of ``text`` (chunked when it is long)."""
+        if len(text) <= self.chunk_chars:
+            return len(self._encoding.encode_ordinary(text))
+        return self._chunked(text)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Return the token counts of several texts."""
-        return [len(tokens) for tokens in self._encoding.encode_ordinary_batch(list(texts), num_threads=1)]
+        """Return the token counts of several texts; long ones are counted in chunks."""
+        short = [i for i, text in enumerate(texts) if len(text) <= self.chunk_chars]
+        encoded = self._encoding.encode_ordinary_batch([texts[i] for i in short], num_threads=1)
+        counts = dict(zip(short, (len(tokens) for tokens in encoded), strict=True))
+        return [counts[i] if i in counts else self._chunked(text) for i, text in enumerate(texts)]
+
+    def _chunked(self, text: str) -> int:
+        total = 0
+        seen: dict[str, int] = {}
+        for start, end, forced in chunk_bounds(text, self.chunk_chars):
+            piece = text[start:end]
+            tokens = seen.get(piece)
+            if tokens is None:
+                tokens = len(self._encoding.encode_ordinary(piece))
+                if len(seen) < _MEMO:
+                    seen[piece] = tokens
+            total += tokens + (FORCED_SPLIT_MARGIN if forced else 0)
+        return total
+
+
+def _table(classes: dict[bytes, str], default: str) -> bytes:
+    """A ``bytes.translate`` table mapping each byte in a key to that key's class letter."""
+    table = bytearray(default.encode() * 256)
+    for members, letter in classes.items():
+        for byte in members:
+            table[byte] = ord(letter)
+    return bytes(table)
+
+
+_LOWER = bytes(range(ord("a"), ord("z") + 1))
+_UPPER = bytes(range(ord("A"), ord("Z") + 1))
+_DIGIT = b"0123456789"
+_CLASSES = _table(
+    {_LOWER: "l", _UPPER: "U", _DIGIT: "D", b" \t": "S", b"\r\n": "N", bytes(range(128, 256)): "X"}, "P"
+)
+_LETTER_RUNS = _table({_LOWER + _UPPER: "L"}, "o")
+_DIGIT_RUNS = _table({_DIGIT: "L"}, "o")
+_HEURISTIC_CHUNK = 1 << 20
+"""Characters classified per pass (bounds the transient bytes to a few MB for any text)."""
+
+# Tokens per feature, fitted (a linear program) so that with the default 25% margin the estimate is at
+# or above cl100k on every text of the real transcripts in tests/fixtures, on 2,978 held-out files of
+# Python packages (code, docs, JSON), and on scripts, emoji, JSON, CSV, logs, base64, hex and runs of
+# one character. Observed before the margin: 1.10x cl100k over the transcripts' texts in total.
+_PER_LETTER_RUN = 0.77
+_PER_LETTER_PAST_4 = 0.44  # letters beyond the 4th of each run, in total: long or random words
+_PER_DIGIT_GROUP = 1.27  # applied to digits / 3 + 2 / 3 per digit run (an upper bound of 3-digit groups)
+_PER_SPACE = 0.05
+_PER_NEWLINE = 1.21
+_PER_PUNCTUATION = 0.61  # ASCII punctuation and control characters
+_PER_NON_ASCII_BYTE = 0.64
+_PER_UPPER = 0.45
+_PER_TEXT = 0.94
+
+
+def _runs(marks: bytes, continued: bool) -> int:
+    """Runs of ``L`` in ``marks``; a run continued from the previous slice is not counted again."""
+    return marks.count(b"oL") + (marks[:1] == b"L" and not continued)
 
 
 class HeuristicCounter:
     """A tokenizer-free estimate with a safety margin, for models without a local tokenizer.
 
-    Plain len/4 undercounts JSON by about 35% and CJK by about 75%. This estimate takes the larger
-    of chars/4 and a count of pieces (letter runs, 3-digit groups, punctuation marks, whitespace
-    runs) with every non-ASCII character one token, then adds ``margin``.
+    Plain len/4 undercounts JSON by about 35% and CJK by about 75%. This estimate classifies the UTF-8
+    bytes (lowercase, uppercase, digit, space, newline, punctuation, non-ASCII) and counts letter and
+    digit runs with a few C-speed passes (``bytes.translate`` and ``bytes.count``, no regex, no Python
+    loop per character), weighs them with fitted per-feature token costs, then adds ``margin``. About
+    10x faster than the piece-by-piece regex estimate it replaces and than tiktoken, in bounded memory.
     """
 
-    def __init__(self, chars_per_token: float = 4.0, margin: float = _DEFAULT_MARGIN) -> None:
-        """Configure the ratio and the safety margin (0.4 adds 40%)."""
-        if chars_per_token <= 0 or margin < 0:
-            msg = "chars_per_token must be positive and margin non-negative"
+    def __init__(self, margin: float = _DEFAULT_MARGIN) -> None:
+        """Configure the safety margin (0.4 adds 40%)."""
+        if margin < 0:
+            msg = "margin must be non-negative"
             raise TokenizerError(msg)
-        self.chars_per_token = chars_per_token
         self.margin = margin
 
     @property
     def name(self) -> str:
-        """Identifies ratio and margin, so caches never mix estimates of different settings."""
-        return f"heuristic-chars/{self.chars_per_token:g}+{round(self.margin * 100)}%"
+        """Identifies the estimate and its margin, so caches never mix counts of different settings."""
+        return f"heuristic-v2+{round(self.margin * 100)}%"
 
     def count(self, text: str) -> int:
         """Return the estimated number of tokens of ``text``."""
         if not text:
             return 0
-        pieces = 0
-        for match in _PIECES.finditer(text):
-            piece = match.group()
-            first = piece[0]
-            if first.isspace():
-                pieces += 0 if len(piece) == 1 else 1 + len(piece) // 16
-            elif first.isascii() and first.isalpha():
-                pieces += max(1, math.ceil(len(piece) / 6))
-            else:
-                pieces += 1 if first.isascii() else len(piece)
-        by_chars = len(text) / self.chars_per_token
-        return math.ceil(max(by_chars, pieces) * (1 + self.margin))
+        return math.ceil(_estimate(text) * (1 + self.margin))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Return the estimates of several texts."""
         return [self.count(t) for t in texts]
+
+
+def _estimate(text: str) -> float:
+    letters = upper = digits = spaces = newlines = punctuation = non_ascii = 0
+    letter_runs = digit_runs = 0
+    in_letters = in_digits = False
+    for start in range(0, len(text), _HEURISTIC_CHUNK):
+        part = text if len(text) <= _HEURISTIC_CHUNK else text[start : start + _HEURISTIC_CHUNK]
+        data = part.encode("utf-8", "surrogatepass")
+        classes = data.translate(_CLASSES)
+        lower, caps = classes.count(b"l"), classes.count(b"U")
+        numerals, blanks, breaks = classes.count(b"D"), classes.count(b"S"), classes.count(b"N")
+        wide = 0 if part.isascii() else classes.count(b"X")
+        letters += lower + caps
+        upper += caps
+        digits += numerals
+        spaces += blanks
+        newlines += breaks
+        non_ascii += wide
+        punctuation += len(data) - lower - caps - numerals - blanks - breaks - wide
+        if lower or caps:
+            marks = data.translate(_LETTER_RUNS)
+            letter_runs += _runs(marks, in_letters)
+            in_letters = marks.endswith(b"L")
+        else:
+            in_letters = False
+        if numerals:
+            marks = data.translate(_DIGIT_RUNS)
+            digit_runs += _runs(marks, in_digits)
+            in_digits = marks.endswith(b"L")
+        else:
+            in_digits = False
+    return (
+        _PER_LETTER_RUN * letter_runs
+        + _PER_LETTER_PAST_4 * max(0, letters - 4 * letter_runs)
+        + _PER_DIGIT_GROUP * (digits / 3 + 2 * digit_runs / 3)
+        + _PER_SPACE * spaces
+        + _PER_NEWLINE * newlines
+        + _PER_PUNCTUATION * punctuation
+        + _PER_NON_ASCII_BYTE * non_ascii
+        + _PER_UPPER * upper
+        + _PER_TEXT
+    )
 
 
 def _tiktoken(name: str) -> TokenCounter:

@@ -14,7 +14,8 @@ class CachedTokenCounter:
     """Counts each distinct text at most once per tokenizer and remembers the count in the store.
 
     A blob's count is found by its address without reading the blob; the tokenizer runs only
-    for texts no process has counted before.
+    for texts no process has counted before, and blobs it must count are read and counted one at a
+    time (memory holds one large text, not every blob of a batch).
     """
 
     def __init__(
@@ -66,9 +67,12 @@ class CachedTokenCounter:
         still = [k for k in missing if k not in self._memory]
         if not still:
             return
-        texts = [known_texts[k] if k in known_texts else self.blobs.read_blob(k) for k in still]
-        counts = self.counter.count_many(texts)
-        self.tokenized += len(texts)
-        fresh = dict(zip(still, counts, strict=True))
+        inline = [k for k in still if k in known_texts]
+        fresh = dict(zip(inline, self.counter.count_many([known_texts[k] for k in inline]), strict=True))
+        for key in still:
+            if key not in fresh:
+                # One blob at a time: only one large text is held, however many the batch names.
+                fresh[key] = self.counter.count(self.blobs.read_blob(key))
+        self.tokenized += len(fresh)
         self._memory.update(fresh)
         self.counts.save_token_counts(self.counter.name, fresh)
