@@ -13,6 +13,7 @@ __all__ = [
     "InjectionOverflowError",
     "InvalidMessageError",
     "PinnedOverBudgetError",
+    "ReplayMismatchError",
     "SessionExistsError",
     "SessionNotFoundError",
     "StoreError",
@@ -168,3 +169,7 @@ class SummarizerUnavailableError(SummarizerError):
 
 class SummaryRejectedError(SummarizerError):
     """The summarizer answered, but with nothing usable: empty, malformed, or over its size bound."""
+
+
+class ReplayMismatchError(ContextLedgerError):
+    """A recorded model call rendered again does not give the bytes its record hashed."""
