@@ -12,63 +12,22 @@ Schema setup runs under an advisory lock, so processes opening one schema at onc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import psycopg
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
-from contextledger.domain.errors import ConfigError, StoreUnavailableError
+from contextledger.adapters.store.postgres_options import connection_settings
+from contextledger.domain.errors import StoreUnavailableError
 from eventsourcing.persistence import Notification, PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import DictRow, dict_row
 from psycopg.sql import SQL, Composable, Identifier
 
-__all__ = ["SCHEMA_VERSION", "PostgresOptions", "PostgresRecorder", "open_postgres"]
+__all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
 
 SCHEMA_VERSION = 2
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); tables created before are migrated."""
-
-
-@dataclass(frozen=True)
-class PostgresOptions:
-    """Bounds on every wait, in seconds; each can be set in the URL (``?statement_timeout=120``)."""
-
-    connect_timeout: float = 5.0
-    pool_timeout: float = 10.0
-    statement_timeout: float = 60.0
-    lock_timeout: float = 5.0
-    idle_in_transaction_timeout: float = 60.0
-
-    @classmethod
-    def parse(cls, url: str, query: dict[str, list[str]]) -> PostgresOptions:
-        """Read the options the URL's query sets; anything else but ``schema`` is refused."""
-        known = set(cls.__dataclass_fields__)
-        values: dict[str, float] = {}
-        for name, raw in query.items():
-            if name == "schema":
-                continue
-            if name not in known:
-                names = ", ".join(sorted(known))
-                msg = f"PostgreSQL URL {url!r}: unknown option {name!r} (known: schema, {names})"
-                raise ConfigError(msg)
-            try:
-                values[name] = float(raw[0])
-            except ValueError:
-                values[name] = -1.0
-            if not values[name] > 0:
-                msg = f"PostgreSQL URL {url!r}: {name} must be a positive number of seconds, got {raw[0]!r}"
-                raise ConfigError(msg)
-        return cls(**values)
-
-    def server_settings(self) -> str:
-        """The libpq ``options`` string that sets the server-side timeouts of every connection."""
-        return (
-            f"-c statement_timeout={int(self.statement_timeout * 1000)} "
-            f"-c lock_timeout={int(self.lock_timeout * 1000)} "
-            f"-c idle_in_transaction_session_timeout={int(self.idle_in_transaction_timeout * 1000)}"
-        )
 
 
 def _autocommit(conn: psycopg.Connection[Any]) -> None:
@@ -133,6 +92,7 @@ class PostgresRecorder(PostgresApplicationRecorder):
         schema = self.datastore.schema
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"contextledger:{schema}",))
+            conn.execute("SET LOCAL statement_timeout = '600s'")  # a one-time migration of a large table
             if schema != "public":
                 conn.execute(SQL("CREATE SCHEMA IF NOT EXISTS {}").format(Identifier(schema)))
             if self._version(conn) == SCHEMA_VERSION:
@@ -391,35 +351,9 @@ def _field(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, Mapping) else row[0]
 
 
-def _connection_kwargs(url: str) -> tuple[dict[str, Any], str, PostgresOptions]:
-    parts = urlsplit(url)
-    dbname = unquote(parts.path.lstrip("/"))
-    if not dbname:
-        msg = f"PostgreSQL URL {url!r} names no database"
-        raise ConfigError(msg)
-    query = parse_qs(parts.query)
-    options = PostgresOptions.parse(url, query)
-    kwargs: dict[str, Any] = {
-        "dbname": dbname,
-        "host": parts.hostname or "127.0.0.1",
-        "port": parts.port or 5432,
-        "user": unquote(parts.username or "postgres"),
-        "password": unquote(parts.password or "") or None,
-        "connect_timeout": max(2, round(options.connect_timeout)),  # libpq's floor is 2 s
-        "options": options.server_settings(),
-        "keepalives": 1,
-        "keepalives_idle": 10,
-        "keepalives_interval": 5,
-        "keepalives_count": 3,
-        "tcp_user_timeout": int(options.statement_timeout * 1000),
-        "application_name": "contextledger",
-    }
-    return kwargs, query.get("schema", ["public"])[0], options
-
-
 def open_postgres(url: str) -> RecorderEventStore:
     """Open (creating or migrating the schema if needed) the PostgreSQL ledger the URL names."""
-    kwargs, schema, options = _connection_kwargs(url)
+    kwargs, schema, options = connection_settings(url)
     where = f"{kwargs['host']}:{kwargs['port']}/{kwargs['dbname']}"
     datastore: PostgresDatastore | None = None
     try:
