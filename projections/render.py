@@ -16,6 +16,7 @@ from contextledger.projections.context import (
 from contextledger.projections.groups import pin_reason
 from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.state import Entry, Group, RenderState, SummaryRef
+from contextledger.projections.wire import REQUEST_OVERHEAD
 
 __all__ = ["decisions", "render"]
 
@@ -146,7 +147,13 @@ def decisions(state: RenderState) -> tuple[Decision, ...]:
     out: list[Decision] = []
     if state.system:
         out.append(
-            Decision(first=1, last=1, action="pinned", rule="system", detail=f"{state.system_tokens} tokens")
+            Decision(
+                first=1,
+                last=1,
+                action="pinned",
+                rule="system",
+                detail=f"{state.system_tokens:,} tokens with {REQUEST_OVERHEAD} of request framing",
+            )
         )
     out += [
         Decision(
