@@ -114,7 +114,7 @@ def _pinned(context: RenderedContext) -> set[int]:
 def _from_messages(context: RenderedContext, fate: dict[int, Fate]) -> set[int]:
     """Label every shown event by its own message; return the shown positions."""
     pinned = _pinned(context)
-    rules = {d.action: d.rule for d in context.decisions}
+    rules: dict[str, str] = {d.action: d.rule for d in context.decisions}
     shown: set[int] = set()
     for message in context.messages:
         kind = _KIND.get(message.kind)
