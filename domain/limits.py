@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "MAX_DEPTH",
@@ -27,7 +27,7 @@ MAX_IDEMPOTENCY_KEY_CHARS = 1024
 """Longest idempotency key, in characters; a key is non-empty text that encodes as UTF-8."""
 
 _SEQUENCES = (list, tuple, set, frozenset)
-_SCALARS = (str, bytes, int, float, bool, type(None))
+_SCALARS = frozenset({str, bytes, int, float, bool, type(None)})
 _JSON_SYNTAX = re.compile(r'["\[\]{}]')
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _JSON_OPENING = re.compile(r"[ \t\r\n]*[\[{]")
@@ -36,27 +36,34 @@ _JSON_OPENING = re.compile(r"[ \t\r\n]*[\[{]")
 def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
     """Return True when ``value`` nests containers (dicts, lists, tuples, structs) over ``limit`` deep.
 
-    Iterative (an explicit stack, never recursion), so a value nested 100,000 deep, or one that
-    contains itself, is answered without a ``RecursionError``; the walk stops at the first container
-    past the limit.
+    Iterative, level by level (never recursion), so a value nested 100,000 deep, or one that contains
+    itself, is answered without a ``RecursionError``; the walk stops at the first level past the limit.
     """
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children: Iterable[object]
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, _SEQUENCES):
-            children = item
-        else:
-            fields: tuple[str, ...] | None = getattr(type(item), "__struct_fields__", None)
-            if fields is None:
+    level: list[Any] = [value]
+    depth = 0
+    while True:
+        below: list[Any] = []
+        containers = False
+        for item in level:
+            kind = type(item)
+            if kind in _SCALARS:
                 continue
-            children = [getattr(item, name) for name in fields]
+            if isinstance(item, dict):
+                below.extend(item.values())
+            elif isinstance(item, _SEQUENCES):
+                below.extend(item)
+            else:
+                fields: tuple[str, ...] | None = getattr(kind, "__struct_fields__", None)
+                if fields is None:
+                    continue  # a leaf such as a datetime
+                below.extend(getattr(item, name) for name in fields)
+            containers = True
+        if not containers:
+            return False
+        depth += 1
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children if not isinstance(child, _SCALARS))
-    return False
+        level = below
 
 
 def json_text_too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
