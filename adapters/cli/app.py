@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from contextledger.adapters.cli import common, demo, import_cmd, render_cmd, sessions, summaries_cmd
+from contextledger.adapters.cli import (
+    audit_cmd,
+    common,
+    demo,
+    import_cmd,
+    render_cmd,
+    sessions,
+    summaries_cmd,
+)
 
 if TYPE_CHECKING:
     from contextledger.application.ledger import Ledger
@@ -14,7 +22,7 @@ __all__ = ["app", "run"]
 
 app = common.new_app()
 
-for module in (demo, sessions, import_cmd, render_cmd, summaries_cmd):
+for module in (demo, sessions, import_cmd, render_cmd, summaries_cmd, audit_cmd):
     module.register(app)
 
 

@@ -114,13 +114,16 @@ def register(app: typer.Typer) -> None:
         tokenizer: Annotated[
             str, typer.Option("--tokenizer", help="cl100k_base, o200k_base or heuristic.")
         ] = "cl100k_base",
+        record: Annotated[
+            bool, typer.Option("--record", help="Record this render as a model call (audit record).")
+        ] = False,
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
         """Print the context to send at a position of a session, within a token budget.
 
         --json prints the RenderedContext fields (tokens, budget, policy, decisions, ...)
-        and, under "payload", the request exactly as it would be sent.
+        and, under "payload", the request exactly as it would be sent; with --record, "call_id".
         """
 
         def body() -> None:
@@ -128,13 +131,24 @@ def register(app: typer.Typer) -> None:
             from contextledger.application.renderer import Renderer  # noqa: PLC0415 - loaded on use
 
             chosen = resolve_policy(policy)
+            call_id = None
             with ledger_for(db) as ledger:
                 context = Renderer(ledger, tokenizer=tokenizer).render(
                     session_id, chosen, at=at, budget=budget
                 )
+                document = render_document(context, wire)
+                if record:
+                    from contextledger.application.call_recorder import CallRecorder  # noqa: PLC0415
+
+                    recorder = CallRecorder(ledger)
+                    call_id = recorder.record(
+                        context, chosen, payload=document["payload"], wire_format=wire
+                    ).call_id
             if json_output:
-                emit_json(render_document(context, wire))
+                emit_json({**document, "call_id": call_id} if record else document)
             else:
                 print_context(context)
+                if call_id:
+                    out_console().print(f"recorded as call {call_id}")
 
         run_guarded(body, json_output=json_output)

@@ -1,0 +1,223 @@
+"""``calls``, ``replay-call`` and ``why``: the model-call audit records and the why-trace in the CLI."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from contextledger.adapters.cli.common import (
+    DbOption,
+    JsonOption,
+    cell,
+    command,
+    emit_json,
+    ledger_for,
+    out_console,
+    run_guarded,
+)
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``calls``, ``replay-call`` and ``why`` to ``app``."""
+    _register_calls(app)
+    _register_replay(app)
+    _register_why(app)
+
+
+def _register_calls(app: typer.Typer) -> None:
+    @command(app, "calls", example="contextledger calls 0f3c9a... --json")
+    def calls_command(
+        session_id: Annotated[str, typer.Argument(help="The session.")],
+        db: DbOption = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        """List the session's recorded model calls: position, tokens by tier, summary applied, usage.
+
+        --json prints {"session_id", "calls": [{"record": ModelCallRecorded, "usage": ...}]}.
+        """
+
+        def body() -> None:
+            from contextledger.application.call_recorder import CallRecorder  # noqa: PLC0415
+            from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+            with ledger_for(db) as ledger:
+                ledger.version(session_id)
+                views = CallRecorder(ledger).calls(session_id)
+            if json_output:
+                emit_json({"session_id": session_id, "calls": views})
+                return
+            table = Table(
+                "call",
+                "position",
+                "policy",
+                "tokens",
+                "system",
+                "summary",
+                "history",
+                "results",
+                "usage in/cached/out",
+            )
+            for view in views:
+                r, u = view.record, view.usage
+                used = f"{u.input_tokens}/{u.cached_tokens}/{u.output_tokens}" if u else ""
+                tiers = r.tiers
+                table.add_row(
+                    *map(
+                        cell,
+                        (
+                            r.call_id,
+                            r.position,
+                            r.policy,
+                            r.tokens,
+                            tiers.system + tiers.tools,
+                            tiers.summary,
+                            tiers.history,
+                            tiers.tool_results,
+                            used,
+                        ),
+                    )
+                )
+            out_console().print(table)
+
+        run_guarded(body, json_output=json_output)
+
+
+def _register_replay(app: typer.Typer) -> None:
+    @command(
+        app,
+        "replay-call",
+        example="contextledger replay-call call-7 --session 0f3c9a... --format anthropic --json",
+    )
+    def replay_command(
+        call_id: Annotated[str, typer.Argument(help="The recorded call.")],
+        session_id: Annotated[
+            str | None, typer.Option("--session", help="Its session (default: search them all).")
+        ] = None,
+        db: DbOption = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        """Rebuild the exact payload of a recorded call from the log and artifacts, and verify its hash.
+
+        --json prints {"call_id", "session_id", "verified", "payload_sha", "format", "payload"}; a payload
+        that
+        differs from the record is an error (ReplayMismatchError, exit 1).
+        """
+
+        def body() -> None:
+            from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415
+            from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415
+            from contextledger.application.call_recorder import CallRecorder, payload_sha  # noqa: PLC0415
+            from contextledger.application.renderer import Renderer  # noqa: PLC0415
+            from contextledger.domain.errors import ReplayMismatchError, ValidationError  # noqa: PLC0415
+
+            with ledger_for(db) as ledger:
+                recorder = CallRecorder(ledger)
+                session = session_id or _session_of(recorder, ledger, call_id)
+                if session is None:
+                    raise ValidationError(f"no session has a recorded call {call_id!r}")
+                tokenizer = recorder.call(session, call_id).record.tokenizer
+                record, context = recorder.rerender(
+                    Renderer(ledger, tokenizer=_tokenizer_name(tokenizer)), session, call_id
+                )
+            payload: dict[str, Any] = (
+                to_anthropic(context) if record.wire_format == "anthropic" else to_openai(context)
+            )
+            sha = payload_sha(payload)
+            if record.payload_sha and sha != record.payload_sha:
+                raise ReplayMismatchError(
+                    f"call {call_id}: the {record.wire_format} payload differs from the one recorded"
+                )
+            document = {
+                "call_id": call_id,
+                "session_id": session,
+                "verified": True,
+                "payload_sha": sha,
+                "format": record.wire_format,
+                "payload": payload,
+            }
+            if json_output:
+                emit_json(document)
+            else:
+                out_console().print(
+                    f"call {call_id} reproduced byte for byte ({record.wire_format}, "
+                    f"{record.tokens:,} tokens, sha {sha[:16]})"
+                )
+
+        run_guarded(body, json_output=json_output)
+
+
+def _tokenizer_name(recorded: str) -> str:
+    """The name to ask the tokenizer factory for, from the name a counter records (heuristic variants)."""
+    return "heuristic" if recorded.startswith("heuristic") else recorded
+
+
+def _session_of(recorder: Any, ledger: Any, call_id: str) -> str | None:
+    for info in ledger.sessions():
+        if any(v.record.call_id == call_id for v in recorder.calls(info.session_id)):
+            return str(info.session_id)
+    return None
+
+
+def _register_why(app: typer.Typer) -> None:
+    @command(
+        app, "why", example='contextledger why 0f3c9a... "ZFA04Y" --policy default --budget 16000 --json'
+    )
+    def why_command(  # noqa: PLR0917 - typer declares each option as a parameter
+        session_id: Annotated[str, typer.Argument(help="The session.")],
+        text: Annotated[str, typer.Argument(help="The fact to trace (case-insensitive text).")] = "",
+        regex: Annotated[bool, typer.Option("--regex", help="TEXT is a regular expression.")] = False,
+        position: Annotated[
+            int | None, typer.Option("--position", help="Trace the event at this position.")
+        ] = None,
+        policy: Annotated[
+            str | None, typer.Option("--policy", help="Compute the calls this policy would make.")
+        ] = None,
+        budget: Annotated[
+            int | None, typer.Option("--budget", help="Prompt budget of the computed calls.")
+        ] = None,
+        tokenizer: Annotated[
+            str, typer.Option("--tokenizer", help="cl100k_base, o200k_base or heuristic.")
+        ] = "cl100k_base",
+        db: DbOption = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        """Say where a fact entered the log, when it left the context, by which rule, and what keeps it.
+
+        Uses the session's recorded model calls; with --policy (or when none are recorded) the calls that
+        policy
+        would have made, one before each assistant message. --json prints the WhyAnswer (verdict, entered_at,
+        first_left_call, rule, reducer, summary_contains, smallest_change, calls).
+        """
+
+        def body() -> None:
+            from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415
+            from contextledger.application.forensics import why  # noqa: PLC0415
+            from contextledger.application.renderer import Renderer  # noqa: PLC0415
+
+            with ledger_for(db) as ledger:
+                chosen = resolve_policy(policy) if policy else None
+                answer = why(
+                    ledger,
+                    session_id,
+                    text,
+                    renderer=Renderer(ledger, tokenizer=tokenizer),
+                    regex=regex,
+                    position=position,
+                    policy=chosen,
+                    budget=budget,
+                )
+            if json_output:
+                emit_json(answer)
+                return
+            console = out_console()
+            console.print(cell(answer.verdict, "bold"))
+            if answer.entered_at is not None:
+                console.print(
+                    cell(f"entered at position {answer.entered_at} ({answer.entered_kind}): {answer.snippet}")
+                )
+            if answer.smallest_change:
+                console.print(cell(f"to keep it: {answer.smallest_change}"))
+
+        run_guarded(body, json_output=json_output)

@@ -1,0 +1,74 @@
+"""render --record, calls, replay-call and why through the console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("contextledger"))
+TRAJ = "swe-agent__pydicom__pydicom-1458.traj"
+
+
+def _run(*args: str) -> dict:
+    done = subprocess.run([CLI, *args], capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_recorded_calls_replay_byte_for_byte_and_why_names_the_rule(tmp_path, transcripts):
+    """Two recorded renders, listed by `calls`, reproduced by `replay-call`; `why` traces a dropped output."""
+    db = f"sqlite:///{tmp_path / 'audit.db'}"
+    common = ("--db", db, "--json")
+    _run("import", str(transcripts / TRAJ), *common)
+    [info] = _run("sessions", *common)["sessions"]
+    session = info["session_id"]
+    first = _run(
+        "render", session, "--at", "10", "--budget", "4000", "--tokenizer", "heuristic", "--record", *common
+    )
+    second = _run(
+        "render",
+        session,
+        "--budget",
+        "4000",
+        "--tokenizer",
+        "heuristic",
+        "--format",
+        "anthropic",
+        "--record",
+        *common,
+    )
+    calls = _run("calls", session, *common)["calls"]
+    assert [c["record"]["call_id"] for c in calls] == [first["call_id"], second["call_id"]]
+    assert all(c["record"]["tokens"] == sum(c["record"]["tiers"].values()) for c in calls)
+    for call in (first, second):
+        replayed = _run("replay-call", call["call_id"], *common)
+        assert replayed["verified"] is True
+        assert replayed["payload"] == call["payload"]
+    answer = _run(
+        "why",
+        session,
+        "--position",
+        "4",
+        "--policy",
+        "default",
+        "--budget",
+        "4000",
+        "--tokenizer",
+        "heuristic",
+        *common,
+    )
+    assert answer["entered_at"] == 4
+    assert answer["first_left_call"] is not None
+    assert answer["rule"] in answer["verdict"]
+
+
+def test_replay_of_an_unknown_call_is_a_user_error(tmp_path):
+    """An id no session recorded exits 1 with a typed JSON error."""
+    db = f"sqlite:///{tmp_path / 'empty.db'}"
+    done = subprocess.run(
+        [CLI, "replay-call", "nope", "--db", db, "--json"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1
+    assert json.loads(done.stderr)["error"]["type"] == "ValidationError"
