@@ -12,11 +12,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contextledger.adapters.formats.anthropic import to_anthropic
+    from contextledger.adapters.formats.anthropic import anthropic_call_ids, to_anthropic
     from contextledger.adapters.formats.openai import to_openai
     from contextledger.adapters.importers.service import import_file, import_files
     from contextledger.adapters.policy_files import load_policy_file, resolve_policy
+    from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
+    from contextledger.adapters.summarizers.factory import make_summarizer
+    from contextledger.adapters.summarizers.models import AnthropicSummarizer, OpenAICompatibleSummarizer
+    from contextledger.application.call_recorder import CallRecorder
+    from contextledger.application.compaction import Compactor
+    from contextledger.application.forensics import WhyAnswer, why
     from contextledger.application.ledger import Ledger
+    from contextledger.application.lineage import compaction_turns
     from contextledger.application.messages import (
         AssistantMessage,
         ToolCallIn,
@@ -25,6 +32,8 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from contextledger.application.renderer import Renderer
+    from contextledger.application.search import search_session
+    from contextledger.application.summary_worker import SummaryWorker, WorkerSettings
     from contextledger.bootstrap import open_ledger
     from contextledger.domain.content import BlobText, InlineText, Text
     from contextledger.domain.errors import (
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
         InjectionOverflowError,
         InvalidMessageError,
         PinnedOverBudgetError,
+        ReplayMismatchError,
         SessionExistsError,
         SessionNotFoundError,
         StoreError,
@@ -52,8 +62,10 @@ if TYPE_CHECKING:
     )
     from contextledger.domain.events import (
         AssistantMessageAdded,
+        CompactionRequested,
         ItemPinned,
         ItemUnpinned,
+        ModelCallRecorded,
         Recorded,
         SessionStarted,
         SummaryRecorded,
@@ -130,16 +142,36 @@ _LAZY: dict[str, str] = {
     "PRESETS": "contextledger.projections.presets",
     "get_preset": "contextledger.projections.presets",
     "preset_names": "contextledger.projections.presets",
+    "ReplayMismatchError": "contextledger.domain.errors",
+    "CompactionRequested": "contextledger.domain.events",
+    "ModelCallRecorded": "contextledger.domain.events",
+    "Compactor": "contextledger.application.compaction",
+    "SummaryWorker": "contextledger.application.summary_worker",
+    "WorkerSettings": "contextledger.application.summary_worker",
+    "CallRecorder": "contextledger.application.call_recorder",
+    "why": "contextledger.application.forensics",
+    "WhyAnswer": "contextledger.application.forensics",
+    "compaction_turns": "contextledger.application.lineage",
+    "search_session": "contextledger.application.search",
+    "ExtractiveSummarizer": "contextledger.adapters.summarizers.extractive",
+    "OpenAICompatibleSummarizer": "contextledger.adapters.summarizers.models",
+    "AnthropicSummarizer": "contextledger.adapters.summarizers.models",
+    "make_summarizer": "contextledger.adapters.summarizers.factory",
+    "anthropic_call_ids": "contextledger.adapters.formats.anthropic",
 }
 """Each public name and the module that defines it; the module is imported on first access."""
 
 __all__ = [
     "PRESETS",
+    "AnthropicSummarizer",
     "AssistantMessage",
     "AssistantMessageAdded",
     "BlobText",
     "Budget",
     "BudgetError",
+    "CallRecorder",
+    "CompactionRequested",
+    "Compactor",
     "ConcurrencyConflictError",
     "ConfigError",
     "ContextLedgerError",
@@ -147,6 +179,7 @@ __all__ = [
     "DuplicateToolCallError",
     "DuplicateToolResultError",
     "EventDecodeError",
+    "ExtractiveSummarizer",
     "InjectionHook",
     "InjectionOverflowError",
     "InlineText",
@@ -154,6 +187,8 @@ __all__ = [
     "ItemPinned",
     "ItemUnpinned",
     "Ledger",
+    "ModelCallRecorded",
+    "OpenAICompatibleSummarizer",
     "PinnedOverBudgetError",
     "Policy",
     "Recorded",
@@ -161,6 +196,7 @@ __all__ = [
     "RenderedMessage",
     "RenderedToolCall",
     "Renderer",
+    "ReplayMismatchError",
     "SessionExistsError",
     "SessionInfo",
     "SessionNotFoundError",
@@ -172,6 +208,7 @@ __all__ = [
     "SummarizerUnavailableError",
     "SummaryRecorded",
     "SummaryRejectedError",
+    "SummaryWorker",
     "Text",
     "TokenizerError",
     "ToolCall",
@@ -185,15 +222,22 @@ __all__ = [
     "UserMessage",
     "UserMessageAdded",
     "ValidationError",
+    "WhyAnswer",
+    "WorkerSettings",
+    "anthropic_call_ids",
+    "compaction_turns",
     "get_preset",
     "import_file",
     "import_files",
     "load_policy_file",
+    "make_summarizer",
     "open_ledger",
     "preset_names",
     "resolve_policy",
+    "search_session",
     "to_anthropic",
     "to_openai",
+    "why",
 ]
 
 
