@@ -16,6 +16,7 @@ from contextledger.application.messages import (
     ToolResult,
     ToolSchemaIn,
     UserMessage,
+    check_idempotency_key,
     parse_message,
 )
 from contextledger.application.rules_cache import RulesCache
@@ -102,6 +103,7 @@ class Ledger:
         With an ``idempotency_key`` and no ``session_id``, the id is derived from the key, so a retried
         call returns the same session instead of starting a second one.
         """
+        idempotency_key = check_idempotency_key(idempotency_key)
         session_id = session_id or _id_for(idempotency_key) or self.ids.new_id()
         events, blobs = self._session_events(
             session_id=session_id,
@@ -131,7 +133,7 @@ class Ledger:
             states: list[SessionState] = []
             for spec in sessions:
                 options = dict(spec)
-                key = options.pop("idempotency_key", None)
+                key = check_idempotency_key(options.pop("idempotency_key", None))
                 options["session_id"] = options.get("session_id") or _id_for(key) or self.ids.new_id()
                 session_id = options["session_id"]
                 ids.append(session_id)
@@ -379,6 +381,7 @@ class Ledger:
         idempotency_key: str | None = None,
         state: SessionState | None = None,
     ) -> AppendOutcome:
+        idempotency_key = check_idempotency_key(idempotency_key)
         if idempotency_key is not None:
             earlier = self.log.lookup_idempotency_key(session_id, idempotency_key)
             if earlier is not None:

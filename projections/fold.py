@@ -28,7 +28,7 @@ from contextledger.projections.reducers.retention import RetentionReducer
 from contextledger.projections.reducers.summary import SummaryReducer, select_summaries
 from contextledger.projections.reducers.truncation import TruncationReducer
 from contextledger.projections.reducers.window import WindowReducer
-from contextledger.projections.render import render
+from contextledger.projections.render import render, summary_header
 from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, SummaryRef
 
 __all__ = ["Projector"]
@@ -225,7 +225,10 @@ class Projector:
             covers_through=event.covers_through,
             produced_at=event.produced_at,
             content=event.content,
-            tokens=counted.tokens[0] + MESSAGE_OVERHEAD,
+            tokens=0,
+        )
+        ref = msgspec.structs.replace(
+            ref, tokens=counted.tokens[0] + self.counter.count(summary_header(ref)) + MESSAGE_OVERHEAD
         )
         if not config.enabled or not config.fits(ref, self.budget):
             return

@@ -18,7 +18,11 @@ from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.state import Entry, Group, RenderState, SummaryRef
 from contextledger.projections.wire import REQUEST_OVERHEAD
 
-__all__ = ["decisions", "render"]
+__all__ = [
+    "decisions",
+    "render",
+    "summary_header",
+]
 
 
 def render(
@@ -71,10 +75,18 @@ def render(
     )
 
 
+def summary_header(summary: SummaryRef) -> str:
+    """The line that marks a summary as what it is: earlier turns condensed, never words the user said."""
+    return (
+        f"[Summary of earlier turns (log positions {summary.covers_from}-{summary.covers_through}), "
+        "made by contextledger; not the user's words]\n"
+    )
+
+
 def _summary_message(summary: SummaryRef, resolve: Callable[[Text], str]) -> RenderedMessage:
     return RenderedMessage(
         role="user",
-        text=resolve(summary.content),
+        text=summary_header(summary) + resolve(summary.content),
         tokens=summary.tokens,
         kind="summary",
         sources=(summary.covers_from, summary.covers_through),

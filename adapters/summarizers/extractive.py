@@ -183,13 +183,7 @@ class ExtractiveSummarizer:
             "Current State": state,
             "Pending Work": pending or ["(none open)"],
         }
-        lines = [
-            f"## Session Summary (Compaction Round {request.round})",
-            (
-                f"_Summary of earlier turns (log positions {request.covers_from}-{request.covers_through}); "
-                "not the user's words._"
-            ),
-        ]
+        lines = [f"## Session Summary (Compaction Round {request.round})"]
         for name in _SECTIONS:
             lines.append(f"### {name}")
             lines.extend(body[name])

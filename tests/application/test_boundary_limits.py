@@ -229,13 +229,7 @@ def test_usable_idempotency_keys_pass_unchanged():
 @pytest.mark.parametrize(
     "url",
     [
-        pytest.param(
-            "memory://",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="needs Ledger._append and start_sessions to call check_idempotency_key (ledger.py)",
-            ),
-        ),
+        "memory://",
         "sqlite",
     ],
 )
