@@ -6,7 +6,8 @@ its peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) before and after th
 made of the real transcripts in tests/fixtures/transcripts (repeated to the size), and one character
 repeated; each with cl100k_base and with the heuristic counter. Render time: wall and CPU seconds.
 
-Run: .venv/bin/python bench/bench_huge_text.py [--mb 50] [--tokenizers cl100k_base heuristic] [--save]
+Run: .venv/bin/python bench/bench_huge_text.py [--mb 50] [--tokenizers cl100k_base heuristic]
+     [--save] [--label before]
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50)
     parser.add_argument("--tokenizers", nargs="+", default=["cl100k_base", "heuristic"])
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
-    parser.add_argument("--save", action="store_true", help="write bench/results/huge_text.json")
+    parser.add_argument("--save", action="store_true", help="write bench/results/huge_text[-LABEL].json")
+    parser.add_argument("--label", default="", help="e.g. 'before' when measuring an older checkout")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -124,7 +126,7 @@ def main() -> None:
             rows.append(row)
             print(json.dumps(row), flush=True)
     if options.save:
-        print(save("huge_text", {"rows": rows}))
+        print(save("huge_text" + (f"-{options.label}" if options.label else ""), {"rows": rows}))
 
 
 if __name__ == "__main__":
