@@ -23,7 +23,7 @@ DEFAULT = Policy(
     ),
     retention=RetentionConfig(default=ToolRetention(keep_turns=3, keep_steps=10)),
     truncation=TruncationConfig(max_tokens=4_000),
-    summary=SummaryConfig(mode="latest"),
+    summary=SummaryConfig(mode="latest", on_arrival=False),
     window=WindowConfig(keep_first=1, keep_first_unit="turns"),
 )
 
@@ -37,7 +37,7 @@ BLOCKS = Policy(
     budget=BudgetConfig(total=128_000, output_reserve=4_000, high_water=0.85, low_water=0.5),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(max_lines=50),
-    summary=SummaryConfig(mode="latest", max_tokens=2_000),
+    summary=SummaryConfig(mode="latest", max_tokens=2_000, on_arrival=False),
     window=WindowConfig(
         keep_first=2,
         keep_first_unit="steps",
@@ -59,7 +59,7 @@ THRESHOLD = Policy(
     ),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="latest"),
+    summary=SummaryConfig(mode="latest", on_arrival=False),
     window=WindowConfig(keep_first=0, keep_recent=10, keep_recent_unit="messages"),
 )
 
@@ -73,7 +73,7 @@ NEXUS = Policy(
     budget=BudgetConfig(total=200_000, output_reserve=8_000, headroom=20_000, high_water=1.0, low_water=0.25),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="latest"),
+    summary=SummaryConfig(mode="latest", on_arrival=False),
     window=WindowConfig(keep_first=0, keep_recent=30_000, keep_recent_unit="tokens"),
 )
 
@@ -86,7 +86,7 @@ CLIP_ARCHIVE = Policy(
     budget=BudgetConfig(total=128_000, output_reserve=4_000, high_water=0.8, low_water=0.4),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2),
+    summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2, on_arrival=False),
     window=WindowConfig(keep_first=1, keep_first_unit="turns"),
 )
 

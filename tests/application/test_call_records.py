@@ -88,8 +88,14 @@ def test_a_changed_log_is_reported_as_a_replay_mismatch(ledger):
         ledger.add_assistant_message(session, f"answer {turn}")
     renderer = Renderer(ledger, tokenizer="heuristic")
     recorder = CallRecorder(ledger)
-    context = renderer.render(session, "default")
-    record = recorder.record(context, PRESETS["default"], payload=to_openai(context))
+    policy = PRESETS["default"].model_copy(
+        update={
+            "name": "default-on-arrival",
+            "summary": PRESETS["default"].summary.model_copy(update={"on_arrival": True}),
+        }
+    )
+    context = renderer.render(session, policy)
+    record = recorder.record(context, policy, payload=to_openai(context))
     ledger.record_summary(session, covers_from=2, covers_through=7, text="backfilled summary", produced_at=8)
     with pytest.raises(ReplayMismatchError):
         recorder.rerender(Renderer(ledger, tokenizer="heuristic"), session, record.call_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -20,7 +21,15 @@ from contextledger.projections.presets import PRESETS
 from contextledger.projections.summary_requests import SummaryDraft, SummaryRequest
 
 BUDGET = 6_000
-POLICY = "threshold"
+AT_COMPACTION = PRESETS["threshold"]
+"""The preset as shipped: a summary waits for the next compaction point (planned ahead to be ready)."""
+POLICY = AT_COMPACTION.model_copy(
+    update={
+        "name": "threshold-on-arrival",
+        "summary": AT_COMPACTION.summary.model_copy(update={"on_arrival": True}),
+    }
+)
+"""The same rules, applying a summary as soon as it exists: what most tests here look at."""
 
 
 class ManualClock:
@@ -372,10 +381,33 @@ def test_another_policy_reuses_an_artifact_of_the_same_span_and_config(setup):
     ledger, session, renderer, compactor, extractive = setup
     first = compactor.plan(session, POLICY, budget=BUDGET)
     SummaryWorker(ledger, renderer, extractive, worker_id="w").run_once()
-    twin = PRESETS[POLICY].model_copy(update={"name": "threshold-copy", "description": "same rules"})
+    twin = POLICY.model_copy(update={"name": "threshold-copy", "description": "same rules"})
     assert compactor.plan(session, twin, budget=BUDGET) is None  # the artifact of that span is reused
     assert len(SummaryStream(ledger.log, session).requests()) == 1
     other = Compactor(ledger, renderer, summarizer="other", summarizer_config="another-config")
     second = other.plan(session, twin, budget=BUDGET)
     assert second is not None  # another summarizer config: a new request
     assert (second.covers_from, second.covers_through) == (first.covers_from, first.covers_through)
+
+
+def test_at_compaction_points_a_summary_planned_ahead_swaps_in_with_the_drop(setup):
+    """The shipped presets: the next span is requested before the compaction point, then one prefix change."""
+    ledger, session, renderer, compactor, extractive = setup
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="w")
+    prompts = []
+    for turn in range(40, 120):
+        _turns(ledger, session, [turn])
+        prompts.append(renderer.render(session, AT_COMPACTION, budget=BUDGET))
+        compactor.plan(session, AT_COMPACTION, budget=BUDGET)
+        worker.run_once()
+    shown = [p.summary_id for p in prompts]
+    assert any(shown)
+    changes = sum(
+        1
+        for before, after in itertools.pairwise(prompts)
+        if after.messages[: before.stable_prefix] != before.messages[: before.stable_prefix]
+    )
+    swaps = sum(1 for a, b in itertools.pairwise(shown) if a != b)
+    assert swaps >= 2
+    assert changes <= swaps + 1  # each summary arrives at a compaction point, not as a change of its own
+    assert all(p.tokens <= p.budget for p in prompts)
