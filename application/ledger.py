@@ -38,6 +38,7 @@ from contextledger.domain.events import (
     SessionStarted,
     SummaryRecorded,
 )
+from contextledger.domain.limits import MAX_DEPTH, too_deep
 from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
 from contextledger.domain.session import SessionState
 
@@ -170,6 +171,9 @@ class Ledger:
         messages: Sequence[MessageLike] = (),
         at: datetime | None = None,
     ) -> tuple[list[AnyEvent], dict[str, str]]:
+        if metadata is not None and too_deep(dict(metadata)):
+            msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
+            raise InvalidMessageError(msg)
         started = SessionStarted(
             session_id=session_id,
             system_prompt=system_prompt,

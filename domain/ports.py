@@ -129,7 +129,7 @@ class TokenCounter(Protocol):
 
     @property
     def name(self) -> str:
-        """Stable identifier, e.g. ``cl100k_base`` or ``heuristic-chars/4+15%``."""
+        """Stable identifier, e.g. ``cl100k_base`` or ``heuristic-v2+25%``."""
         ...
 
     def count(self, text: str) -> int:

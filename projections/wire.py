@@ -123,7 +123,7 @@ def _as_object(arguments: str) -> dict[str, Any] | None:
     """Return the arguments as a JSON object, or None when they are not one."""
     try:
         value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # too deep to decode (stored before the depth limit)
         return None
     return value if isinstance(value, dict) else None
 

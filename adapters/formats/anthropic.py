@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
 from contextledger.adapters.formats.common import is_blank, object_schema, rewrite_id, wire_role
 from contextledger.domain.events import ToolSchema
 from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.wire import ANTHROPIC_ID, ANTHROPIC_MAX_CALL_ID, RAW_ARGUMENTS_KEY, tool_input
 
 __all__ = [
     "ANTHROPIC_MAX_CALL_ID",
@@ -22,19 +22,11 @@ __all__ = [
     "tool_input",
 ]
 
-ANTHROPIC_MAX_CALL_ID = 128
-"""Longest ``tool_use`` id sent as is (defensive; ids must also match ``[A-Za-z0-9_-]+``)."""
-
 LEADING_USER_PLACEHOLDER = "[conversation continues]"
 """Text of the user message put first when the history would not start with a user message."""
 
 EMPTY_ERROR_RESULT = "[error: the tool returned no output]"
 """Content of an error ``tool_result`` whose text is blank (the API needs content when ``is_error``)."""
-
-RAW_ARGUMENTS_KEY = "_raw_arguments"
-"""Key under which arguments that are not a JSON object are sent, verbatim, as ``tool_use`` input."""
-
-_TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def anthropic_call_id(call_id: str) -> str:
@@ -46,7 +38,7 @@ def anthropic_call_id(call_id: str) -> str:
     Returns:
         The id itself when accepted, else a deterministic accepted form (see ``common.rewrite_id``).
     """
-    return rewrite_id(call_id, max_length=ANTHROPIC_MAX_CALL_ID, allowed=_TOOL_ID)
+    return rewrite_id(call_id, max_length=ANTHROPIC_MAX_CALL_ID, allowed=ANTHROPIC_ID)
 
 
 class AnthropicCallIds(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,30 +110,6 @@ def _unused(base: str, used: set[str], kept: set[str]) -> str:
         if wire not in used and wire not in kept:
             return wire
         n += 1
-
-
-def tool_input(arguments: str) -> dict[str, Any]:
-    """Return the ``tool_use`` input for a call's arguments text; the API needs a JSON object.
-
-    Blank arguments are the empty object. Text that is not a JSON object (invalid JSON, or an
-    array, string or number) is wrapped as ``{"_raw_arguments": <the text, verbatim>}``: lossless,
-    deterministic, and unlikely to collide with a real parameter name.
-
-    Args:
-        arguments: The JSON text the model produced.
-
-    Returns:
-        A fresh dict.
-    """
-    if is_blank(arguments):
-        return {}
-    try:
-        value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        value = None
-    if isinstance(value, dict):
-        return value
-    return {RAW_ARGUMENTS_KEY: arguments}
 
 
 def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:

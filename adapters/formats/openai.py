@@ -7,11 +7,9 @@ from typing import Any
 from contextledger.adapters.formats.common import object_schema, rewrite_id, wire_role
 from contextledger.domain.events import ToolSchema
 from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.wire import OPENAI_MAX_CALL_ID
 
 __all__ = ["OPENAI_MAX_CALL_ID", "openai_call_id", "to_openai"]
-
-OPENAI_MAX_CALL_ID = 40
-"""The longest tool call id Chat Completions accepts ("string too long ... maximum length 40")."""
 
 
 def openai_call_id(call_id: str) -> str:

@@ -156,10 +156,10 @@ def test_tool_parameters_nested_past_the_limit_are_refused(any_url):
 
 
 def test_session_metadata_too_deep_to_store_is_refused(any_url):
-    """Session metadata is not a boundary model; the store refuses what it could not decode again."""
+    """Session metadata deeper than MAX_DEPTH is refused where it enters, on every backend."""
     with contextledger.open_ledger(any_url) as ledger:
         for depth in (1_000, 100_000):
-            with pytest.raises(contextledger.InvalidMessageError, match="too deep to store"):
+            with pytest.raises(contextledger.InvalidMessageError, match="nests deeper than"):
                 ledger.start_session(metadata=nested(depth))
         assert ledger.sessions() == []
         sid = ledger.start_session(metadata=nested(MAX_DEPTH))
@@ -241,3 +241,4 @@ def test_a_lone_surrogate_in_an_idempotency_key_is_a_typed_error_on_every_backen
         with pytest.raises(contextledger.InvalidMessageError):
             ledger.add_user_message(sid, "hi", idempotency_key="a\ud800b")
         assert ledger.version(sid) == 1
+
