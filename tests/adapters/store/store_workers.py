@@ -109,6 +109,8 @@ def open_concurrently(url_pattern: str, rounds: int, folder: Path) -> list[str]:
 
 
 if __name__ == "__main__":
+    # Conflicts are counted, not logged line by line (only in the worker process, never in pytest's).
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     command, args = sys.argv[1], sys.argv[2:]
     if command == "append":
         append(args[0], args[1], int(args[2]), retry=args[3] == "1", folder=Path(args[4]), wid=args[5])
