@@ -18,10 +18,6 @@ from pathlib import Path
 import contextledger
 import structlog
 
-structlog.configure(
-    wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
-)  # no per-conflict lines
-
 
 def _wait_for(path: Path) -> None:
     deadline = time.monotonic() + 120
