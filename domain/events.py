@@ -94,12 +94,18 @@ class UserMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="UserMessageA
 
 
 class AssistantMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="AssistantMessageAdded"):
-    """The model answered: text, optional reasoning, and the tool calls it issued."""
+    """The model answered: text, optional reasoning, and the tool calls it issued.
+
+    ``reasoning_signature`` is the provider's proof of the reasoning, needed to send it back (the
+    ``signature`` of Anthropic ``thinking`` blocks, the ``encrypted_content`` of an OpenAI Responses
+    ``reasoning`` item); None when the provider gave none.
+    """
 
     content: Text | None = None
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     model: str | None = None
+    reasoning_signature: str | None = None
 
 
 class ToolResultRecorded(LedgerEvent, frozen=True, kw_only=True, tag="ToolResultRecorded"):
