@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from contextledger.application.clip_archive import plan_batch
 from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
 from contextledger.application.summary_log import SummaryStream
@@ -61,6 +62,7 @@ class CompactionPlan:
     previous_summary_id: str | None
     tokens_before: int
     target_tokens: int
+    depth: int = 0
 
 
 def policy_key(policy: Policy) -> str:
@@ -196,6 +198,16 @@ class Compactor:
         mine = [a for a in artifacts.values() if a.config_sha == self.summarizer_config or a is applied]
         basis = _newest_in_chain(applied, mine)
         limits = self.renderer.projector(chosen, budget=budget).budget
+        if chosen.summary.mode == "clip":
+            return self._plan_batch(
+                session_id,
+                chosen,
+                budget=budget,
+                context=context,
+                batches=mine,
+                limits=limits,
+                trigger=trigger,
+            )
         ahead = self.ahead if self.ahead is not None else (None if chosen.summary.on_arrival else AHEAD)
         if basis is not applied:
             ahead = None  # the next summary is made and waits for the compaction point: nothing to plan ahead
@@ -204,9 +216,62 @@ class Compactor:
         )
         if plan is None or self._reusable(plan, artifacts.values()):
             return None
+        return self._request(
+            session_id, chosen, plan, budget=budget, context=context, limits=limits, trigger=trigger
+        )
+
+    def _plan_batch(
+        self,
+        session_id: str,
+        policy: Policy,
+        *,
+        budget: int | None,
+        context: RenderedContext,
+        batches: list[SummaryRecorded],
+        limits: Budget,
+        trigger: CompactionTrigger,
+    ) -> CompactionRequested | None:
+        """Clip-archive: a fresh batch of what was dropped, or the middle batches one level deeper."""
+        dropped = max((d.last for d in context.decisions if d.action in _LOSSY), default=1)
+        if trigger != "threshold":
+            dropped = max(dropped, _cut_for_target(context, 2, limits.low_mark) or 1)
+        batch = plan_batch(
+            batches, dropped, clip_first=policy.summary.clip_first, clip_last=policy.summary.clip_last
+        )
+        if batch is None:
+            return None
+        plan = CompactionPlan(
+            covers_from=batch.covers_from,
+            covers_through=batch.covers_through,
+            round=batch.batches + 1,
+            previous_summary_id=None,
+            tokens_before=context.tokens,
+            target_tokens=limits.low_mark,
+            depth=batch.depth,
+        )
+        if self._reusable(plan, batches):
+            return None
+        return self._request(
+            session_id, policy, plan, budget=budget, context=context, limits=limits, trigger=trigger
+        )
+
+    def _request(
+        self,
+        session_id: str,
+        chosen: Policy,
+        plan: CompactionPlan,
+        *,
+        budget: int | None,
+        context: RenderedContext,
+        limits: Budget,
+        trigger: CompactionTrigger,
+    ) -> CompactionRequested:
+        now = self.ledger.clock.now()
+        stream = SummaryStream(self.ledger.log, session_id)
         key = policy_key(chosen)
         identity = (
             f"{session_id}|{plan.covers_from}|{plan.covers_through}|{plan.previous_summary_id}|{key}|{budget}"
+            f"|{plan.depth}"
         )
         request_id = "cr-" + content_address(identity + "|" + self.summarizer_config)[:24]
         event = CompactionRequested(
@@ -217,6 +282,7 @@ class Compactor:
             planned_at=context.position,
             trigger=trigger,
             round=plan.round,
+            depth=plan.depth,
             previous_summary_id=plan.previous_summary_id,
             policy=key,
             budget=limits.prompt_limit if budget is None else budget,
@@ -236,6 +302,7 @@ class Compactor:
             a.covers_from == plan.covers_from
             and a.covers_through == plan.covers_through
             and a.previous_summary_id == plan.previous_summary_id
+            and a.depth == plan.depth
             and a.config_sha == self.summarizer_config
             for a in artifacts
         )

@@ -277,9 +277,12 @@ class SummaryWorker:
         limit: int,
     ) -> SummaryRequest:
         """Build what the summarizer reads: only the events the previous round did not cover."""
-        first_new = previous.covers_through + 1 if previous is not None else request.covers_from
-        events = self.ledger.events(session_id, after=first_new - 1, upto=request.covers_through)
-        entries = tuple(e for e in (self._entry(r.seq, r.event) for r in events) if e is not None)
+        if request.depth > 0:  # clip-archive: fold the batches of the span into one, a level deeper
+            entries = self._batches(session_id, request)
+        else:
+            first_new = previous.covers_through + 1 if previous is not None else request.covers_from
+            events = self.ledger.events(session_id, after=first_new - 1, upto=request.covers_through)
+            entries = tuple(e for e in (self._entry(r.seq, r.event) for r in events) if e is not None)
         prefix: RenderedContext | None = None
         if policy is not None:
             prefix = self.renderer.render(
@@ -296,6 +299,22 @@ class SummaryWorker:
             previous=self.ledger.text(previous.content) if previous is not None else None,
             max_tokens=limit,
             prefix=prefix,
+        )
+
+    def _batches(self, session_id: str, request: CompactionRequested) -> tuple[SpanEntry, ...]:
+        """The shallower batches inside the request's span, as summary entries in log order."""
+        inside = [
+            a
+            for a in SummaryStream(self.ledger.log, session_id).artifacts()
+            if request.covers_from <= a.covers_from
+            and a.covers_through <= request.covers_through
+            and a.depth < request.depth
+            and a.config_sha == self.summarizer.config_sha
+        ]
+        inside.sort(key=lambda a: (a.covers_from, -a.depth))
+        return tuple(
+            SpanEntry(position=a.covers_through, role="summary", text=self.ledger.text(a.content))
+            for a in inside
         )
 
     def _entry(self, position: int, event: object) -> SpanEntry | None:

@@ -162,6 +162,10 @@ class ExtractiveSummarizer:
     def _text(self, request: SummaryRequest, limits: _Limits | None = None) -> str:
         limits = limits or self.limits
         old = _sections(request.previous)
+        for entry in request.entries:  # deeper clip-archive batches fold the batches they cover
+            if entry.role == "summary":
+                for name, lines in _sections(entry.text).items():
+                    old[name].extend(line for line in lines if line not in old[name])
         span = _Span(limits, dict.fromkeys(i.removeprefix("- [ ] ") for i in old["Pending Work"]))
         for entry in request.entries:
             span.add(entry)

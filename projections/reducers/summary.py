@@ -56,7 +56,18 @@ def select_summaries(
             if summary.covers_through >= best.covers_through:
                 best = summary
         return (best,)
-    batches = sorted(useful, key=lambda s: (s.covers_from, s.covers_through, s.summary_id))
+    outer = [
+        s
+        for s in useful
+        if not any(
+            o is not s
+            and o.covers_from <= s.covers_from
+            and s.covers_through <= o.covers_through
+            and (o.covers_from, o.covers_through) != (s.covers_from, s.covers_through)
+            for o in useful
+        )
+    ]  # a deeper batch stands for the batches inside its span (seed 003's re-summarization)
+    batches = sorted(outer, key=lambda s: (s.covers_from, s.covers_through, s.summary_id))
     if len(batches) <= config.clip_first + config.clip_last:
         return tuple(batches)
     return (*batches[: config.clip_first], *batches[len(batches) - config.clip_last :])
