@@ -1,4 +1,4 @@
-"""Clip-archive (seed 003): batches with depth, first and last shown, the middle re-summarized and searchable."""
+"""Clip-archive (seed 003): batches with depth, first and last shown, the middle folded and searchable."""
 
 from __future__ import annotations
 
@@ -66,4 +66,5 @@ def test_batches_accumulate_then_the_middle_folds_one_level_deeper():
         m.text for m in shown
     )
     hits = search_session(ledger, session, early)
-    assert hits and hits[0].position < deep.covers_through  # the omitted middle is still searchable
+    assert hits  # the omitted middle is still searchable
+    assert hits[0].position < deep.covers_through
