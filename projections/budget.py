@@ -6,6 +6,7 @@ import math
 
 import msgspec
 from contextledger.domain.errors import ConfigError
+from contextledger.projections.provider_cache import parse_ttl
 
 __all__ = ["Budget"]
 
@@ -31,6 +32,10 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
             crossing it is a compaction point that stubs the oldest results.
         head_cap: Fraction of ``target`` the pinned head (``keep_first``) may use.
         message_cap: Fraction of ``target`` one message may use; larger ones are truncated on arrival.
+        compact_on_cache_expiry: If set (a provider cache TTL such as ``"5m"`` or ``"1h"``, or
+            seconds), the first event more than this after the previous one is a compaction point
+            down to ``low_mark`` when the context is above it: the prompt cache has expired, so
+            the prefix is rewritten anyway (``projections.cache_aware``).
     """
 
     total: int
@@ -43,6 +48,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
     tool_results_cap: float | None = None
     head_cap: float = 0.15
     message_cap: float = 0.25
+    compact_on_cache_expiry: str | float | None = None
 
     def __post_init__(self) -> None:
         """Reject inconsistent levels with a ``ConfigError`` (the only place these rules live).
@@ -60,6 +66,11 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
                 raise ConfigError(f"{name}: Input should be a fraction in (0, 1] (got {value})")
+        if self.compact_on_cache_expiry is not None:
+            try:
+                parse_ttl(self.compact_on_cache_expiry)
+            except ConfigError as error:
+                raise ConfigError(f"compact_on_cache_expiry: {error}") from None
         if self.low_water > self.high_water:
             raise ConfigError(
                 f"low_water ({self.low_water}) must not be above high_water ({self.high_water})"
@@ -70,6 +81,13 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
                 f"{self.output_reserve} - safety_margin {self.safety_margin} - injection_reserve "
                 f"{self.injection_reserve} = {self.target}"
             )
+
+    @property
+    def cache_expiry_seconds(self) -> float | None:
+        """The cache TTL of ``compact_on_cache_expiry`` in seconds, or None without the option."""
+        if self.compact_on_cache_expiry is None:
+            return None
+        return parse_ttl(self.compact_on_cache_expiry)
 
     @property
     def prompt_limit(self) -> int:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 from contextledger.domain.content import Text
 from contextledger.domain.events import (
+    AnyEvent,
     AssistantMessageAdded,
     ItemPinned,
     ItemUnpinned,
@@ -17,6 +18,7 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
+from contextledger.projections.cache_aware import cache_expired
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
 from contextledger.projections.groups import replace_entries
@@ -136,7 +138,7 @@ class Projector:
             if left > 0:
                 state.pins[event.position] = left
         state.position = counted.seq
-        self._maybe_compact(state)
+        self._maybe_compact(state, event)
 
     def render(self, state: RenderState, resolve: Callable[[Text], str]) -> RenderedContext:
         """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only."""
@@ -244,8 +246,11 @@ class Projector:
 
     # -- compaction points -------------------------------------------------------------------
 
-    def _maybe_compact(self, state: RenderState) -> None:
+    def _maybe_compact(self, state: RenderState, event: AnyEvent | None = None) -> None:
         budget = self.budget
+        if event is not None and cache_expired(budget, state, event):  # projections/cache_aware.py
+            self._run(state, "tokens", self.pipeline)
+            return
         total = state.total
         stuck = state.after_compaction > budget.high_mark
         if total > budget.high_mark and (not stuck or total > budget.target):

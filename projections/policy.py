@@ -38,6 +38,8 @@ class BudgetConfig(pydantic.BaseModel):
         tool_results_cap: Tool results may use at most this fraction of the target.
         head_cap: The keep_first head may use at most this fraction of the target.
         message_cap: One message may use at most this fraction of the target.
+        compact_on_cache_expiry: Compact down to the low-water mark at the first event after a gap
+            longer than this provider cache TTL (``"5m"``, ``"1h"`` or seconds); None: never.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -52,6 +54,7 @@ class BudgetConfig(pydantic.BaseModel):
     tool_results_cap: float | None = None
     head_cap: float = 0.15
     message_cap: float = 0.25
+    compact_on_cache_expiry: str | float | None = None
 
     @pydantic.model_validator(mode="after")
     def _valid(self) -> Self:

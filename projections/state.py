@@ -153,6 +153,8 @@ class RenderState(msgspec.Struct, kw_only=True):
     after_tool: int = 0
     pending_tokens: int = 0
     reason: str = ""
+    last_at: float | None = None
+    """Latest conversation timestamp seen (POSIX seconds), kept only for cache-aware compaction."""
 
     @property
     def total(self) -> int:
@@ -184,4 +186,5 @@ class RenderState(msgspec.Struct, kw_only=True):
             after_tool=self.after_tool,
             pending_tokens=self.pending_tokens,
             reason=self.reason,
+            last_at=self.last_at,
         )
