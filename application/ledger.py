@@ -10,6 +10,7 @@ from typing import Any, Self
 
 import structlog
 from contextledger.application.drafting import EventDrafter, tool_call, tool_schema
+from contextledger.application.fork import ForkAwareLog
 from contextledger.application.messages import (
     AssistantMessage,
     ToolCallIn,
@@ -76,11 +77,12 @@ class Ledger:
     ) -> None:
         """Wire the ledger to its ports (built by the composition root, ``contextledger.open_ledger``)."""
         self.ports = ports
-        self.log = ports.log
+        self.log = ForkAwareLog(ports.log)
+        """The event log; a forked session reads as its parent's prefix then its own events."""
         self.clock = ports.clock
         self.ids = ports.ids
         self._drafts = EventDrafter(ports.clock, blob_threshold)
-        self._rules = RulesCache(ports.log, ports.snapshots, cache_size)
+        self._rules = RulesCache(self.log, ports.snapshots, cache_size)
         self._lock = threading.RLock()
         """Serializes read-check-append-apply, so threads sharing this ledger never race on rules state."""
 
@@ -269,6 +271,15 @@ class Ledger:
     def unpin(self, session_id: str, position: int, **options: Any) -> int:
         """Lift a pin; return the position of the unpin event."""
         return self._append_events(session_id, [ItemUnpinned(position=position)], **options)
+
+    def fork(self, session_id: str, at: int, *, from_summary: bool = False, **options: Any) -> str:
+        """Start a session continuing ``session_id`` after position ``at`` (nothing copied); return its id.
+
+        See ``contextledger.application.fork.fork_session`` (``new_session_id=``, ``metadata=``).
+        """
+        from contextledger.application.fork import fork_session  # noqa: PLC0415 - fork imports Ledger
+
+        return fork_session(self, session_id, at, from_summary=from_summary, **options)
 
     def record_summary(
         self,

@@ -33,7 +33,10 @@ from contextledger.projections.reducers.window import WindowReducer
 from contextledger.projections.render import render, summary_header
 from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, SummaryRef
 
-__all__ = ["Projector"]
+__all__ = ["FORK_START", "Projector"]
+
+FORK_START = "fork_start"
+"""``SummaryRecorded.meta`` key of the artifact a forked session starts from: applied on arrival, always."""
 
 
 class Projector:
@@ -238,7 +241,7 @@ class Projector:
             state.available = [s for s in state.available if s.covers_through > ref.covers_through]
         state.available.append(ref)
         if (
-            config.on_arrival
+            (config.on_arrival or event.meta.get(FORK_START) is True)
             and select_summaries(config, state.available, state.head_end) != state.window.summaries
         ):
             self._run(state, "summary", (self.summary, self.guarantee))
