@@ -14,11 +14,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from contextledger.adapters.formats.anthropic import anthropic_call_ids, to_anthropic
     from contextledger.adapters.formats.openai import to_openai
+    from contextledger.adapters.formats.openai_responses import to_openai_responses
     from contextledger.adapters.importers.service import import_file, import_files
     from contextledger.adapters.policy_files import load_policy_file, resolve_policy
+    from contextledger.adapters.providers.agent import AgentContext, AsyncAgentContext
     from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
     from contextledger.adapters.summarizers.factory import make_summarizer
     from contextledger.adapters.summarizers.models import AnthropicSummarizer, OpenAICompatibleSummarizer
+    from contextledger.application.agent_types import AgentRequest, ToolCallRequest
     from contextledger.application.call_recorder import CallRecorder
     from contextledger.application.compaction import Compactor
     from contextledger.application.forensics import WhyAnswer, why
@@ -158,14 +161,22 @@ _LAZY: dict[str, str] = {
     "AnthropicSummarizer": "contextledger.adapters.summarizers.models",
     "make_summarizer": "contextledger.adapters.summarizers.factory",
     "anthropic_call_ids": "contextledger.adapters.formats.anthropic",
+    "to_openai_responses": "contextledger.adapters.formats.openai_responses",
+    "AgentContext": "contextledger.adapters.providers.agent",
+    "AsyncAgentContext": "contextledger.adapters.providers.agent",
+    "AgentRequest": "contextledger.application.agent_types",
+    "ToolCallRequest": "contextledger.application.agent_types",
 }
 """Each public name and the module that defines it; the module is imported on first access."""
 
 __all__ = [
     "PRESETS",
+    "AgentContext",
+    "AgentRequest",
     "AnthropicSummarizer",
     "AssistantMessage",
     "AssistantMessageAdded",
+    "AsyncAgentContext",
     "BlobText",
     "Budget",
     "BudgetError",
@@ -213,6 +224,7 @@ __all__ = [
     "TokenizerError",
     "ToolCall",
     "ToolCallIn",
+    "ToolCallRequest",
     "ToolResult",
     "ToolResultRecorded",
     "ToolSchema",
@@ -237,6 +249,7 @@ __all__ = [
     "search_session",
     "to_anthropic",
     "to_openai",
+    "to_openai_responses",
     "why",
 ]
 

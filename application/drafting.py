@@ -14,6 +14,7 @@ from contextledger.application.messages import (
     ToolSchemaIn,
     UserMessage,
 )
+from contextledger.application.wire_shapes import ledger_tool_call, ledger_tool_schema
 from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text, content_address
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.events import (
@@ -62,6 +63,7 @@ class EventDrafter:
             return AssistantMessageAdded(
                 content=None if message.content is None else self.text(message.content, blobs),
                 reasoning=message.reasoning,
+                reasoning_signature=message.reasoning_signature,
                 tool_calls=calls,
                 model=message.model,
                 at=at,
@@ -90,14 +92,18 @@ class EventDrafter:
 
 
 def tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
-    """Validate a tool schema given as a model or a mapping."""
-    schema = raw if isinstance(raw, ToolSchemaIn) else _validated(ToolSchemaIn, raw, "tool schema")
+    """Validate a tool schema given as a model or a mapping, in the ledger's or a provider's shape."""
+    schema = (
+        raw
+        if isinstance(raw, ToolSchemaIn)
+        else _validated(ToolSchemaIn, ledger_tool_schema(raw), "tool schema")
+    )
     return ToolSchema(name=schema.name, description=schema.description, parameters=dict(schema.parameters))
 
 
 def tool_call(raw: ToolCallIn | Mapping[str, Any]) -> ToolCallIn:
-    """Validate a tool call given as a model or a mapping."""
-    return raw if isinstance(raw, ToolCallIn) else _validated(ToolCallIn, raw, "tool call")
+    """Validate a tool call given as a model or a mapping, in the ledger's or a provider's shape."""
+    return raw if isinstance(raw, ToolCallIn) else _validated(ToolCallIn, ledger_tool_call(raw), "tool call")
 
 
 _M = TypeVar("_M", ToolSchemaIn, ToolCallIn)

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
+from contextledger.application.wire_shapes import ledger_messages
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.limits import MAX_DEPTH, MAX_IDEMPOTENCY_KEY_CHARS, json_text_too_deep, too_deep
 
@@ -23,6 +24,7 @@ __all__ = [
     "UserMessage",
     "check_idempotency_key",
     "parse_message",
+    "parse_messages",
 ]
 
 _STRICT = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -122,6 +124,7 @@ class AssistantMessage(_Boundary):
     role: Literal["assistant"] = "assistant"
     content: Str | None = None
     reasoning: Str | None = None
+    reasoning_signature: Str | None = None
     tool_calls: tuple[ToolCallIn, ...] = ()
     model: str | None = None
     at: datetime | None = None
@@ -147,10 +150,34 @@ _ADAPTER: pydantic.TypeAdapter[UserMessage | AssistantMessage | ToolResult] = py
 _ROLES = ("user", "assistant", "tool")
 
 
-def parse_message(
-    raw: UserMessage | AssistantMessage | ToolResult | dict[str, Any],
-) -> UserMessage | AssistantMessage | ToolResult:
-    """Validate a message given as a model or a dict; raise ``InvalidMessageError`` on bad input."""
+def parse_messages(raw: object) -> list[UserMessage | AssistantMessage | ToolResult]:
+    """Validate one message given in the ledger's or a provider's shape; return its ledger messages.
+
+    Provider shapes (see ``wire_shapes.ledger_messages``): an OpenAI ``tool`` message, an assistant
+    message with OpenAI ``tool_calls`` or Anthropic blocks, a Responses ``function_call_output``, the
+    SDK objects of these. An Anthropic user message of ``tool_result`` blocks gives one tool result
+    per block, then its text, so the list may hold several messages.
+    """
+    if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
+        return [raw]
+    return [_parse_one(m) for m in ledger_messages(raw)]
+
+
+def parse_message(raw: object) -> UserMessage | AssistantMessage | ToolResult:
+    """Validate a message given as a model or a dict (either provider's shape too); raise on bad input.
+
+    Raises:
+        InvalidMessageError: The message is invalid, or holds several (an Anthropic user message
+            with many ``tool_result`` blocks: use ``parse_messages`` or ``Ledger.append_many``).
+    """
+    parsed = parse_messages(raw)
+    if len(parsed) != 1:
+        msg = f"this message holds {len(parsed)} messages (results, text): append them with parse_messages"
+        raise InvalidMessageError(msg)
+    return parsed[0]
+
+
+def _parse_one(raw: object) -> UserMessage | AssistantMessage | ToolResult:
     if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
         return raw
     if not isinstance(raw, dict):

@@ -1,0 +1,85 @@
+"""OpenAI Responses for the agent loop: request arguments (reasoning items too) and ``Response`` replies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from contextledger.adapters.formats.anthropic import anthropic_call_ids
+from contextledger.adapters.formats.openai_responses import to_openai_responses
+from contextledger.adapters.providers.common import count, mapping, reply_dict
+from contextledger.application.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
+from contextledger.application.wire_shapes import ledger_tool_call
+from contextledger.domain.errors import InvalidMessageError
+from contextledger.projections.context import RenderedContext
+
+__all__ = ["REASONING_ITEM_ID", "ResponsesFormat", "responses_usage"]
+
+REASONING_ITEM_ID = "reasoning_item_id"
+"""Key of an assistant event's ``meta`` that keeps the id of its Responses ``reasoning`` item."""
+
+
+def responses_usage(usage: Mapping[str, Any], model: str | None) -> Usage:
+    """Return the usage of a Responses reply (``input_tokens`` include the cached ones)."""
+    return Usage(
+        input_tokens=count(usage.get("input_tokens")),
+        cached_tokens=count(mapping(usage.get("input_tokens_details")).get("cached_tokens")),
+        output_tokens=count(usage.get("output_tokens")),
+        model=model,
+    )
+
+
+class ResponsesFormat:
+    """Responses (the OpenAI Agents SDK's API): ``instructions``, ``input`` items, function ``tools``.
+
+    A reasoning item that came with ``encrypted_content`` (requested with ``include:
+    ["reasoning.encrypted_content"]``) is kept and sent back before the calls it led to in the
+    current tool-use turn, as stateless (``store: false``) use requires.
+    """
+
+    wire_format = "openai-responses"
+
+    def payload(self, context: RenderedContext, reasoning: Mapping[int, StoredReasoning]) -> WirePayload:
+        """Return ``to_openai_responses(context)`` with the reasoning items, and the id map."""
+        items: dict[int, dict[str, Any]] = {}
+        for index, thought in reasoning.items():
+            item_id = thought.meta.get(REASONING_ITEM_ID)
+            if isinstance(item_id, str):
+                items[index] = {
+                    "type": "reasoning",
+                    "id": item_id,
+                    "summary": [{"type": "summary_text", "text": thought.text}],
+                    "encrypted_content": thought.signature,
+                }
+        extra = tuple(json.dumps(i, ensure_ascii=False, separators=(",", ":")) for i in items.values())
+        ids = anthropic_call_ids(context)
+        arguments = to_openai_responses(context, items)
+        return WirePayload(arguments=arguments, stored_ids=dict(ids.stored), extra_texts=extra)
+
+    def parse_reply(self, response: object) -> ParsedReply:
+        """Return the output items (message text, reasoning, function calls) and usage of a ``Response``."""
+        data = reply_dict(response, "Responses")
+        output = data.get("output")
+        if not isinstance(output, list):
+            msg = "a Responses reply must hold an output list"
+            raise InvalidMessageError(msg)
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        message: dict[str, Any] = {"role": "assistant"}
+        for item in (i for i in output if isinstance(i, dict)):
+            kind = item.get("type")
+            if kind == "message":
+                texts.extend(str(p.get("text", "")) for p in item.get("content") or () if isinstance(p, dict))
+            elif kind == "function_call":
+                calls.append(ledger_tool_call(item))
+            elif kind == "reasoning":
+                summary = [str(p.get("text", "")) for p in item.get("summary") or () if isinstance(p, dict)]
+                message["reasoning"] = "\n\n".join(summary) or None
+                if isinstance(item.get("encrypted_content"), str) and isinstance(item.get("id"), str):
+                    message["reasoning_signature"] = item["encrypted_content"]
+                    message["meta"] = {REASONING_ITEM_ID: item["id"]}
+        message["content"] = "".join(texts) or None
+        message["tool_calls"] = calls
+        model = data.get("model") if isinstance(data.get("model"), str) else None
+        return ParsedReply(message=message, usage=responses_usage(mapping(data.get("usage")), model))

@@ -1,0 +1,201 @@
+"""Provider shapes at the boundary: OpenAI and Anthropic messages, tool calls and schemas as ledger shapes.
+
+The one place where a message, tool call or tool schema given in a provider's own shape (an OpenAI
+Chat Completions or Responses item, an Anthropic Messages block, or the SDK object of either) becomes
+the ledger's shape; ``application.messages`` validates the result. Nothing here imports an SDK: an
+SDK object is anything with pydantic's ``model_dump``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from contextledger.domain.errors import InvalidMessageError
+
+__all__ = ["as_plain", "ledger_messages", "ledger_tool_call", "ledger_tool_schema"]
+
+_IGNORED_ASSISTANT_KEYS = frozenset(
+    {"refusal", "annotations", "audio", "function_call", "name", "type", "id", "reasoning_content"}
+)
+"""Keys of a provider's assistant message the ledger does not keep (citations, audio, ids of the reply)."""
+
+
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+"""Text part types: Chat Completions and Anthropic ``text``, Responses ``input_text``/``output_text``."""
+
+
+def as_plain(raw: object) -> Any:
+    """Return an SDK object (a pydantic model with ``model_dump``) as its JSON-ready dict; else ``raw``."""
+    dump = getattr(raw, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_none=True)
+    return raw
+
+
+def _fail(message: str) -> InvalidMessageError:
+    return InvalidMessageError(message)
+
+
+def _text(content: object, what: str) -> str:
+    """Return the text of a string content or a list of text parts (``text``, ``input_text``...)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            part_type = part.get("type") if isinstance(part, dict) else None
+            if part_type not in {"text", "input_text", "output_text"} or not isinstance(
+                part.get("text"), str
+            ):
+                msg = f"{what}: only text parts are accepted, not {part_type or type(part).__name__!r}"
+                raise _fail(msg)
+            parts.append(part["text"])
+        return "".join(parts)
+    if content is None:
+        return ""
+    msg = f"{what}: content must be text or a list of text parts, not {type(content).__name__}"
+    raise _fail(msg)
+
+
+def ledger_tool_call(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a tool call in the ledger's shape ``{id, name, arguments}`` from any provider's shape.
+
+    Accepted: the ledger's own; OpenAI Chat ``{id, type: "function", function: {name, arguments}}``;
+    OpenAI Responses ``{type: "function_call", call_id, name, arguments}``; Anthropic ``{type:
+    "tool_use", id, name, input}``.
+    """
+    raw = as_plain(raw)
+    if not isinstance(raw, Mapping):
+        return raw
+    if isinstance(raw.get("function"), Mapping):
+        function = raw["function"]
+        return {
+            "id": raw.get("id"),
+            "name": function.get("name"),
+            "arguments": function.get("arguments", "{}"),
+        }
+    if raw.get("type") == "function_call":
+        return {"id": raw.get("call_id"), "name": raw.get("name"), "arguments": raw.get("arguments", "{}")}
+    if raw.get("type") == "tool_use":
+        return {"id": raw.get("id"), "name": raw.get("name"), "arguments": raw.get("input", {})}
+    return dict(raw)
+
+
+def ledger_tool_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a tool schema in the ledger's shape ``{name, description, parameters}``.
+
+    Accepted: the ledger's own; OpenAI Chat ``{type: "function", function: {...}}``; OpenAI Responses
+    ``{type: "function", name, parameters}``; Anthropic ``{name, description, input_schema}``
+    (``strict`` and ``cache_control`` are the request's business and are dropped).
+    """
+    raw = as_plain(raw)
+    if not isinstance(raw, Mapping):
+        return raw
+    source: Mapping[str, Any] = raw
+    if raw.get("type") == "function" and isinstance(raw.get("function"), Mapping):
+        source = raw["function"]
+    elif "input_schema" in raw:
+        source = {**raw, "parameters": raw["input_schema"]}
+    elif raw.get("type") != "function":
+        return dict(raw)
+    out = {k: source[k] for k in ("name", "description", "parameters") if k in source}
+    if out.get("description") is None:
+        out.pop("description", None)
+    return out
+
+
+def _assistant(raw: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: v for k, v in raw.items() if k not in _IGNORED_ASSISTANT_KEYS}
+    if raw.get("reasoning_content") is not None and out.get("reasoning") is None:
+        out["reasoning"] = raw["reasoning_content"]
+    content = raw.get("content")
+    if content is None and isinstance(raw.get("refusal"), str):
+        out["content"] = raw["refusal"]  # the model's refusal is its answer
+    calls = [ledger_tool_call(c) for c in raw.get("tool_calls") or ()]
+    if isinstance(content, list):
+        out.update(_assistant_blocks(content, calls))
+    out["tool_calls"] = calls
+    return out
+
+
+def _assistant_blocks(content: list[Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """Anthropic assistant blocks: text to content, thinking to reasoning (+ signature), tool_use to calls."""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    signatures: list[str] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in _TEXT_PARTS:
+            texts.append(str(block.get("text", "")))
+        elif kind == "thinking":
+            thoughts.append(str(block.get("thinking", "")))
+            if block.get("signature"):
+                signatures.append(str(block["signature"]))
+        elif kind == "tool_use":
+            calls.append(ledger_tool_call(block))
+        elif kind != "redacted_thinking":  # encrypted reasoning the ledger cannot render: left out
+            msg = f"assistant message: a {kind or type(block).__name__!r} block is not accepted"
+            raise _fail(msg)
+    out: dict[str, Any] = {"content": "".join(texts) or None}
+    if thoughts:
+        out["reasoning"] = "\n\n".join(thoughts)
+        out["reasoning_signature"] = signatures[0] if len(thoughts) == len(signatures) == 1 else None
+    return out
+
+
+def _user(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    content = raw.get("content")
+    if not isinstance(content, list):
+        return [dict(raw)]
+    results: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            results.append(
+                {
+                    "role": "tool",
+                    "call_id": block.get("tool_use_id"),
+                    "content": _text(block.get("content"), "tool_result"),
+                    "is_error": bool(block.get("is_error", False)),
+                }
+            )
+        else:
+            texts.append(block)
+    rest = {k: v for k, v in raw.items() if k != "content"}
+    if texts:
+        results.append({**rest, "content": _text(texts, "user message")})
+    return results
+
+
+def ledger_messages(raw: object) -> list[Any]:
+    """Return the ledger-shaped message dicts of one message in any provider's shape (one, or several).
+
+    An Anthropic user message holding ``tool_result`` blocks becomes one tool result per block, then
+    the user's text (if any). An OpenAI ``tool`` message (``tool_call_id``), a Responses
+    ``function_call_output`` item, an assistant message with OpenAI ``tool_calls`` or Anthropic
+    content blocks (``text``, ``thinking`` with its signature, ``tool_use``) each become one message.
+    Anything already in the ledger's shape is returned as it is, for validation.
+    """
+    raw = as_plain(raw)
+    if not isinstance(raw, Mapping):
+        return [raw]
+    if raw.get("type") == "function_call_output":
+        return [
+            {"role": "tool", "call_id": raw.get("call_id"), "content": _text(raw.get("output"), "output")}
+        ]
+    if raw.get("type") == "message":
+        raw = {k: v for k, v in raw.items() if k not in {"type", "id", "status"}}
+    role = raw.get("role")
+    if role == "tool" and "tool_call_id" in raw:
+        out: dict[str, Any] = {"role": "tool", "call_id": raw["tool_call_id"]}
+        out["content"] = _text(raw.get("content"), "tool message")
+        if raw.get("name") is not None:
+            out["tool_name"] = raw["name"]
+        out.update({k: raw[k] for k in ("is_error", "at", "meta") if k in raw})
+        return [out]
+    if role == "assistant":
+        return [_assistant(raw)]
+    if role == "user":
+        return _user(raw)
+    return [dict(raw)]
