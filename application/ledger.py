@@ -265,8 +265,17 @@ class Ledger:
         return self.append(session_id, message, **options)
 
     def pin(self, session_id: str, position: int, reason: str = "", **options: Any) -> int:
-        """Pin the event at ``position`` so no reducer evicts it; return the pin's position."""
-        return self._append_events(session_id, [ItemPinned(position=position, reason=reason)], **options)
+        """Pin the event at ``position``: the next render shows it verbatim and no reducer evicts it.
+
+        A stubbed, truncated, dropped or summarized event comes back (within the budget: if the pinned
+        items cannot fit, rendering raises ``PinnedOverBudgetError``). The pin carries the events of the
+        pinned step group (``meta["restore"]``), so a render can re-admit a group it dropped. Returns
+        the pin's position; ``unpin`` reverses it.
+        """
+        from contextledger.application.pins import pin_meta  # noqa: PLC0415 - pins reads through Ledger
+
+        event = ItemPinned(position=position, reason=reason, meta=pin_meta(self, session_id, position))
+        return self._append_events(session_id, [event], **options)
 
     def unpin(self, session_id: str, position: int, **options: Any) -> int:
         """Lift a pin; return the position of the unpin event."""

@@ -31,6 +31,7 @@ from contextledger.projections.reducers.summary import SummaryReducer, select_su
 from contextledger.projections.reducers.truncation import TruncationReducer
 from contextledger.projections.reducers.window import WindowReducer
 from contextledger.projections.render import render, summary_header
+from contextledger.projections.restore import restore_pinned, unrestore
 from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, SummaryRef
 
 __all__ = ["FORK_START", "Projector"]
@@ -136,10 +137,13 @@ class Projector:
             self._result(state, counted, event)
         elif isinstance(event, ItemPinned):
             state.pins[event.position] = state.pins.get(event.position, 0) + 1
+            restore_pinned(state, event, self.counter, self.entries)
         elif isinstance(event, ItemUnpinned) and event.position in state.pins:
             left = state.pins.pop(event.position) - 1
             if left > 0:
                 state.pins[event.position] = left
+            else:
+                unrestore(state, event.position)
         state.position = counted.seq
         self._maybe_compact(state, event)
 
@@ -240,10 +244,9 @@ class Projector:
         if config.mode == "latest":
             state.available = [s for s in state.available if s.covers_through > ref.covers_through]
         state.available.append(ref)
-        if (
-            (config.on_arrival or event.meta.get(FORK_START) is True)
-            and select_summaries(config, state.available, state.head_end) != state.window.summaries
-        ):
+        if (config.on_arrival or event.meta.get(FORK_START) is True) and select_summaries(
+            config, state.available, state.head_end
+        ) != state.window.summaries:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)
 

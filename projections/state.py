@@ -147,6 +147,8 @@ class RenderState(msgspec.Struct, kw_only=True):
     window: Window = msgspec.field(default_factory=Window)
     owners: dict[str, int] = msgspec.field(default_factory=dict)
     pins: dict[int, int] = msgspec.field(default_factory=dict)
+    restored: dict[int, Entry | None] = msgspec.field(default_factory=dict)
+    """Positions a pin brought back: the entry's form before (None: its group had been evicted)."""
     available: list[SummaryRef] = msgspec.field(default_factory=list)
     compactions: int = 0
     after_compaction: int = 0
@@ -180,6 +182,7 @@ class RenderState(msgspec.Struct, kw_only=True):
             window=self.window.copy(),
             owners=dict(self.owners),
             pins=dict(self.pins),
+            restored=dict(self.restored),
             available=list(self.available),
             compactions=self.compactions,
             after_compaction=self.after_compaction,
