@@ -198,7 +198,7 @@ def opens(rounds: int) -> dict[str, Any]:
             "rounds": rounds,
             "opens": 4 * rounds,
             "failures": len(failures),
-            "examples": failures[:3],
+            "sample": failures[:3],
         }
         print(case, out[case], flush=True)
     return out
