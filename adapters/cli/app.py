@@ -12,6 +12,7 @@ from contextledger.adapters.cli import (
     import_cmd,
     render_cmd,
     sessions,
+    simulate_cmd,
     summaries_cmd,
 )
 
@@ -22,7 +23,7 @@ __all__ = ["app", "run"]
 
 app = common.new_app()
 
-for module in (demo, sessions, import_cmd, render_cmd, summaries_cmd, audit_cmd):
+for module in (demo, sessions, import_cmd, render_cmd, summaries_cmd, audit_cmd, simulate_cmd):
     module.register(app)
 
 
