@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from contextledger.application.call_recorder import CallRecorder
     from contextledger.application.compaction import Compactor
     from contextledger.application.forensics import WhyAnswer, why
+    from contextledger.application.fork import fork_session
     from contextledger.application.ledger import Ledger
     from contextledger.application.lineage import compaction_turns
     from contextledger.application.messages import (
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         ToolSchemaIn,
         UserMessage,
     )
+    from contextledger.application.recall import RecallTool, recall_tool
     from contextledger.application.renderer import Renderer
     from contextledger.application.search import search_session
     from contextledger.application.summary_worker import SummaryWorker, WorkerSettings
@@ -166,6 +168,9 @@ _LAZY: dict[str, str] = {
     "AsyncAgentContext": "contextledger.adapters.providers.agent",
     "AgentRequest": "contextledger.application.agent_types",
     "ToolCallRequest": "contextledger.application.agent_types",
+    "RecallTool": "contextledger.application.recall",
+    "recall_tool": "contextledger.application.recall",
+    "fork_session": "contextledger.application.fork",
 }
 """Each public name and the module that defines it; the module is imported on first access."""
 
@@ -202,6 +207,7 @@ __all__ = [
     "OpenAICompatibleSummarizer",
     "PinnedOverBudgetError",
     "Policy",
+    "RecallTool",
     "Recorded",
     "RenderedContext",
     "RenderedMessage",
@@ -238,6 +244,7 @@ __all__ = [
     "WorkerSettings",
     "anthropic_call_ids",
     "compaction_turns",
+    "fork_session",
     "get_preset",
     "import_file",
     "import_files",
@@ -245,6 +252,7 @@ __all__ = [
     "make_summarizer",
     "open_ledger",
     "preset_names",
+    "recall_tool",
     "resolve_policy",
     "search_session",
     "to_anthropic",
