@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from contextledger.application.recall import RecallTool, recall_tool
     from contextledger.application.renderer import Renderer
     from contextledger.application.search import search_session
+    from contextledger.application.simulator import Simulation, simulate
     from contextledger.application.summary_worker import SummaryWorker, WorkerSettings
     from contextledger.bootstrap import open_ledger
     from contextledger.domain.content import BlobText, InlineText, Text
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     from contextledger.projections.injection import InjectionHook, StaticInjection
     from contextledger.projections.policy import Policy
     from contextledger.projections.presets import PRESETS, get_preset, preset_names
+    from contextledger.projections.provider_cache import ProviderCache, provider_cache
 
 _LAZY: dict[str, str] = {
     "to_anthropic": "contextledger.adapters.formats.anthropic",
@@ -158,6 +160,10 @@ _LAZY: dict[str, str] = {
     "WhyAnswer": "contextledger.application.forensics",
     "compaction_turns": "contextledger.application.lineage",
     "search_session": "contextledger.application.search",
+    "Simulation": "contextledger.application.simulator",
+    "simulate": "contextledger.application.simulator",
+    "ProviderCache": "contextledger.projections.provider_cache",
+    "provider_cache": "contextledger.projections.provider_cache",
     "ExtractiveSummarizer": "contextledger.adapters.summarizers.extractive",
     "OpenAICompatibleSummarizer": "contextledger.adapters.summarizers.models",
     "AnthropicSummarizer": "contextledger.adapters.summarizers.models",
@@ -207,6 +213,7 @@ __all__ = [
     "OpenAICompatibleSummarizer",
     "PinnedOverBudgetError",
     "Policy",
+    "ProviderCache",
     "RecallTool",
     "Recorded",
     "RenderedContext",
@@ -218,6 +225,7 @@ __all__ = [
     "SessionInfo",
     "SessionNotFoundError",
     "SessionStarted",
+    "Simulation",
     "StaticInjection",
     "StoreError",
     "StoreUnavailableError",
@@ -252,9 +260,11 @@ __all__ = [
     "make_summarizer",
     "open_ledger",
     "preset_names",
+    "provider_cache",
     "recall_tool",
     "resolve_policy",
     "search_session",
+    "simulate",
     "to_anthropic",
     "to_openai",
     "to_openai_responses",
