@@ -18,9 +18,10 @@ import hashlib
 import json
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
+import structlog
 from contextledger.application.agent_types import (
     AgentRequest,
     ProviderFormat,
@@ -39,6 +40,9 @@ from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
 
 __all__ = ["AgentLoop", "AsyncAgentLoop"]
+
+log = structlog.get_logger(__name__)
+_T = TypeVar("_T")
 
 _FIT_ATTEMPTS = 4
 """Renders tried to fit signed reasoning (sent beyond the rendered context) within the budget."""
@@ -119,12 +123,14 @@ class AgentLoop:
         with self._lock.lock:
             context, wire = self._fit()
             call_id = "call-" + self.ledger.ids.new_id()
-            self.recorder.record(
-                context,
-                self.policy,
-                payload=wire.arguments,
-                wire_format=self.provider.wire_format,
-                call_id=call_id,
+            self._retry(
+                lambda: self.recorder.record(
+                    context,
+                    self.policy,
+                    payload=wire.arguments,
+                    wire_format=self.provider.wire_format,
+                    call_id=call_id,
+                )
             )
             self._stored_ids[call_id] = dict(wire.stored_ids)
             while len(self._stored_ids) > _KEPT_REQUESTS:
@@ -139,9 +145,13 @@ class AgentLoop:
         The reply (text, reasoning with its signature, tool calls) is appended under the idempotency
         key ``reply:<call_id>`` and its usage joined to the call's audit record: recording the same
         reply again stores nothing twice.
+
+        Raises:
+            ValidationError: ``call_id`` names no recorded call of the session (nothing is written).
         """
         reply = self.provider.parse_reply(response)
         with self._lock.lock:
+            view = self.recorder.call(self.session_id, call_id)
             stored = self._stored_ids.get(call_id, {})
             message = dict(reply.message)
             message["tool_calls"] = [
@@ -152,18 +162,19 @@ class AgentLoop:
                 message["model"] = reply.usage.model
             parsed = parse_messages(message)
             self._append(parsed, f"reply:{call_id}")
-            view = self.recorder.call(self.session_id, call_id)
             if view.usage is None:
                 usage = reply.usage
-                self.recorder.report_usage(
-                    self.session_id,
-                    call_id,
-                    input_tokens=usage.input_tokens,
-                    cached_tokens=usage.cached_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                    output_tokens=usage.output_tokens,
-                    latency_ms=latency_ms,
-                    model=usage.model,
+                self._retry(
+                    lambda: self.recorder.report_usage(
+                        self.session_id,
+                        call_id,
+                        input_tokens=usage.input_tokens,
+                        cached_tokens=usage.cached_tokens,
+                        cache_write_tokens=usage.cache_write_tokens,
+                        output_tokens=usage.output_tokens,
+                        latency_ms=latency_ms,
+                        model=usage.model,
+                    )
                 )
             calls = [c for m in parsed if isinstance(m, AssistantMessage) for c in m.tool_calls]
             for call in calls:
@@ -265,13 +276,22 @@ class AgentLoop:
         return "tool:" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _append(self, messages: Sequence[Any], key: str | None) -> tuple[int, ...]:
-        for attempt in range(self.retries):
+        return self._retry(
+            lambda: self.ledger.append_many(self.session_id, list(messages), idempotency_key=key)
+        )
+
+    def _retry(self, write: Callable[[], _T]) -> _T:
+        """Run ``write``; when another writer appended first, run it again (at most ``retries`` times).
+
+        A write that lost the race stored nothing, so running it again is safe; an appended write
+        carries an idempotency key, so one whose success went unseen is found, not repeated.
+        """
+        for attempt in range(1, self.retries):
             try:
-                return self.ledger.append_many(self.session_id, list(messages), idempotency_key=key)
+                return write()
             except ConcurrencyConflictError:
-                if attempt + 1 == self.retries:
-                    raise
-        return ()  # pragma: no cover - the loop returns or raises
+                log.info("agent_loop.retry", session_id=self.session_id, attempt=attempt)
+        return write()
 
 
 def _json(value: object) -> str:

@@ -360,3 +360,14 @@ def test_an_unknown_provider_is_a_config_error(ledger: contextledger.Ledger) -> 
     session = ledger.start_session()
     with pytest.raises(contextledger.ConfigError, match="anthropic"):
         contextledger.AgentContext(ledger, session, provider="gemini")
+
+
+def test_a_reply_to_an_unknown_call_writes_nothing(ledger: contextledger.Ledger) -> None:
+    """record_response checks the call id first: a typo is a ValidationError and the session is unchanged."""
+    agent = contextledger.AgentContext.start(
+        ledger, tools=[OPENAI_TOOL], messages=[{"role": "user", "content": "x"}]
+    )
+    before = ledger.version(agent.session_id)
+    with pytest.raises(contextledger.ValidationError, match="no recorded call"):
+        agent.record_response("call-typo", chat_completion("hi", []))
+    assert ledger.version(agent.session_id) == before

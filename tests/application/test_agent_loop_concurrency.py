@@ -160,3 +160,21 @@ def test_conflicts_beyond_the_retries_surface_as_typed_errors(ledger: contextled
     with pytest.raises(ConcurrencyConflictError):
         agent.add_user_message("x")
     assert len(attempts) == 3
+
+
+def test_an_audit_write_that_meets_another_writer_is_retried(ledger: contextledger.Ledger) -> None:
+    """The call record (its own stream) is retried like the session's writes when it loses a race once."""
+    agent = contextledger.AgentContext.start(ledger, messages=[{"role": "user", "content": "x"}])
+    original = agent.recorder.record
+    failures: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append(1)
+            raise ConcurrencyConflictError(agent.session_id, 0)
+        return original(*args, **kwargs)
+
+    agent.recorder.record = flaky  # type: ignore[method-assign]
+    request = agent.request()
+    assert failures == [1]
+    assert [v.record.call_id for v in agent.recorder.calls(agent.session_id)] == [request.call_id]
