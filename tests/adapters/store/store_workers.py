@@ -19,6 +19,13 @@ import contextledger
 import structlog
 
 
+def _publish(path: Path, value: object) -> None:
+    """Write a result atomically, so the parent never reads a half-written file."""
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(value))
+    partial.replace(path)
+
+
 def _wait_for(path: Path) -> None:
     deadline = time.monotonic() + 120
     while not path.exists():
@@ -60,7 +67,7 @@ def append(url: str, session_id: str, count: int, *, retry: bool, folder: Path, 
                 outcome["locked" if "locked" in str(error) else "unavailable"] += 1
             except Exception as error:  # noqa: BLE001 - every other failure is reported to the test
                 outcome["other"].append(f"{type(error).__name__}: {error}")
-    (folder / f"result-{wid}.json").write_text(json.dumps(outcome))
+    _publish(folder / f"result-{wid}.json", outcome)
 
 
 def open_rounds(url: str, rounds: int, folder: Path, wid: str) -> None:
@@ -73,7 +80,7 @@ def open_rounds(url: str, rounds: int, folder: Path, wid: str) -> None:
             result = "ok"
         except Exception as error:  # noqa: BLE001 - reported to the test
             result = f"{type(error).__name__}: {error}"
-        (folder / f"result-{r}-{wid}.json").write_text(json.dumps(result))
+        _publish(folder / f"result-{r}-{wid}.json", result)
 
 
 def open_concurrently(url_pattern: str, rounds: int, folder: Path) -> list[str]:
