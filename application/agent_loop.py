@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import random
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -43,6 +45,10 @@ __all__ = ["AgentLoop", "AsyncAgentLoop"]
 
 log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
+
+_BACKOFF = 0.005
+_MAX_BACKOFF = 0.1
+"""Seconds slept (times a random fraction) before retry ``n``: ``min(n * _BACKOFF, _MAX_BACKOFF)``."""
 
 _FIT_ATTEMPTS = 4
 """Renders tried to fit signed reasoning (sent beyond the rendered context) within the budget."""
@@ -93,7 +99,7 @@ class AgentLoop:
         policy: Policy | str = "default",
         budget: int | None = None,
         renderer: Renderer | None = None,
-        retries: int = 5,
+        retries: int = 10,
     ) -> None:
         ledger.version(session_id)  # raises SessionNotFoundError early
         self.ledger = ledger
@@ -291,6 +297,7 @@ class AgentLoop:
                 return write()
             except ConcurrencyConflictError:
                 log.info("agent_loop.retry", session_id=self.session_id, attempt=attempt)
+                time.sleep(min(_BACKOFF * attempt, _MAX_BACKOFF) * random.random())  # noqa: S311 - jitter
         return write()
 
 
