@@ -10,6 +10,7 @@ import msgspec
 from contextledger.application.ledger import Ledger
 from contextledger.application.search import event_texts
 from contextledger.application.session_replay import replay_calls
+from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import units_of
@@ -306,8 +307,12 @@ def simulate(
         Per-call rows (policy by policy, session by session), totals per policy and fact fates.
 
     Raises:
+        ValidationError: If no policy is given, or a label twice.
         SessionNotFoundError: If a session is not in ``source``.
     """
+    labels = [label for label, _ in policies]
+    if not labels or len(set(labels)) != len(labels):
+        raise ValidationError(f"give one or more policies, each once (got {labels})")
     sessions = tuple(session_ids)
     for session_id in sessions:
         source.version(session_id)  # SessionNotFoundError before any replay

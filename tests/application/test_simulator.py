@@ -10,7 +10,7 @@ import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.simulator import Simulation, simulate
-from contextledger.domain.errors import SessionNotFoundError
+from contextledger.domain.errors import SessionNotFoundError, ValidationError
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.provider_cache import provider_cache
@@ -115,5 +115,18 @@ def test_an_unknown_session_is_session_not_found():
             ["nope"],
             [("default", PRESETS["default"])],
             cache=provider_cache("openai"),
+            new_scratch=lambda: contextledger.open_ledger("memory://"),
+        )
+
+
+def test_a_policy_label_given_twice_is_a_validation_error():
+    """Totals are keyed by label: the same label twice would merge two runs, so it is refused."""
+    twice = [("default", PRESETS["default"]), ("default", PRESETS["nexus"])]
+    with pytest.raises(ValidationError, match="each once"):
+        simulate(
+            contextledger.open_ledger("memory://"),
+            [],
+            twice,
+            cache=provider_cache("anthropic"),
             new_scratch=lambda: contextledger.open_ledger("memory://"),
         )
