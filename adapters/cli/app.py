@@ -9,7 +9,10 @@ from contextledger.adapters.cli import (
     audit_cmd,
     common,
     demo,
+    export_cmd,
+    fork_cmd,
     import_cmd,
+    pin_cmd,
     render_cmd,
     sessions,
     simulate_cmd,
@@ -23,7 +26,18 @@ __all__ = ["app", "run"]
 
 app = common.new_app()
 
-for module in (demo, sessions, import_cmd, render_cmd, summaries_cmd, audit_cmd, simulate_cmd):
+for module in (
+    demo,
+    sessions,
+    import_cmd,
+    render_cmd,
+    summaries_cmd,
+    audit_cmd,
+    simulate_cmd,
+    fork_cmd,
+    pin_cmd,
+    export_cmd,
+):
     module.register(app)
 
 
