@@ -305,3 +305,84 @@ def test_anthropic_example_runs_a_tool_loop_with_thinking_within_budget(
         usage = contextledger.CallRecorder(ledger).calls(session)[0].usage
         assert usage is not None
         assert (usage.input_tokens, usage.cached_tokens, usage.output_tokens) == (1000, 700, 25)
+
+
+def response(output: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Responses API JSON body with these output items."""
+    return {
+        "id": "resp_x",
+        "object": "response",
+        "created_at": 1,
+        "model": "o-loopback",
+        "status": "completed",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 90,
+            "input_tokens_details": {"cached_tokens": 40},
+            "output_tokens": 12,
+            "output_tokens_details": {"reasoning_tokens": 8},
+            "total_tokens": 102,
+        },
+    }
+
+
+def test_responses_api_on_the_sdk_round_trips_through_the_ledger(tmp_path: Path) -> None:
+    """client.responses.create takes request.arguments as they are; its Response objects are recorded."""
+    import openai  # noqa: PLC0415 - only this test drives the SDK in-process
+
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "list it"}],
+        "encrypted_content": "ENC",
+    }
+    call = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "run",
+        "arguments": '{"command":"ls"}',
+    }
+    text = {"type": "message", "id": "m_1", "role": "assistant", "status": "completed"}
+    replies = [
+        response([reasoning, call]),
+        response([{**text, "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}]),
+    ]
+    tools = [{"type": "function", "name": "run", "parameters": {"type": "object"}, "strict": False}]
+    with (
+        serve(replies) as (url, bodies),
+        contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as ledger,
+    ):
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x")
+        agent = contextledger.AgentContext.start(
+            ledger, provider="openai-responses", system_prompt="sys", tools=tools
+        )
+        agent.add_user_message("go")
+        answered = False
+        for _ in range(3):
+            request = agent.request()
+            reply = client.responses.create(model="o-test", store=False, **request.arguments)
+            calls = agent.record_response(request.call_id, reply, latency_ms=1.0)
+            if not calls:
+                answered = True
+                break
+            for tool_call in calls:
+                agent.record_tool_result(tool_call.id, "a.txt")
+        assert answered
+        session = agent.session_id
+        views = contextledger.CallRecorder(ledger).calls(session)
+    assert len(bodies) == 2
+    assert bodies[1]["input"][1:] == [
+        reasoning,
+        {"type": "function_call", "call_id": "call_1", "name": "run", "arguments": '{"command":"ls"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+    ]
+    for view, body in zip(views, bodies, strict=True):
+        assert view.record.payload_sha == payload_sha(
+            {k: body[k] for k in ("instructions", "input", "tools")}
+        )
+        assert view.usage is not None
+        assert (view.usage.input_tokens, view.usage.cached_tokens, view.usage.output_tokens) == (90, 40, 12)
