@@ -1,15 +1,4 @@
-"""The agent-loop service: render the request, record the reply, usage and tool results, thread-safely.
-
-One ``AgentLoop`` follows one session through a provider's wire format (a ``ProviderFormat``):
-``request`` renders the context and records its ``model_calls`` audit record; ``record_response``
-stores the model's reply as the SDK returned it and joins its usage to that record; ``record_tool_result``
-stores a tool's output given as text or in either provider's shape.
-
-Concurrency: calls on the same session in one process are serialized by a lock shared by every loop
-over that (ledger, session). Writes carry idempotency keys derived from the call ids, so a write that
-loses an optimistic-concurrency race to another process (``ConcurrencyConflictError``) is retried as
-is: the retry either appends after the other writer or finds its own earlier write and stores nothing.
-"""
+"""The agent-loop service: render the request, record the reply, usage and tool results, thread-safely."""
 
 from __future__ import annotations
 
@@ -79,6 +68,16 @@ def _session_lock(ledger: Ledger, session_id: str) -> _SessionLock:
 
 class AgentLoop:
     """The context of one session inside an agent loop, in one provider's wire format.
+
+    ``request`` renders the context and records its ``model_calls`` audit record;
+    ``record_response`` stores the model's reply as the SDK returned it and joins its usage to that
+    record; ``record_tool_result`` stores a tool's output given as text or in either provider's shape.
+
+    Concurrency: calls on the same session in one process are serialized by a lock shared by every
+    loop over that (ledger, session). Writes carry idempotency keys derived from the call ids, so a
+    write that loses an optimistic-concurrency race to another process (``ConcurrencyConflictError``)
+    is retried as is, after a short jittered pause: the retry either appends after the other writer
+    or finds its own earlier write and stores nothing.
 
     Args:
         ledger: The ledger holding the session (it must exist: ``Ledger.start_session``).

@@ -1,10 +1,4 @@
-"""Provider shapes at the boundary: OpenAI and Anthropic messages, tool calls and schemas as ledger shapes.
-
-The one place where a message, tool call or tool schema given in a provider's own shape (an OpenAI
-Chat Completions or Responses item, an Anthropic Messages block, or the SDK object of either) becomes
-the ledger's shape; ``application.messages`` validates the result. Nothing here imports an SDK: an
-SDK object is anything with pydantic's ``model_dump``.
-"""
+"""Provider shapes at the boundary: OpenAI and Anthropic messages, calls and schemas as ledger shapes."""
 
 from __future__ import annotations
 
@@ -26,7 +20,12 @@ _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
 def as_plain(raw: object) -> Any:
-    """Return an SDK object (a pydantic model with ``model_dump``) as its JSON-ready dict; else ``raw``."""
+    """Return an SDK object (a pydantic model with ``model_dump``) as its JSON-ready dict; else ``raw``.
+
+    This module is the one place where a provider's shape (an OpenAI Chat Completions or Responses
+    item, an Anthropic Messages block, or the SDK object of either) becomes the ledger's shape;
+    ``application.messages`` validates the result. No SDK is imported here.
+    """
     dump = getattr(raw, "model_dump", None)
     if callable(dump):
         return dump(mode="json", exclude_none=True)
