@@ -103,7 +103,10 @@ def test_a_write_that_waits_for_a_lock_ends_in_a_typed_error_and_writes_nothing(
 def test_every_connection_carries_the_server_side_timeouts(pg_url):
     """statement, lock and idle-in-transaction timeouts are set on the pooled connections."""
     url = f"{pg_url}&statement_timeout=7&lock_timeout=3&idle_in_transaction_timeout=9"
-    with contextledger.open_ledger(url) as ledger, ledger.log.recorder.datastore.get_connection() as conn:
+    with (
+        contextledger.open_ledger(url) as ledger,
+        ledger.ports.log.recorder.datastore.get_connection() as conn,
+    ):
         shown = {
             name: conn.execute(f"SHOW {name}").fetchone()[name]
             for name in ("statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout")
@@ -158,7 +161,7 @@ def test_a_schema_1_blob_table_is_migrated_to_bytes(pg_url):
         )
         conn.execute(f"INSERT INTO \"{schema}\".contextledger_blobs VALUES ('abc', 'old text é')")
     with contextledger.open_ledger(pg_url) as ledger:
-        assert ledger.log.read_blob("abc") == "old text é"
+        assert ledger.ports.log.read_blob("abc") == "old text é"
     with psycopg.connect(PG_BASE) as conn:
         columns = conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns "

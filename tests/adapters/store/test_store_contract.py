@@ -100,14 +100,14 @@ class EventStoreContract(ABC):
         session_id = self._session(ledger)
         event = UserMessageAdded(content=InlineText("late"))
         with pytest.raises(contextledger.ConcurrencyConflictError):
-            ledger.log.append(session_id, 1, [event])
+            ledger.ports.log.append(session_id, 1, [event])
 
     def test_an_append_ahead_of_the_head_is_refused_and_leaves_no_gap(self, ledger):
         """A writer that believes the stream is further along than it is cannot skip positions."""
         session_id = self._session(ledger)
         before = self.snapshot(ledger)
         with pytest.raises(contextledger.ConcurrencyConflictError):
-            ledger.log.append(session_id, 10, [UserMessageAdded(content=InlineText("from the future"))])
+            ledger.ports.log.append(session_id, 10, [UserMessageAdded(content=InlineText("from the future"))])
         assert self.snapshot(ledger) == before
         assert [r.seq for r in ledger.events(session_id)] == [1, 2, 3]
 
@@ -124,9 +124,9 @@ class EventStoreContract(ABC):
         session_id = self._session(ledger)
         ledger.add_user_message(session_id, "once", idempotency_key="req-7")
         if ledger.store_url == "memory://":
-            other_store = ledger.log
+            other_store = ledger.ports.log
         else:
-            other_store = contextledger.open_ledger(ledger.store_url).log
+            other_store = contextledger.open_ledger(ledger.store_url).ports.log
         outcome = other_store.append(
             session_id, 4, [UserMessageAdded(content=InlineText("once"))], idempotency_key="req-7"
         )
@@ -195,7 +195,7 @@ class EventStoreContract(ABC):
 
         def write(n: int) -> None:
             try:
-                ledger.log.append(session_id, version, [UserMessageAdded(content=InlineText(f"w{n}"))])
+                ledger.ports.log.append(session_id, version, [UserMessageAdded(content=InlineText(f"w{n}"))])
                 outcomes.append("won")
             except contextledger.ConcurrencyConflictError:
                 outcomes.append("conflict")
@@ -222,7 +222,7 @@ class EventStoreContract(ABC):
         )
         assert ids == ["a", "b"]
         assert (ledger.version("a"), ledger.version("b")) == (2, 1)
-        assert ledger.log.lookup_idempotency_key("a", "k-a") == (1, 2)
+        assert ledger.ports.log.lookup_idempotency_key("a", "k-a") == (1, 2)
 
     def test_a_bad_session_in_a_batch_writes_no_session(self, ledger):
         """One invalid session (a result for a call never issued) keeps the whole batch out."""
@@ -246,12 +246,12 @@ class EventStoreContract(ABC):
             StreamAppend(stream_id=taken, expected_version=0, events=(SessionStarted(session_id=taken),)),
         ]
         with pytest.raises(contextledger.ConcurrencyConflictError):
-            ledger.log.append_streams(appends)
+            ledger.ports.log.append_streams(appends)
         assert self.snapshot(ledger) == before
 
     def test_projection_snapshots_are_saved_replaced_and_loaded(self, ledger):
         """A snapshot comes back by name; saving it again replaces it."""
-        store: RecorderEventStore = ledger.log
+        store: RecorderEventStore = ledger.ports.log
         assert store.load_snapshot("render/x") is None
         store.save_snapshot("render/x", 10, b"\x01\x02")
         store.save_snapshot("render/x", 25, b"\x03")
@@ -259,7 +259,7 @@ class EventStoreContract(ABC):
 
     def test_token_counts_are_cached_per_tokenizer(self, ledger):
         """Saved counts come back for their tokenizer only."""
-        store: RecorderEventStore = ledger.log
+        store: RecorderEventStore = ledger.ports.log
         store.save_token_counts("tok-a", {"h1": 5, "h2": 7})
         assert store.load_token_counts("tok-a", ["h1", "h2", "h3"]) == {"h1": 5, "h2": 7}
         assert store.load_token_counts("tok-b", ["h1"]) == {}
@@ -292,7 +292,7 @@ class TestMemoryStore(EventStoreContract):
 
     def snapshot(self, ledger):
         """Every stored row, blob and key of the in-memory recorder."""
-        recorder = ledger.log.recorder
+        recorder = ledger.ports.log.recorder
         return (list(recorder.rows), dict(recorder._blobs), dict(recorder._idempotency))
 
 
