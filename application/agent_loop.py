@@ -24,6 +24,7 @@ from contextledger.application.call_recorder import CallRecorder
 from contextledger.application.ledger import Ledger
 from contextledger.application.messages import AssistantMessage, ToolResult, UserMessage, parse_messages
 from contextledger.application.renderer import Renderer
+from contextledger.application.wire_shapes import THINKING_BLOCKS
 from contextledger.domain.errors import BudgetError, ConcurrencyConflictError
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.context import RenderedContext
@@ -258,9 +259,13 @@ class AgentLoop:
             position = message.sources[0]
             for recorded in self.ledger.events(self.session_id, after=position - 1, upto=position):
                 event = recorded.event
-                if isinstance(event, AssistantMessageAdded) and event.reasoning_signature and event.reasoning:
+                if not isinstance(event, AssistantMessageAdded):
+                    continue
+                if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
                     out[index] = StoredReasoning(
-                        text=event.reasoning, signature=event.reasoning_signature, meta=dict(event.meta)
+                        text=event.reasoning or "",
+                        signature=event.reasoning_signature or "",
+                        meta=dict(event.meta),
                     )
         return out
 

@@ -7,7 +7,10 @@ from typing import Any
 
 from contextledger.domain.errors import InvalidMessageError
 
-__all__ = ["as_plain", "ledger_messages", "ledger_tool_call", "ledger_tool_schema"]
+__all__ = ["THINKING_BLOCKS", "as_plain", "ledger_messages", "ledger_tool_call", "ledger_tool_schema"]
+
+THINKING_BLOCKS = "thinking_blocks"
+"""Key of an assistant event's ``meta`` keeping its Anthropic thinking blocks (several, or redacted)."""
 
 _IGNORED_ASSISTANT_KEYS = frozenset(
     {"refusal", "annotations", "audio", "function_call", "name", "type", "id", "reasoning_content"}
@@ -113,33 +116,44 @@ def _assistant(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["content"] = raw["refusal"]  # the model's refusal is its answer
     calls = [ledger_tool_call(c) for c in raw.get("tool_calls") or ()]
     if isinstance(content, list):
-        out.update(_assistant_blocks(content, calls))
+        out.update(_assistant_blocks(content, calls, dict(raw.get("meta") or {})))
     out["tool_calls"] = calls
     return out
 
 
-def _assistant_blocks(content: list[Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """Anthropic assistant blocks: text to content, thinking to reasoning (+ signature), tool_use to calls."""
+def _assistant_blocks(
+    content: list[Any], calls: list[dict[str, Any]], meta: dict[str, Any]
+) -> dict[str, Any]:
+    """Anthropic assistant blocks: text to content, thinking to reasoning (+ signature), tool_use to calls.
+
+    One signed ``thinking`` block keeps its signature in ``reasoning_signature``; several thinking
+    blocks, or any ``redacted_thinking`` block, are also kept exactly in ``meta[THINKING_BLOCKS]``,
+    since the API needs them back unchanged while their tool-use turn lasts.
+    """
     texts: list[str] = []
     thoughts: list[str] = []
-    signatures: list[str] = []
+    signed: list[dict[str, Any]] = []
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind in _TEXT_PARTS:
             texts.append(str(block.get("text", "")))
         elif kind == "thinking":
             thoughts.append(str(block.get("thinking", "")))
-            if block.get("signature"):
-                signatures.append(str(block["signature"]))
+            signed.append({"type": "thinking", "thinking": thoughts[-1], "signature": block.get("signature")})
+        elif kind == "redacted_thinking":
+            signed.append({"type": "redacted_thinking", "data": block.get("data")})
         elif kind == "tool_use":
             calls.append(ledger_tool_call(block))
-        elif kind != "redacted_thinking":  # encrypted reasoning the ledger cannot render: left out
+        else:
             msg = f"assistant message: a {kind or type(block).__name__!r} block is not accepted"
             raise _fail(msg)
     out: dict[str, Any] = {"content": "".join(texts) or None}
     if thoughts:
         out["reasoning"] = "\n\n".join(thoughts)
-        out["reasoning_signature"] = signatures[0] if len(thoughts) == len(signatures) == 1 else None
+    if len(signed) == 1 and signed[0]["type"] == "thinking" and signed[0]["signature"]:
+        out["reasoning_signature"] = signed[0]["signature"]
+    elif signed:
+        out["meta"] = {**meta, THINKING_BLOCKS: signed}
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from contextledger.adapters.formats.anthropic import anthropic_call_ids, to_anthropic
 from contextledger.adapters.providers.common import count, mapping, reply_dict
 from contextledger.application.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
-from contextledger.application.wire_shapes import ledger_messages
+from contextledger.application.wire_shapes import THINKING_BLOCKS, ledger_messages
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 
@@ -48,9 +48,14 @@ class AnthropicFormat:
         for index, thought in reasoning.items():
             if not ids.calls[index]:
                 continue
-            block = {"type": "thinking", "thinking": thought.text, "signature": thought.signature}
-            if _insert_before_turn(arguments["messages"], ids.calls[index][0], block):
-                extra.append(json.dumps(block, ensure_ascii=False, separators=(",", ":")))
+            kept = thought.meta.get(THINKING_BLOCKS)
+            blocks = (
+                [dict(b) for b in kept if isinstance(b, dict)]
+                if isinstance(kept, list)
+                else [{"type": "thinking", "thinking": thought.text, "signature": thought.signature}]
+            )
+            if _insert_before_turn(arguments["messages"], ids.calls[index][0], blocks):
+                extra.extend(json.dumps(b, ensure_ascii=False, separators=(",", ":")) for b in blocks)
         return WirePayload(arguments=arguments, stored_ids=dict(ids.stored), extra_texts=tuple(extra))
 
     def parse_reply(self, response: object) -> ParsedReply:
@@ -65,13 +70,15 @@ class AnthropicFormat:
         return ParsedReply(message=parsed, usage=messages_usage(mapping(data.get("usage")), model))
 
 
-def _insert_before_turn(messages: list[dict[str, Any]], first_call: str, block: dict[str, Any]) -> bool:
-    """Put ``block`` before the blocks of the assistant message whose first ``tool_use`` is ``first_call``."""
+def _insert_before_turn(
+    messages: list[dict[str, Any]], first_call: str, blocks: list[dict[str, Any]]
+) -> bool:
+    """Put ``blocks`` first in the assistant message whose first ``tool_use`` is ``first_call``."""
     for message in messages:
         content = message["content"]
         for at, existing in enumerate(content):
             if existing.get("type") == "tool_use" and existing.get("id") == first_call:
                 start = at - 1 if at > 0 and content[at - 1].get("type") == "text" else at
-                content.insert(start, block)
+                content[start:start] = blocks
                 return True
     return False

@@ -158,19 +158,42 @@ def test_non_text_blocks_and_unknown_keys_are_still_refused() -> None:
 
 
 def test_a_thinking_reply_keeps_reasoning_and_signature() -> None:
-    """Anthropic thinking blocks become reasoning with its signature; redacted thinking is left out."""
+    """One signed Anthropic thinking block becomes reasoning with its signature."""
     message = parse_message(
         {
             "role": "assistant",
             "content": [
                 {"type": "thinking", "thinking": "plan", "signature": "SIG"},
-                {"type": "redacted_thinking", "data": "xyz"},
                 {"type": "text", "text": "answer"},
             ],
         }
     )
     assert isinstance(message, AssistantMessage)
     assert (message.content, message.reasoning, message.reasoning_signature) == ("answer", "plan", "SIG")
+    assert message.meta == {}
+
+
+def test_interleaved_and_redacted_thinking_go_back_exactly(ledger: contextledger.Ledger) -> None:
+    """Several thinking blocks and a redacted one are kept as sent and lead their turn's message again."""
+    agent = contextledger.AgentContext.start(ledger, provider="anthropic", tools=[ANTHROPIC_TOOL])
+    agent.add_user_message("go")
+    request = agent.request()
+    thinking = [
+        {"type": "thinking", "thinking": "first", "signature": "S1"},
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "thinking", "thinking": "second", "signature": "S2"},
+    ]
+    blocks = [*thinking, {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}}]
+    agent.record_response(request.call_id, anthropic_message(blocks))
+    stored = next(
+        r.event for r in ledger.events(agent.session_id) if isinstance(r.event, AssistantMessageAdded)
+    )
+    assert stored.reasoning == "first\n\nsecond"
+    assert stored.reasoning_signature is None
+    agent.record_tool_result("toolu_1", "ok")
+    payload = agent.request().arguments
+    assert payload["messages"][1]["content"][:3] == thinking
+    assert not check_anthropic_pairing(payload)
 
 
 def test_openai_loop_with_sdk_objects_records_reply_usage_and_results(ledger: contextledger.Ledger) -> None:
