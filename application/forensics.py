@@ -11,6 +11,7 @@ from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
 from contextledger.application.search import event_texts
 from contextledger.application.summary_log import SummaryStream
+from contextledger.application.text_index import TextIndex
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import (
     AssistantMessageAdded,
@@ -95,9 +96,20 @@ class _Entry(msgspec.Struct, frozen=True):
 
 
 def _entered(
-    ledger: Ledger, session_id: str, pattern: re.Pattern[str], position: int | None
+    ledger: Ledger,
+    session_id: str,
+    query: str,
+    pattern: re.Pattern[str],
+    position: int | None,
+    *,
+    regex: bool,
 ) -> _Entry | None:
-    for recorded in ledger.events(session_id, after=(position - 1) if position else 0, upto=position):
+    events = (
+        ledger.events(session_id, after=position - 1, upto=position)
+        if position is not None
+        else TextIndex(ledger).scan(session_id, query, regex=regex)
+    )
+    for recorded in events:
         for text, tool in event_texts(ledger, recorded.event):
             match = pattern.search(text)
             if match or position is not None:
@@ -127,7 +139,7 @@ def why(
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
     except re.error as error:
         raise ValidationError(f"not a regular expression: {query!r} ({error})") from None
-    entry = _entered(ledger, session_id, pattern, position)
+    entry = _entered(ledger, session_id, query, pattern, position, regex=regex)
     if entry is None:
         return WhyAnswer(
             session_id=session_id,
