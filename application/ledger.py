@@ -281,6 +281,27 @@ class Ledger:
         """Lift a pin; return the position of the unpin event."""
         return self._append_events(session_id, [ItemUnpinned(position=position)], **options)
 
+    def pin_span(
+        self, session_id: str, first: int, last: int, reason: str = "", **options: Any
+    ) -> tuple[int, ...]:
+        """Pin every message of ``first..last`` in one transaction (e.g. undo a compaction); return the pins.
+
+        Each comes back verbatim in the next render, as with ``pin``; ``unpin_span`` reverses it.
+        """
+        from contextledger.application.pins import span_pins  # noqa: PLC0415 - pins reads through Ledger
+
+        with self._lock:
+            events = span_pins(self, session_id, first, last, reason)
+            return self._append(session_id, events, {}, **options).positions if events else ()
+
+    def unpin_span(self, session_id: str, first: int, last: int, **options: Any) -> tuple[int, ...]:
+        """Lift the pins of every message of ``first..last`` in one transaction; return the unpins."""
+        from contextledger.application.pins import span_unpins  # noqa: PLC0415 - pins reads through Ledger
+
+        with self._lock:
+            events = span_unpins(self, session_id, first, last)
+            return self._append(session_id, events, {}, **options).positions if events else ()
+
     def fork(self, session_id: str, at: int, *, from_summary: bool = False, **options: Any) -> str:
         """Start a session continuing ``session_id`` after position ``at`` (nothing copied); return its id.
 

@@ -6,7 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from contextledger.domain.events import (
+    AnyEvent,
     AssistantMessageAdded,
+    ItemPinned,
+    ItemUnpinned,
     Recorded,
     ToolResultRecorded,
     UserMessageAdded,
@@ -16,7 +19,7 @@ from contextledger.projections.restore import RESTORE_KEY
 if TYPE_CHECKING:
     from contextledger.application.ledger import Ledger
 
-__all__ = ["RESTORE_KEY", "pin_meta", "step_group"]
+__all__ = ["RESTORE_KEY", "pin_meta", "span_pins", "span_unpins", "step_group"]
 
 _CHUNK = 500
 """Events read per step while looking for a result's call or a call's results."""
@@ -75,3 +78,32 @@ def pin_meta(ledger: Ledger, session_id: str, position: int) -> dict[str, Any]:
     """Return the ``meta`` of a pin of ``position``: the step group's events, as builtins."""
     group = step_group(ledger, session_id, position)
     return {RESTORE_KEY: msgspec.to_builtins(group)} if group else {}
+
+
+_MESSAGES = (UserMessageAdded, AssistantMessageAdded, ToolResultRecorded)
+
+
+def span_pins(ledger: Ledger, session_id: str, first: int, last: int, reason: str) -> list[AnyEvent]:
+    """Return one pin per message of ``first..last`` (undoing a compaction of that span), groups read once."""
+    pins: list[AnyEvent] = []
+    groups: dict[int, list[Recorded]] = {}
+    for recorded in ledger.events(session_id, after=first - 1, upto=last):
+        if not isinstance(recorded.event, _MESSAGES):
+            continue
+        group = next((g for g in groups.values() if any(r.seq == recorded.seq for r in g)), None)
+        if group is None:
+            group = step_group(ledger, session_id, recorded.seq)
+            if group:
+                groups[group[0].seq] = group
+        meta = {RESTORE_KEY: msgspec.to_builtins(group)} if group else {}
+        pins.append(ItemPinned(position=recorded.seq, reason=reason, meta=meta))
+    return pins
+
+
+def span_unpins(ledger: Ledger, session_id: str, first: int, last: int) -> list[AnyEvent]:
+    """Return one unpin per message of ``first..last``."""
+    return [
+        ItemUnpinned(position=r.seq)
+        for r in ledger.events(session_id, after=first - 1, upto=last)
+        if isinstance(r.event, _MESSAGES)
+    ]

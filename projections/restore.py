@@ -88,21 +88,22 @@ def restore_pinned(
 
 
 def unrestore(state: RenderState, position: int) -> None:
-    """Undo what the lifted pin of ``position`` restored (the stub, truncation or eviction comes back)."""
-    if position not in state.restored:
-        return
-    before = state.restored.pop(position)
+    """Undo what pins restored in the group of ``position`` once none of its messages is pinned any more."""
     found = _find(state.window, position)
     if found is None:
+        state.restored.pop(position, None)
         return
-    gi, ei = found
+    gi, _ = found
     group = state.window.groups[gi]
     if pin_reason(group, state) is not None:
         return  # still pinned by another pin or rule: it stays
-    if before is None:
+    before = {e.seq: state.restored.pop(e.seq) for e in group.entries if e.seq in state.restored}
+    if not before:
+        return
+    if any(entry is None for entry in before.values()):
         remove_groups(state.window, [gi], "dropped", "unpinned")
         return
-    entries = tuple(before if i == ei else e for i, e in enumerate(group.entries))
+    entries = tuple(before.get(e.seq) or e for e in group.entries)
     replace_entries(state.window, gi, entries, state.pending_tokens)
 
 

@@ -14,8 +14,21 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.domain.errors import ValidationError
 
-__all__ = ["register"]
+__all__ = ["parse_span", "register"]
+
+
+def parse_span(text: str) -> tuple[int, int]:
+    """Return (first, last) of ``N`` or ``FIRST-LAST``; raise ``ValidationError`` otherwise."""
+    first, _, last = text.partition("-")
+    try:
+        span = (int(first), int(last or first))
+    except ValueError:
+        raise ValidationError(f"not a position or a span FIRST-LAST: {text!r}") from None
+    if not 1 <= span[0] <= span[1]:
+        raise ValidationError(f"a span needs 1 <= FIRST <= LAST, got {text!r}")
+    return span
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +38,7 @@ def register(app: typer.Typer) -> None:
     def pin_command(
         session_id: Annotated[str, typer.Argument(help="The session.")],
         position: Annotated[
-            int, typer.Argument(help="The position to pin (a stub names it: 'restore: seq N').")
+            str, typer.Argument(help="The position a stub names ('restore: seq N'), or a span FIRST-LAST.")
         ],
         reason: Annotated[str, typer.Option("--reason", help="Why (kept in the log).")] = "",
         db: DbOption = None,
@@ -33,37 +46,51 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Pin POSITION: the next render shows it verbatim (stubbed, dropped or summarized) and keeps it.
 
-        A new event; the log is never edited. --json prints {"session_id", "position", "pin_position"}.
+        A span FIRST-LAST pins every message in it (undoing a compaction). New events; the log is never
+        edited. --json prints {"session_id", "position", "pin_position"} (a span: "pin_positions").
         """
 
         def body() -> None:
+            first, last = parse_span(position)
             with ledger_for(db) as ledger:
-                at = ledger.pin(session_id, position, reason)
+                if "-" in position:
+                    pins = ledger.pin_span(session_id, first, last, reason)
+                    document: dict[str, object] = {"pin_positions": list(pins)}
+                else:
+                    document = {"pin_position": ledger.pin(session_id, first, reason)}
             if json_output:
-                emit_json({"session_id": session_id, "position": position, "pin_position": at})
+                shown: object = position if "-" in position else first
+                emit_json({"session_id": session_id, "position": shown, **document})
                 return
-            out_console().print(f"pinned position {position} of {session_id} (pin recorded at {at})")
+            out_console().print(f"pinned {position} of {session_id}")
 
         run_guarded(body, json_output=json_output)
 
     @command(app, "unpin", example="contextledger unpin 0f3c9a... 1234")
     def unpin_command(
         session_id: Annotated[str, typer.Argument(help="The session.")],
-        position: Annotated[int, typer.Argument(help="The pinned position.")],
+        position: Annotated[str, typer.Argument(help="The pinned position, or a span FIRST-LAST.")],
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        """Lift a pin of POSITION: what the pin brought back leaves the next render again.
+        """Lift a pin of POSITION (or of every message of FIRST-LAST): what it brought back leaves again.
 
-        --json prints {"session_id", "position", "unpin_position"}.
+        --json prints {"session_id", "position", "unpin_position"} (a span: "unpin_positions").
         """
 
         def body() -> None:
+            first, last = parse_span(position)
             with ledger_for(db) as ledger:
-                at = ledger.unpin(session_id, position)
+                if "-" in position:
+                    document: dict[str, object] = {
+                        "unpin_positions": list(ledger.unpin_span(session_id, first, last))
+                    }
+                else:
+                    document = {"unpin_position": ledger.unpin(session_id, first)}
             if json_output:
-                emit_json({"session_id": session_id, "position": position, "unpin_position": at})
+                shown: object = position if "-" in position else first
+                emit_json({"session_id": session_id, "position": shown, **document})
                 return
-            out_console().print(f"unpinned position {position} of {session_id} (recorded at {at})")
+            out_console().print(f"unpinned {position} of {session_id}")
 
         run_guarded(body, json_output=json_output)

@@ -153,3 +153,24 @@ def test_pin_is_a_new_event_and_the_log_is_not_edited(ledger):
     assert position == len(before) + 1
     restore = after[-1].event.meta["restore"]
     assert [r["seq"] for r in restore] == [min(results) - 1, min(results)]
+
+
+def test_pin_span_undoes_a_compaction_and_unpin_span_redoes_it(ledger):
+    """Pinning the span a summary covers brings every message of it back; unpinning the span removes them."""
+    session, results = _session(ledger)
+    positions = sorted(results)
+    ledger.record_summary(session, covers_from=3, covers_through=positions[3], text="SUMMARY of the start")
+    ledger.add_user_message(session, "next")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    policy = _policy(summary={"on_arrival": True})
+    compacted = renderer.render(session, policy)
+    assert not set(positions[:4]) & set(_shown(compacted))
+    pins = ledger.pin_span(session, 3, positions[3], reason="undo compaction")
+    assert len(pins) == positions[3] - 2  # one pin per message of the span
+    restored = _shown(renderer.render(session, policy))
+    assert all(restored[p] == results[p] for p in positions[:4])
+    assert all(p - 1 in restored for p in positions[:4])  # each with its call
+    ledger.unpin_span(session, 3, positions[3])
+    again = renderer.render(session, policy)
+    assert not set(positions[:4]) & set(_shown(again))
+    assert again.summary_id == compacted.summary_id

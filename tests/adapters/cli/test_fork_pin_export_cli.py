@@ -39,9 +39,15 @@ def test_fork_pin_unpin_and_export(tmp_path):
     with contextledger.open_ledger(url) as ledger:
         assert ledger.version(child) == 4
         assert ledger.version(parent) == 5
+        parent_events = ledger.events(parent)
     pinned = _run("pin", child, "4", "--reason", "needed", *common)
     assert pinned == {"session_id": child, "position": 4, "pin_position": 5}
     assert _run("unpin", child, "4", *common)["unpin_position"] == 6
+    assert _run("pin", child, "2-4", *common)["pin_positions"] == [7, 8, 9]
+    assert _run("unpin", child, "2-4", *common)["unpin_positions"] == [10, 11, 12]
+    assert "FIRST-LAST" in _run("pin", child, "4-x", "--db", url, code=1)["stderr"]
+    with contextledger.open_ledger(url) as ledger:
+        assert ledger.events(parent) == parent_events  # the child's pins never touch the parent
     _run("render", parent, "--tokenizer", "heuristic", "--record", *common)
     out = tmp_path / "spans.json"
     exported = _run("export", parent, "--otlp", str(out), *common)
