@@ -59,15 +59,17 @@ def build(db: Path, events: int, batch: int = 5_000) -> dict[str, Any]:
         session = ledger.start_session(system_prompt="You are a coding agent.", model="bench")
         planted_at = 0
         call = 0
-        while ledger.version(session) + batch <= events:
-            plant = planted_at == 0 and ledger.version(session) >= events // 2
-            messages = _messages(call, batch - 1 if batch % 2 == 0 else batch, planted=plant)
+        while (version := ledger.version(session)) < events:
+            plant = planted_at == 0 and version >= events // 2
+            messages = _messages(call, min(batch - 1, events - version), planted=plant)
             call += (len(messages) - 1) // 2
             positions = ledger.append_many(session, messages)
             if plant:
                 planted_at = next(
                     p for p, m in zip(positions, messages, strict=True) if FACT in str(m.get("content"))
                 )
+            if len(messages) < 3:  # a user message alone: the last event
+                break
         return {
             "session": session,
             "events": ledger.version(session),
