@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from contextledger.application.ledger import Ledger
-from contextledger.application.search import event_texts, search_session
+from contextledger.application.search import SNIPPET_CHARS, event_texts
+from contextledger.application.text_index import TextIndex
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 
@@ -132,17 +134,41 @@ class RecallTool:
         return f"{header}\n{page}{footer}"
 
     def search(self, query: str, *, regex: bool = False) -> str:
-        """Return the matches of ``query`` in the session's log and summaries, one line each."""
-        hits = search_session(self.ledger, self.session_id, query, regex=regex, limit=self.limit)
-        if not hits:
+        """Return the matches of ``query`` in the session's log and summaries, one line each.
+
+        The log is read through the search projection (``TextIndex``): only chunks holding the
+        query's words are read, so a search stays fast on long sessions.
+        """
+        try:
+            pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
+        except re.error as error:
+            return f"error: not a regular expression: {query!r} ({error})"
+        lines: list[str] = []
+        for recorded in TextIndex(self.ledger).scan(self.session_id, query, regex=regex):
+            for text, tool in event_texts(self.ledger, recorded.event):
+                match = pattern.search(text)
+                if match:
+                    kind = type(recorded.event).__name__ + (f" {tool}" if tool else "")
+                    lines.append(f"- seq {recorded.seq} ({kind}): {_snippet(text, *match.span())}")
+                    break
+            if len(lines) >= self.limit:
+                break
+        for summary in self.ledger.summaries(self.session_id):
+            text = self.ledger.text(summary.content)
+            match = pattern.search(text)
+            if match and len(lines) < self.limit:
+                span = f"covers seq {summary.covers_from}..{summary.covers_through}"
+                lines.append(f"- summary {summary.summary_id} ({span}): {_snippet(text, *match.span())}")
+        if not lines:
             return f"no match for {query!r} in this session's history"
-        lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r}:"]
-        for hit in hits:
-            where = f"summary {hit.summary_id}" if hit.summary_id else f"seq {hit.position}"
-            tool = f" {hit.tool_name}" if hit.tool_name else ""
-            lines.append(f"- {where} ({hit.kind}{tool}): {hit.snippet}")
-        lines.append('Expand one with {"position": <seq>}.')
-        return "\n".join(lines)[: self.max_chars]
+        head = f"{len(lines)} match{'es' if len(lines) != 1 else ''} for {query!r}:"
+        return "\n".join([head, *lines, 'Expand one with {"position": <seq>}.'])[: self.max_chars]
+
+
+def _snippet(text: str, start: int, end: int) -> str:
+    left, right = max(0, start - SNIPPET_CHARS), min(len(text), end + SNIPPET_CHARS)
+    body = " ".join(text[left:right].split())
+    return ("…" if left else "") + body + ("…" if right < len(text) else "")
 
 
 def recall_tool(ledger: Ledger, session_id: str, **options: Any) -> RecallTool:

@@ -87,3 +87,16 @@ def test_bad_calls_get_an_explanation_not_an_exception(ledger):
     assert tool.handle({"position": 999}).startswith("error: position 999 is outside")
     assert tool.handle({"position": "3"}).startswith("error:")
     assert tool.handle({"query": "(", "regex": True}).startswith("error: not a regular expression")
+
+
+def test_search_covers_summaries_and_respects_the_limit(ledger):
+    """Summary artifacts are searched too; no more than `limit` hits are listed."""
+    session = _session(ledger)
+    summary = ledger.record_summary(
+        session, covers_from=2, covers_through=5, text="Summary: FILE-0 and FILE-1 read"
+    )
+    answer = contextledger.recall_tool(ledger, session).handle({"query": "file-1"})
+    assert "seq 6 (ToolResultRecorded read_file)" in answer
+    assert f"summary {summary.summary_id} (covers seq 2..5)" in answer
+    limited = contextledger.recall_tool(ledger, session, limit=2).handle({"query": "file-"})
+    assert limited.startswith("2 matches")
