@@ -99,7 +99,7 @@ class AgentLoop:
         policy: Policy | str = "default",
         budget: int | None = None,
         renderer: Renderer | None = None,
-        retries: int = 10,
+        retries: int = 30,
     ) -> None:
         ledger.version(session_id)  # raises SessionNotFoundError early
         self.ledger = ledger

@@ -68,7 +68,7 @@ class AgentContext(AgentLoop):
         policy: Policy | str = "default",
         budget: int | None = None,
         renderer: Renderer | None = None,
-        retries: int = 10,
+        retries: int = 30,
     ) -> None:
         super().__init__(
             ledger,

@@ -15,7 +15,7 @@ WRITER = """
 import sys, contextledger
 url, session_id, index, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 with contextledger.open_ledger(url) as ledger:
-    agent = contextledger.AgentContext(ledger, session_id, retries=50)
+    agent = contextledger.AgentContext(ledger, session_id)
     for n in range(count):
         for _ in range(2):  # the second is a retry: its idempotency key finds the first
             agent.add_user_message(f"p{index}-{n}", idempotency_key=f"user:{index}:{n}")
