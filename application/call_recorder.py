@@ -262,7 +262,9 @@ class CallRecorder:
             at=self.ledger.clock.now(),
         )
         stream = calls_stream(session_id)
-        self.ledger.log.append(stream, self.ledger.log.version(stream), [usage])
+        self.ledger.log.append(
+            stream, self.ledger.log.version(stream), [usage], idempotency_key=f"usage:{call_id}"
+        )
         return usage
 
     def calls(self, session_id: str) -> list[CallView]:

@@ -18,7 +18,7 @@ from contextledger.application.messages import (
     ToolSchemaIn,
     UserMessage,
     check_idempotency_key,
-    parse_message,
+    parse_messages,
 )
 from contextledger.application.rules_cache import RulesCache
 from contextledger.application.summary_log import summary_stream
@@ -189,7 +189,8 @@ class Ledger:
         blobs: dict[str, str] = {}
         issued: dict[str, str] = {}
         events: list[AnyEvent] = [started]
-        events.extend(self._drafts.event(parse_message(raw), state, issued, blobs) for raw in messages)
+        parsed = [one for raw in messages for one in parse_messages(raw)]
+        events.extend(self._drafts.event(message, state, issued, blobs) for message in parsed)
         return events, blobs
 
     def append(
@@ -214,7 +215,7 @@ class Ledger:
         idempotency_key: str | None = None,
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
-        parsed = [parse_message(m) for m in messages]
+        parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
         with self._lock:
             state = self._state(session_id)
             if not state.exists:
