@@ -1,0 +1,1 @@
+"""Followers: read another event-sourced application's notification log for the ledger."""

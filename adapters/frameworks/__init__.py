@@ -1,0 +1,1 @@
+"""Framework adapters: the context layer inside LangChain and pydantic-ai agents."""
