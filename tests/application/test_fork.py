@@ -144,3 +144,15 @@ def test_fork_refuses_bad_positions_and_missing_summary(ledger):
     with pytest.raises(ValidationError):
         ledger.fork(parent, 4, from_summary=True)
     assert [info.session_id for info in ledger.sessions()] == [parent]
+
+
+def test_fork_on_every_store(any_url):
+    """On memory, SQLite and PostgreSQL a fork reads through to its parent and appends after the prefix."""
+    with open_ledger(any_url) as ledger:
+        parent = _parent(ledger)
+        before = _encoded(ledger, parent)
+        child = ledger.fork(parent, 5)
+        assert ledger.add_tool_result(child, "c2", "child answer", idempotency_key="k1") == 6
+        assert ledger.add_tool_result(child, "c2", "child answer", idempotency_key="k1") == 6  # a retry
+        assert [r.seq for r in ledger.events(child)] == [1, 2, 3, 4, 5, 6]
+        assert _encoded(ledger, parent) == before
