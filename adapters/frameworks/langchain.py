@@ -1,0 +1,226 @@
+"""A LangChain v1 agent middleware: the agent's messages recorded, the model shown the rendered context."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Self
+
+from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
+from contextledger.application.agent_loop import AgentLoop
+from contextledger.application.ledger import Ledger
+from contextledger.application.renderer import Renderer
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
+from contextledger.projections.policy import Policy
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    convert_to_messages,
+    convert_to_openai_messages,
+)
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.runtime import Runtime
+
+__all__ = ["LANGCHAIN_ID", "ContextLedgerMiddleware"]
+
+LANGCHAIN_ID = "langchain_id"
+"""Key of a ledger message's ``meta`` naming the LangChain message it records (its ``id``)."""
+
+
+class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """The context layer of a LangChain ``create_agent`` loop.
+
+    ``before_model`` appends the agent's new messages (user input, tool results) to the ledger, each
+    once: a message is known by its LangChain ``id`` (kept in the ledger message's ``meta``, and the
+    idempotency key ``lc:<id>``), so a re-run from a checkpoint or a second middleware on the same
+    session writes nothing twice. ``wrap_model_call`` then sends the model the session's rendered,
+    token-budgeted context in place of the whole history (the agent's state keeps the whole
+    history), records the call's audit record (the OpenAI Chat Completions wire form of what was
+    sent), and records the model's reply with its usage and latency.
+
+    Example::
+
+        middleware = ContextLedgerMiddleware.start(ledger, system_prompt="...", tools=tools, budget=8000)
+        agent = create_agent(model, tools=tools, middleware=[middleware])
+
+    Args:
+        ledger: The ledger holding the session.
+        session_id: The session (``start`` begins one).
+        policy: A preset name or a ``Policy``.
+        budget: Tokens a model call may hold (default: the policy's).
+        renderer: A renderer to share.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        session_id: str,
+        *,
+        policy: Policy | str = "default",
+        budget: int | None = None,
+        renderer: Renderer | None = None,
+    ) -> None:
+        super().__init__()
+        self.loop = AgentLoop(
+            ledger, session_id, OpenAIChatFormat(), policy=policy, budget=budget, renderer=renderer
+        )
+        self._known: set[str] | None = None
+        self._known_lock = threading.RLock()
+
+    @classmethod
+    def start(
+        cls,
+        ledger: Ledger,
+        *,
+        tools: Iterable[Any] = (),
+        policy: Policy | str = "default",
+        budget: int | None = None,
+        **session: Any,
+    ) -> Self:
+        """Start a session (``Ledger.start_session`` options) and return its middleware.
+
+        ``tools`` may be LangChain tools (or anything ``convert_to_openai_tool`` takes): their schemas
+        are counted in the budget like the model will see them.
+        """
+        schemas = [convert_to_openai_tool(tool) for tool in tools]
+        return cls(ledger, ledger.start_session(tools=schemas, **session), policy=policy, budget=budget)
+
+    @property
+    def session_id(self) -> str:
+        """The ledger session."""
+        return self.loop.session_id
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Append the agent's messages not yet in the ledger (each once); change nothing in the state."""
+        del runtime
+        self.record_messages(state["messages"])
+        return None
+
+    async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """See ``before_model`` (the ledger write runs in a worker thread)."""
+        del runtime
+        await asyncio.to_thread(self.record_messages, state["messages"])
+        return None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Send the model the rendered context; record the call and its reply."""
+        self.record_messages(request.messages)
+        call_id, rendered = self._rendered(request)
+        started = time.perf_counter()
+        response = handler(rendered)
+        return self._recorded(call_id, response, (time.perf_counter() - started) * 1000)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """See ``wrap_model_call``."""
+        await asyncio.to_thread(self.record_messages, request.messages)
+        call_id, rendered = await asyncio.to_thread(self._rendered, request)
+        started = time.perf_counter()
+        response = await handler(rendered)
+        latency = (time.perf_counter() - started) * 1000
+        return await asyncio.to_thread(self._recorded, call_id, response, latency)
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def record_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Append the messages the ledger has not seen (by LangChain id); return how many were new.
+
+        System messages are the session's (given at its start) and are not appended; a message
+        without an id cannot be told apart from a copy of itself and is not appended either.
+        """
+        new = 0
+        with self._known_lock:
+            known = self._known_ids()
+            for message in messages:
+                if isinstance(message, SystemMessage) or not message.id or message.id in known:
+                    continue
+                self._append(message)
+                known.add(message.id)
+                new += 1
+        return new
+
+    def _append(self, message: BaseMessage) -> None:
+        wire = convert_to_openai_messages(message)
+        wire = {k: v for k, v in wire.items() if k not in {"name", "id"} or isinstance(message, ToolMessage)}
+        wire["meta"] = {LANGCHAIN_ID: message.id}
+        key = f"lc:{message.id}"
+        if isinstance(message, ToolMessage):
+            self.loop.record_tool_result(wire, idempotency_key=key)
+        elif isinstance(message, HumanMessage):
+            self.loop.add_user_message(wire, idempotency_key=key)
+        elif isinstance(message, AIMessage):  # a reply made outside this middleware
+            self.loop.ledger.append_many(self.session_id, [wire], idempotency_key=key)
+        else:
+            self.loop.add_user_message({**wire, "role": "user"}, idempotency_key=key)
+
+    def _known_ids(self) -> set[str]:
+        """LangChain ids of the messages already in the session (read from the ledger once)."""
+        if self._known is None:
+            known: set[str] = set()
+            for recorded in self.loop.ledger.events(self.session_id):
+                event = recorded.event
+                if isinstance(event, UserMessageAdded | AssistantMessageAdded | ToolResultRecorded):
+                    lc_id = event.meta.get(LANGCHAIN_ID)
+                    if isinstance(lc_id, str):
+                        known.add(lc_id)
+            self._known = known
+        return self._known
+
+    def _rendered(self, request: ModelRequest[Any]) -> tuple[str, ModelRequest[Any]]:
+        agent_request = self.loop.request()
+        messages: list[AnyMessage] = list(convert_to_messages(agent_request.arguments["messages"]))  # type: ignore[arg-type]
+        system = request.system_message
+        if messages and isinstance(messages[0], SystemMessage):
+            system, messages = messages[0], messages[1:]
+        return agent_request.call_id, request.override(messages=messages, system_message=system)
+
+    def _recorded(self, call_id: str, response: ModelResponse[Any], latency_ms: float) -> ModelResponse[Any]:
+        result = list(response.result)
+        for index, original in enumerate(result):
+            if isinstance(original, AIMessage):
+                reply = original
+                if not reply.id:  # give it the id the agent's state will keep, to know it again
+                    reply = result[index] = original.model_copy(update={"id": f"lc-{call_id}"})
+                with self._known_lock:
+                    self.loop.record_response(call_id, _chat_completion(reply), latency_ms=latency_ms)
+                    self._known_ids().add(str(reply.id))
+                break
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+
+def _chat_completion(message: AIMessage) -> dict[str, Any]:
+    """The reply as a Chat Completions dict (what ``OpenAIChatFormat`` parses), usage included."""
+    wire = convert_to_openai_messages(message)
+    wire = {k: v for k, v in wire.items() if k not in {"name", "id"}}
+    if not wire.get("content"):
+        wire["content"] = None
+    wire["meta"] = {LANGCHAIN_ID: message.id}
+    out: dict[str, Any] = {"choices": [{"message": wire}]}
+    usage = message.usage_metadata
+    if usage is not None:
+        details = usage.get("input_token_details") or {}
+        out["usage"] = {
+            "prompt_tokens": usage.get("input_tokens"),
+            "completion_tokens": usage.get("output_tokens"),
+            "prompt_tokens_details": {"cached_tokens": details.get("cache_read")},
+        }
+    model = message.response_metadata.get("model_name") or message.response_metadata.get("model")
+    if isinstance(model, str):
+        out["model"] = model
+    return out
