@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from contextledger.application.call_recorder import CallRecorder
 from contextledger.application.renderer import Renderer
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.policy import Policy
@@ -174,3 +175,20 @@ def test_pin_span_undoes_a_compaction_and_unpin_span_redoes_it(ledger):
     again = renderer.render(session, policy)
     assert not set(positions[:4]) & set(_shown(again))
     assert again.summary_id == compacted.summary_id
+
+
+def test_a_call_after_a_restore_is_recorded_pinned_and_replays(ledger):
+    """The call record marks the restored group pinned, its tiers add up, and replay-call reproduces it."""
+    session, results = _session(ledger)
+    first = min(results)
+    ledger.pin(session, first)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    context = renderer.render(session, WINDOWED)
+    recorder = CallRecorder(ledger)
+    record = recorder.record(context, WINDOWED)
+    fates = {p: run.disposition for run in record.dispositions for p in range(run.first, run.last + 1)}
+    assert fates[first] == fates[first - 1] == "pinned"
+    assert fates[first + 2] == "dropped"  # the next, unpinned step stays evicted
+    assert record.tiers.total == record.tokens
+    _, again = recorder.rerender(Renderer(ledger, tokenizer="heuristic"), session, record.call_id)
+    assert again.messages == context.messages
