@@ -24,6 +24,9 @@ __all__ = ["RESTORE_KEY", "pin_meta", "span_pins", "span_unpins", "step_group"]
 _CHUNK = 500
 """Events read per step while looking for a result's call or a call's results."""
 
+_MAX_SCAN = 20_000
+"""How far after a call its results are looked for (a call never answered must not read the whole log)."""
+
 
 def _owner(ledger: Ledger, session_id: str, position: int, call_id: str) -> Recorded | None:
     """Return the assistant message before ``position`` that issued ``call_id`` (read backwards)."""
@@ -44,8 +47,9 @@ def _results(ledger: Ledger, session_id: str, owner: Recorded, head: int) -> lis
     waiting = {c.id for c in owner.event.tool_calls}
     found: list[Recorded] = []
     after = owner.seq
-    while waiting and after < head:
-        upto = min(head, after + _CHUNK)
+    limit = min(head, owner.seq + _MAX_SCAN)
+    while waiting and after < limit:
+        upto = min(limit, after + _CHUNK)
         for recorded in ledger.events(session_id, after=after, upto=upto):
             event = recorded.event
             if isinstance(event, ToolResultRecorded) and event.call_id in waiting:
