@@ -37,7 +37,7 @@ _CHUNK = 2_000
 SNAPSHOT_EVERY = 1_000
 """Persist the folded state when at least this many events were folded since the last snapshot."""
 
-SNAPSHOT_FORMAT = 4
+SNAPSHOT_FORMAT = 5
 """Part of every snapshot's name: raise it when a change to the projection changes folded states."""
 
 

@@ -62,7 +62,8 @@ class CachedTokenCounter:
         if not missing:
             return
         if len(self._memory) + len(missing) > self._memory_limit:
-            self._memory.clear()
+            self._memory.clear()  # then every key of this batch must be (re)loaded, not only the new ones
+            missing = list(dict.fromkeys(keys))
         self._memory.update(self.counts.load_token_counts(self.counter.name, missing))
         still = [k for k in missing if k not in self._memory]
         if not still:

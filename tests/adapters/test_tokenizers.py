@@ -234,3 +234,15 @@ def test_heuristic_gives_the_same_estimate_however_the_text_is_sliced(text, size
     whole = HeuristicCounter(margin=0).count(text)
     with mock.patch.object(tokenizers, "_HEURISTIC_CHUNK", size):
         assert HeuristicCounter(margin=0).count(text) == whole
+
+
+def test_a_full_memory_cache_still_counts_every_text_of_a_batch(ledger):
+    """When the in-memory cache overflows mid-batch, keys cached before are reloaded, not lost (KeyError)."""
+    counter = CachedTokenCounter(
+        get_counter("heuristic"), ledger.ports.token_counts, ledger.ports.blobs, memory_limit=3
+    )
+    texts = [InlineText(t) for t in ("alpha", "beta")]
+    first = counter.count_texts(texts)
+    again = counter.count_texts([InlineText("alpha"), InlineText("gamma"), InlineText("delta")])
+    assert again[0] == first[0]
+    assert len(again) == 3
