@@ -241,4 +241,3 @@ def test_a_lone_surrogate_in_an_idempotency_key_is_a_typed_error_on_every_backen
         with pytest.raises(contextledger.InvalidMessageError):
             ledger.add_user_message(sid, "hi", idempotency_key="a\ud800b")
         assert ledger.version(sid) == 1
-
