@@ -1,0 +1,259 @@
+"""A pydantic-ai history processor: the run's messages recorded, the model shown the rendered context."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any, Self
+
+from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
+from contextledger.application.agent_loop import AgentLoop
+from contextledger.application.ledger import Ledger
+from contextledger.application.renderer import Renderer
+from contextledger.projections.policy import Policy
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelRequestPart,
+    ModelResponse,
+    ModelResponsePart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+__all__ = ["MARK", "ContextLedgerHistory"]
+
+MARK = "contextledger"
+"""Key of a pydantic-ai message's ``metadata`` saying it is recorded (an id) or rendered (``rendered:``)."""
+
+
+class ContextLedgerHistory:
+    """A pydantic-ai history processor: ``Agent(model, **history.agent_options())``.
+
+    ``agent_options()`` is ``capabilities=[ProcessHistory(history)]`` on pydantic-ai 2 and
+    ``history_processors=[history]`` on pydantic-ai 1 (the processor is the same callable).
+
+    Before each model request it appends the run's messages not yet recorded (user prompts, tool
+    returns and retries, the model's replies with their usage) and returns the session's rendered,
+    token-budgeted context as pydantic-ai messages, recording the call's audit record (the OpenAI
+    Chat Completions wire form of the context). pydantic-ai makes a processor's output the run's
+    history, so ``result.all_messages()`` holds the rendered context and what followed; the ledger
+    holds everything. A message is known by a mark in its ``metadata`` (kept when messages are
+    serialized), so handing the same history back, in this process or another, writes nothing twice.
+    The reply that ends a run comes after the last request: record it with ``record(result.new_messages())``.
+
+    Args:
+        ledger: The ledger holding the session.
+        session_id: The session (``start`` begins one).
+        policy: A preset name or a ``Policy``.
+        budget: Tokens a model request may hold (default: the policy's).
+        renderer: A renderer to share.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        session_id: str,
+        *,
+        policy: Policy | str = "default",
+        budget: int | None = None,
+        renderer: Renderer | None = None,
+    ) -> None:
+        self.loop = AgentLoop(
+            ledger, session_id, OpenAIChatFormat(), policy=policy, budget=budget, renderer=renderer
+        )
+        self._pending: str | None = None
+        """The call id of the request rendered last, whose reply is not recorded yet."""
+        self._lock = threading.RLock()
+
+    @classmethod
+    def start(
+        cls,
+        ledger: Ledger,
+        *,
+        policy: Policy | str = "default",
+        budget: int | None = None,
+        **session: Any,
+    ) -> Self:
+        """Start a session (``Ledger.start_session`` options) and return its history processor."""
+        return cls(ledger, ledger.start_session(**session), policy=policy, budget=budget)
+
+    @property
+    def session_id(self) -> str:
+        """The ledger session."""
+        return self.loop.session_id
+
+    def agent_options(self) -> dict[str, Any]:
+        """The ``Agent`` keyword arguments installing this processor, for the installed pydantic-ai."""
+        try:
+            from pydantic_ai.capabilities import ProcessHistory  # noqa: PLC0415 - pydantic-ai 2 only
+        except ImportError:  # pragma: no cover - pydantic-ai 1
+            return {"history_processors": [self]}
+        return {"capabilities": [ProcessHistory(self)]}
+
+    def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        """Record the new messages; return the rendered context to send instead of ``messages``."""
+        with self._lock:
+            self.record(messages)
+            request = self.loop.request()
+            self._pending = request.call_id
+            rendered = _from_chat(request.arguments["messages"], f"rendered:{request.call_id}")
+            if rendered and not request.context.system:
+                rendered[0] = _with_system(rendered[0], _system_parts(messages))
+            return rendered
+
+    def record(self, messages: Iterable[ModelMessage]) -> int:
+        """Append the messages not yet recorded, each once (marking them); return how many were new.
+
+        A reply of the model is joined, with its usage, to the request rendered last.
+        """
+        new = 0
+        with self._lock:
+            for message in messages:
+                if (message.metadata or {}).get(MARK):
+                    continue
+                mark = self.loop.ledger.ids.new_id()
+                if isinstance(message, ModelResponse):
+                    self._record_reply(message, mark)
+                else:
+                    self._record_request(message, mark)
+                message.metadata = {**(message.metadata or {}), MARK: mark}
+                new += 1
+        return new
+
+    def _record_reply(self, message: ModelResponse, mark: str) -> None:
+        reply = _chat_completion(message, mark)
+        if self._pending is not None:
+            call_id, self._pending = self._pending, None
+            self.loop.record_response(call_id, reply)
+        else:  # a reply made before this processor saw the conversation
+            self.loop.ledger.append_many(
+                self.session_id, [reply["choices"][0]["message"]], idempotency_key=f"pai:{mark}"
+            )
+
+    def _record_request(self, message: ModelRequest, mark: str) -> None:
+        meta = {MARK: mark}
+        for index, part in enumerate(message.parts):
+            key = f"pai:{mark}:{index}"
+            if isinstance(part, UserPromptPart):
+                content = part.content if isinstance(part.content, str) else _texts(part.content)
+                self.loop.add_user_message(
+                    {"role": "user", "content": content, "meta": meta}, idempotency_key=key
+                )
+            elif isinstance(part, ToolReturnPart):
+                result = {"role": "tool", "tool_call_id": part.tool_call_id, "name": part.tool_name}
+                self.loop.record_tool_result(
+                    {**result, "content": part.model_response_str(), "meta": meta}, idempotency_key=key
+                )
+            elif isinstance(part, RetryPromptPart):
+                text = part.model_response()
+                if part.tool_name is not None:
+                    result = {"role": "tool", "tool_call_id": part.tool_call_id, "name": part.tool_name}
+                    self.loop.record_tool_result(
+                        {**result, "content": text, "is_error": True, "meta": meta}, idempotency_key=key
+                    )
+                else:
+                    self.loop.add_user_message(
+                        {"role": "user", "content": text, "meta": meta}, idempotency_key=key
+                    )
+            # SystemPromptPart: the session's system prompt is given at its start
+
+
+def _texts(content: Sequence[Any]) -> str:
+    """The text items of a multi-part user prompt (images and files are not kept)."""
+    return "\n".join(item for item in content if isinstance(item, str))
+
+
+def _chat_completion(message: ModelResponse, mark: str) -> dict[str, Any]:
+    """A model reply as a Chat Completions dict (what ``OpenAIChatFormat`` parses), usage included."""
+    texts = [p.content for p in message.parts if isinstance(p, TextPart)]
+    thoughts = [p.content for p in message.parts if isinstance(p, ThinkingPart) and p.content]
+    calls = [
+        {
+            "id": p.tool_call_id,
+            "type": "function",
+            "function": {"name": p.tool_name, "arguments": p.args_as_json_str()},
+        }
+        for p in message.parts
+        if isinstance(p, ToolCallPart)
+    ]
+    wire: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None, "meta": {MARK: mark}}
+    if calls:
+        wire["tool_calls"] = calls
+    if thoughts:
+        wire["reasoning_content"] = "\n\n".join(thoughts)
+    usage = message.usage
+    out: dict[str, Any] = {
+        "choices": [{"message": wire}],
+        "usage": {
+            "prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        },
+    }
+    if message.model_name:
+        out["model"] = message.model_name
+    return out
+
+
+def _from_chat(messages: Sequence[dict[str, Any]], mark: str) -> list[ModelMessage]:
+    """Chat Completions messages (the rendered context) as pydantic-ai messages, marked as rendered."""
+    out: list[ModelMessage] = []
+    parts: list[ModelRequestPart] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        content = _text(message.get("content"))
+        if role == "system":
+            parts.append(SystemPromptPart(content=content))
+        elif role == "user":
+            parts.append(UserPromptPart(content=content))
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id"))
+            parts.append(
+                ToolReturnPart(tool_name=names.get(call_id, "tool"), content=content, tool_call_id=call_id)
+            )
+        elif role == "assistant":
+            if parts:
+                out.append(ModelRequest(parts=parts, metadata={MARK: mark}))
+                parts = []
+            reply: list[ModelResponsePart] = [TextPart(content=content)] if content else []
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                names[call["id"]] = function["name"]
+                reply.append(
+                    ToolCallPart(
+                        tool_name=function["name"], args=function["arguments"], tool_call_id=call["id"]
+                    )
+                )
+            out.append(ModelResponse(parts=reply or [TextPart(content="")], metadata={MARK: mark}))
+    if parts:
+        out.append(ModelRequest(parts=parts, metadata={MARK: mark}))
+    return out
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _system_parts(messages: Sequence[ModelMessage]) -> list[SystemPromptPart]:
+    """The agent's own system prompt parts (used when the session has no system prompt)."""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            return [p for p in message.parts if isinstance(p, SystemPromptPart)]
+    return []
+
+
+def _with_system(first: ModelMessage, system: list[SystemPromptPart]) -> ModelMessage:
+    if not system or not isinstance(first, ModelRequest):
+        return first
+    return ModelRequest(parts=[*system, *first.parts], metadata=first.metadata)
