@@ -12,6 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contextledger.adapters.follow.eventsourcing_upstream import EventsourcingUpstream
     from contextledger.adapters.formats.anthropic import anthropic_call_ids, to_anthropic
     from contextledger.adapters.formats.openai import to_openai
     from contextledger.adapters.formats.openai_responses import to_openai_responses
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from contextledger.application.agent_types import AgentRequest, ToolCallRequest
     from contextledger.application.call_recorder import CallRecorder
     from contextledger.application.compaction import Compactor
+    from contextledger.application.follower import Follower, FollowReport
     from contextledger.application.forensics import WhyAnswer, why
     from contextledger.application.fork import fork_session
     from contextledger.application.ledger import Ledger
@@ -177,6 +179,9 @@ _LAZY: dict[str, str] = {
     "RecallTool": "contextledger.application.recall",
     "recall_tool": "contextledger.application.recall",
     "fork_session": "contextledger.application.fork",
+    "Follower": "contextledger.application.follower",
+    "FollowReport": "contextledger.application.follower",
+    "EventsourcingUpstream": "contextledger.adapters.follow.eventsourcing_upstream",
 }
 """Each public name and the module that defines it; the module is imported on first access."""
 
@@ -201,7 +206,10 @@ __all__ = [
     "DuplicateToolCallError",
     "DuplicateToolResultError",
     "EventDecodeError",
+    "EventsourcingUpstream",
     "ExtractiveSummarizer",
+    "FollowReport",
+    "Follower",
     "InjectionHook",
     "InjectionOverflowError",
     "InlineText",
