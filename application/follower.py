@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 from contextledger.application.ledger import Ledger
-from contextledger.domain.errors import ConfigError, ValidationError
+from contextledger.domain.errors import (
+    ConcurrencyConflictError,
+    ConfigError,
+    SessionExistsError,
+    ValidationError,
+)
 
 __all__ = [
     "FollowReport",
@@ -24,6 +30,19 @@ log = structlog.get_logger(__name__)
 
 _PAGE = 100
 """Notifications read from upstream per page."""
+
+_RETRIES = 30
+"""Attempts of an append that meets another writer of the same session (another follower, an agent)."""
+
+
+_RUNS: dict[tuple[int, str], threading.Lock] = {}
+_RUNS_GUARD = threading.Lock()
+
+
+def _run_lock(ledger: Ledger, upstream: str) -> threading.Lock:
+    """One lock per (ledger, upstream) in this process: its followers run one after the other."""
+    with _RUNS_GUARD:
+        return _RUNS.setdefault((id(ledger), upstream), threading.Lock())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +94,8 @@ class FollowReport:
     """The last upstream notification id handled (the tracking position now stored)."""
     read: int = 0
     written: int = 0
-    """Ledger messages appended."""
+    """Ledger messages appended (a follower in another process writing the same notification at the
+    same instant may make both count it; the ledger holds it once)."""
     replayed: int = 0
     """Notifications whose messages were already in the ledger (a replay after a crash)."""
     skipped: list[Skipped] = field(default_factory=list)
@@ -97,7 +117,10 @@ class Follower:
     tracking position (the last notification handled) is kept in the ledger's database (its snapshot
     table, ``follow:<upstream>``). The two are not one transaction: after a crash between them the
     follower reads a few notifications again from its older position, and their keys make those
-    writes no-ops, so nothing is ever written twice and nothing is missed.
+    writes no-ops, so nothing is ever written twice and nothing is missed. An append that loses a
+    race to another writer of the session (a second follower, the agent itself) looks for its key
+    again and retries, so two followers running at once (in two processes; in one process, the
+    followers of a ledger and upstream run one after the other) still write each notification once.
 
     Args:
         ledger: The ledger to write to.
@@ -151,18 +174,19 @@ class Follower:
             limit: Handle at most this many notifications (default: until upstream has no more).
             page: Notifications read per upstream query.
         """
-        report = FollowReport(position=self.position())
-        while limit is None or report.read < limit:
-            want = page if limit is None else min(page, limit - report.read)
-            batch = self.upstream.read(report.position, want)
-            if not batch:
-                break
-            for notification in batch:
-                self._handle(notification, report)
-                report.read += 1
-                report.position = notification.notification_id
-            self._track(report)
-        return report
+        with _run_lock(self.ledger, self.upstream.name):
+            report = FollowReport(position=self.position())
+            while limit is None or report.read < limit:
+                want = page if limit is None else min(page, limit - report.read)
+                batch = self.upstream.read(report.position, want)
+                if not batch:
+                    break
+                for notification in batch:
+                    self._handle(notification, report)
+                    report.read += 1
+                    report.position = notification.notification_id
+                self._track(report)
+            return report
 
     def _handle(self, notification: UpstreamNotification, report: FollowReport) -> None:
         type_name = _qualname(notification.type_name)
@@ -185,13 +209,19 @@ class Follower:
             return
         session_id = self._session(notification)
         key = f"follow:{self.upstream.name}:{notification.notification_id}"
-        known = self.ledger.log.lookup_idempotency_key(session_id, key)
-        if known is not None:
-            report.replayed += 1
+        for attempt in range(1, _RETRIES + 1):
+            if self.ledger.log.lookup_idempotency_key(session_id, key) is not None:
+                report.replayed += 1
+                return
+            try:
+                self.ledger.append_many(session_id, messages, idempotency_key=key)
+            except ConcurrencyConflictError:  # another writer appended first: look again
+                if attempt == _RETRIES:
+                    raise
+                continue
+            report.written += len(messages)
+            report.sessions.add(session_id)
             return
-        self.ledger.append_many(session_id, messages, idempotency_key=key)
-        report.written += len(messages)
-        report.sessions.add(session_id)
 
     def _session(self, notification: UpstreamNotification) -> str:
         if self._session_for is not None:
@@ -202,7 +232,11 @@ class Follower:
             options = self._session_options
             if callable(options):
                 options = options(notification)
-            session_id = self.ledger.start_session(**dict(options or {}), idempotency_key=key)
+            try:
+                session_id = self.ledger.start_session(**dict(options or {}), idempotency_key=key)
+            except (SessionExistsError, ConcurrencyConflictError):
+                # another follower started it under the same key a moment ago: this finds it
+                session_id = self.ledger.start_session(**dict(options or {}), idempotency_key=key)
             self._sessions[notification.stream_id] = session_id
         return session_id
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +139,14 @@ def test_unmapped_event_type_is_skipped_and_reported_never_a_crash(ledger: conte
     assert (again.read, again.written, again.skipped) == (0, 0, [])
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    """A ledger that outlives its process: a SQLite file or a PostgreSQL schema."""
+    return sqlite_url if request.param == "sqlite" else request.getfixturevalue("pg_url")
+
+
 def test_restart_mid_stream_resumes_from_tracking_and_writes_nothing_twice(
-    tmp_path: Path, sqlite_url: str
+    tmp_path: Path, durable_url: str
 ) -> None:
     """Stop after 3 notifications; a new follower on a reopened ledger resumes from its tracking.
 
@@ -147,14 +154,14 @@ def test_restart_mid_stream_resumes_from_tracking_and_writes_nothing_twice(
     """
     app = _sqlite_app(tmp_path / "agent.db")
     _script(app)
-    with contextledger.open_ledger(sqlite_url) as first:
+    with contextledger.open_ledger(durable_url) as first:
         report = Follower(first, EventsourcingUpstream(_sqlite_app(tmp_path / "agent.db")), MAPPING).run(
             limit=3, page=2
         )
         assert (report.read, report.position, report.written) == (3, 3, 3)
         (session_id,) = report.sessions
         assert _messages(first, session_id) == EXPECTED[:3]
-    with contextledger.open_ledger(sqlite_url) as second:
+    with contextledger.open_ledger(durable_url) as second:
         follower = Follower(second, EventsourcingUpstream(_sqlite_app(tmp_path / "agent.db")), MAPPING)
         assert follower.position() == 3
         report = follower.run()
@@ -195,3 +202,56 @@ def test_mapping_to_none_writes_nothing_and_a_bad_mapping_result_is_refused(
     with pytest.raises(contextledger.ValidationError):
         bad.run()
     assert bad.position() == 0
+
+
+def test_upstream_in_the_ledgers_own_sqlite_file(tmp_path: Path) -> None:
+    """The agent's event store and the ledger share one SQLite file; the follower reads and writes it."""
+    path = tmp_path / "shared.db"
+    app = _sqlite_app(path)
+    _script(app)
+    with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
+        report = Follower(ledger, EventsourcingUpstream(app), MAPPING).run()
+        (session_id,) = report.sessions
+        assert _messages(ledger, session_id) == EXPECTED
+    assert app.notification_log.select(start=1, limit=10)[-1].id == 9  # upstream untouched
+
+
+def test_two_followers_at_once_write_each_notification_once(tmp_path: Path, durable_url: str) -> None:
+    """Two followers on two ledger connections (as two processes) racing: each message is written once.
+
+    Same process and ledger: they run one after the other, and the second finds nothing to do.
+    """
+    app = _sqlite_app(tmp_path / "agent.db")
+    _script(app)
+    ledgers = [contextledger.open_ledger(durable_url) for _ in range(2)]
+    reports: list[Any] = []
+    errors: list[BaseException] = []
+
+    def follow(ledger: contextledger.Ledger) -> None:
+        try:
+            upstream = EventsourcingUpstream(_sqlite_app(tmp_path / "agent.db"), name="agent")
+            reports.append(Follower(ledger, upstream, MAPPING).run(page=1))
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=follow, args=(ledger,)) for ledger in ledgers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    (session_id,) = set().union(*(r.sessions for r in reports))
+    assert _messages(ledgers[0], session_id) == EXPECTED
+    shared: list[Any] = []
+    upstream = EventsourcingUpstream(app, name="agent-2")
+    threads = [
+        threading.Thread(target=lambda: shared.append(Follower(ledgers[0], upstream, MAPPING).run(page=1)))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(r.written for r in shared) == [0, 8]  # one ledger: one after the other
+    for ledger in ledgers:
+        ledger.close()
