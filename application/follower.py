@@ -192,7 +192,7 @@ class Follower:
         type_name = _qualname(notification.type_name)
         mapper = self.mapping.get(type_name)
         if mapper is None or notification.event is None:
-            reason = "unmapped" if mapper is None else "undecodable"
+            reason = "undecodable" if notification.event is None else "unmapped"
             report.skipped.append(
                 Skipped(notification_id=notification.notification_id, type_name=type_name, reason=reason)
             )

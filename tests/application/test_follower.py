@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import contextledger
 import pytest
@@ -14,6 +15,7 @@ from contextledger.application.follower import Follower, Skipped
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
+from eventsourcing.persistence import StoredEvent
 
 
 class AgentTurn(Aggregate):
@@ -255,3 +257,21 @@ def test_two_followers_at_once_write_each_notification_once(tmp_path: Path, dura
     assert sorted(r.written for r in shared) == [0, 8]  # one ledger: one after the other
     for ledger in ledgers:
         ledger.close()
+
+
+def test_an_event_class_this_process_cannot_import_is_skipped_and_reported(
+    ledger: contextledger.Ledger,
+) -> None:
+    """A notification whose topic names no importable class is skipped as undecodable, not a crash."""
+    app = AgentApp()
+    turn = _script(app)
+    gone = StoredEvent(
+        originator_id=uuid4(), originator_version=1, topic="gone.module:Gone.Event", state=b"{}"
+    )
+    app.recorder.insert_events([gone])
+    app.act(turn, "user_said", text="still there?")
+    report = Follower(ledger, EventsourcingUpstream(app), MAPPING).run()
+    assert report.skipped[-1] == Skipped(notification_id=10, type_name="Gone.Event", reason="undecodable")
+    assert (report.read, report.written, report.position) == (11, 9, 11)
+    (session_id,) = report.sessions
+    assert _messages(ledger, session_id)[-1] == ("user", "still there?")
