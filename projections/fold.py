@@ -135,17 +135,25 @@ class Projector:
                 state.owners[call.id] = counted.seq
         elif isinstance(event, ToolResultRecorded):
             self._result(state, counted, event)
-        elif isinstance(event, ItemPinned):
+        elif isinstance(event, ItemPinned | ItemUnpinned):
+            self._pin(state, event)
+        state.position = counted.seq
+        self._maybe_compact(state, event)
+
+    def _pin(self, state: RenderState, event: ItemPinned | ItemUnpinned) -> None:
+        """Count a pin or unpin; restoring (or undoing) a message is a compaction point of its own."""
+        changed = False
+        if isinstance(event, ItemPinned):
             state.pins[event.position] = state.pins.get(event.position, 0) + 1
-            restore_pinned(state, event, self.counter, self.entries)
-        elif isinstance(event, ItemUnpinned) and event.position in state.pins:
+            changed = restore_pinned(state, event, self.counter, self.entries)
+        elif event.position in state.pins:
             left = state.pins.pop(event.position) - 1
             if left > 0:
                 state.pins[event.position] = left
             else:
-                unrestore(state, event.position)
-        state.position = counted.seq
-        self._maybe_compact(state, event)
+                changed = unrestore(state, event.position)
+        if changed:
+            state.compactions += 1  # a deliberate prefix change
 
     def render(self, state: RenderState, resolve: Callable[[Text], str]) -> RenderedContext:
         """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only."""

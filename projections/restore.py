@@ -59,11 +59,14 @@ def restore_pinned(
     event: ItemPinned,
     counter: TokenCounter,
     builder: EntryBuilder,
-) -> None:
-    """Bring the event a pin names back verbatim in ``state`` (mutated); remember how to undo it."""
+) -> bool:
+    """Bring the event a pin names back verbatim in ``state`` (mutated); remember how to undo it.
+
+    Returns whether the window changed (a restore changes the prefix: the fold counts a compaction point).
+    """
     position = event.position
     if position in state.restored:
-        return  # pinned again: already restored
+        return False  # pinned again: already restored
     found = _find(state.window, position)
     if found is not None:
         gi, ei = found
@@ -76,35 +79,41 @@ def restore_pinned(
             owner = state.window.groups[gi]
             entries = tuple(verbatim if i == ei else e for i, e in enumerate(owner.entries))
             replace_entries(state.window, gi, entries, state.pending_tokens)
-        return
+            return True
+        return False
     payload = event.meta.get(RESTORE_KEY)
     if not payload:
-        return
+        return False
     group = _group(payload, state, counter, builder)
     if group is None or any(_find(state.window, e.seq) is not None for e in group.entries):
-        return
+        return False
     _insert(state.window, group)
     state.restored[position] = None
+    return True
 
 
-def unrestore(state: RenderState, position: int) -> None:
-    """Undo what pins restored in the group of ``position`` once none of its messages is pinned any more."""
+def unrestore(state: RenderState, position: int) -> bool:
+    """Undo what pins restored in the group of ``position`` once none of its messages is pinned any more.
+
+    Returns whether the window changed.
+    """
     found = _find(state.window, position)
     if found is None:
         state.restored.pop(position, None)
-        return
+        return False
     gi, _ = found
     group = state.window.groups[gi]
     if pin_reason(group, state) is not None:
-        return  # still pinned by another pin or rule: it stays
+        return False  # still pinned by another pin or rule: it stays
     before = {e.seq: state.restored.pop(e.seq) for e in group.entries if e.seq in state.restored}
     if not before:
-        return
+        return False
     if any(entry is None for entry in before.values()):
         remove_groups(state.window, [gi], "dropped", "unpinned")
-        return
+        return True
     entries = tuple(before.get(e.seq) or e for e in group.entries)
     replace_entries(state.window, gi, entries, state.pending_tokens)
+    return True
 
 
 def _group(payload: Any, state: RenderState, counter: TokenCounter, builder: EntryBuilder) -> Group | None:
