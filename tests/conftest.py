@@ -11,6 +11,7 @@ from pathlib import Path
 import contextledger
 import psycopg
 import pytest
+import structlog
 
 REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO / "tests" / "fixtures" / "transcripts"))
@@ -102,3 +103,10 @@ def transcripts() -> Path:
     """The folder of real transcripts (tests/fixtures/transcripts, carried in every clone)."""
     assert TRANSCRIPTS.is_dir(), f"no transcripts folder at {TRANSCRIPTS} (set CONTEXTLEDGER_TRANSCRIPTS)"
     return TRANSCRIPTS
+
+
+@pytest.fixture(autouse=True)
+def _structlog_left_as_found() -> Iterator[None]:
+    """A test that runs a CLI entry point in-process configures structlog globally: undo it afterwards."""
+    yield
+    structlog.reset_defaults()
