@@ -42,14 +42,25 @@ _CONTEXT_FIELDS = (
 
 
 def render_document(context: RenderedContext, wire: WireFormat) -> dict[str, Any]:
-    """Return ``render --json``: the context's fields (API names), its decisions, and the payload as sent."""
+    """Return ``render --json``: the context's fields (API names), decisions, exact dispositions, payload."""
     from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415 - loaded on use
     from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415 - loaded on use
+    from contextledger.application.call_recorder import dispositions_of  # noqa: PLC0415 - loaded on use
 
     payload = to_openai(context) if wire == "openai" else to_anthropic(context)
     return {
         **{name: getattr(context, name) for name in _CONTEXT_FIELDS},
         "decisions": context.decisions,
+        "dispositions": [
+            {
+                "first": r.first,
+                "last": r.last,
+                "disposition": r.disposition,
+                "rule": r.rule,
+                "summary_id": r.summary_id,
+            }
+            for r in dispositions_of(context)
+        ],
         "format": wire,
         "payload": payload,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -72,3 +73,27 @@ def test_replay_of_an_unknown_call_is_a_user_error(tmp_path):
     )
     assert done.returncode == 1
     assert json.loads(done.stderr)["error"]["type"] == "ValidationError"
+
+
+def test_render_json_carries_exact_dispositions_with_position_and_tokenizer(tmp_path, transcripts):
+    """Render --json: every position 1..position has one fate (runs), next to the position and tokenizer."""
+    db = f"sqlite:///{tmp_path / 'render.db'}"
+    _run("import", str(transcripts / TRAJ), "--db", db, "--json")
+    [info] = _run("sessions", "--db", db, "--json")["sessions"]
+    document = _run(
+        "render", info["session_id"], "--budget", "4000", "--tokenizer", "heuristic", "--db", db, "--json"
+    )
+    runs = document["dispositions"]
+    assert runs[0]["first"] == 1
+    assert runs[-1]["last"] == document["position"]
+    assert all(b["first"] == a["last"] + 1 for a, b in itertools.pairwise(runs))
+    assert {r["disposition"] for r in runs} <= {
+        "verbatim",
+        "pinned",
+        "truncated",
+        "stubbed",
+        "summarized",
+        "dropped",
+        "control",
+    }
+    assert document["tokenizer"].startswith("heuristic")
