@@ -160,6 +160,31 @@ def _session_of(recorder: Any, ledger: Any, call_id: str) -> str | None:
     return None
 
 
+def _print_fates(console: Any, answer: Any) -> None:
+    """The fact's fate call by call: the first call and every change (equal fates in a row are one row)."""
+    from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+    if not answer.calls:
+        return
+    table = Table(
+        "call",
+        "position",
+        "fate",
+        "rule",
+        "summary",
+        title=f"{len(answer.calls)} calls ({answer.calls_source})",
+    )
+    previous = None
+    for fate in answer.calls:
+        key = (fate.disposition, fate.rule, fate.summary_id)
+        if key != previous:
+            table.add_row(
+                *map(cell, (fate.call_id, fate.position, fate.disposition, fate.rule, fate.summary_id or ""))
+            )
+        previous = key
+    console.print(table)
+
+
 def _register_why(app: typer.Typer) -> None:
     @command(
         app, "why", example='contextledger why 0f3c9a... "ZFA04Y" --policy default --budget 16000 --json'
@@ -219,5 +244,6 @@ def _register_why(app: typer.Typer) -> None:
                 )
             if answer.smallest_change:
                 console.print(cell(f"to keep it: {answer.smallest_change}"))
+            _print_fates(console, answer)
 
         run_guarded(body, json_output=json_output)

@@ -97,3 +97,18 @@ def test_render_json_carries_exact_dispositions_with_position_and_tokenizer(tmp_
         "control",
     }
     assert document["tokenizer"].startswith("heuristic")
+
+
+def test_why_prints_its_verdict_and_a_table_of_fates(tmp_path, transcripts):
+    """Without --json, why prints the verdict, the fix and one table row per change of fate."""
+    db = f"sqlite:///{tmp_path / 'why.db'}"
+    _run("import", str(transcripts / TRAJ), "--db", db, "--json")
+    [info] = _run("sessions", "--db", db, "--json")["sessions"]
+    args = ["why", info["session_id"], "--position", "4", "--policy", "default", "--budget", "4000"]
+    done = subprocess.run(
+        [CLI, *args, "--tokenizer", "heuristic", "--db", db], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "to keep it:" in done.stdout
+    assert "low-water" in done.stdout or "retention" in done.stdout
+    assert "fate" in done.stdout
