@@ -13,6 +13,7 @@ __all__ = [
     "InjectionOverflowError",
     "InvalidMessageError",
     "PinnedOverBudgetError",
+    "ProjectionLockedError",
     "ReplayMismatchError",
     "SessionExistsError",
     "SessionNotFoundError",
@@ -173,3 +174,12 @@ class SummaryRejectedError(SummarizerError):
 
 class ReplayMismatchError(ContextLedgerError):
     """A recorded model call rendered again does not give the bytes its record hashed."""
+
+
+class ProjectionLockedError(StoreError):
+    """Another runner holds the projection's lease: one active runner per projection."""
+
+    def __init__(self, projection: str, holder: str) -> None:
+        super().__init__(f"projection {projection!r} is being written by another runner ({holder})")
+        self.projection = projection
+        self.holder = holder

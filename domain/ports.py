@@ -15,6 +15,10 @@ __all__ = [
     "Clock",
     "EventLog",
     "IdSource",
+    "Notification",
+    "NotificationReader",
+    "ProjectionLease",
+    "ProjectionStore",
     "SessionInfo",
     "SnapshotStore",
     "StreamAppend",
@@ -121,6 +125,67 @@ class SnapshotStore(Protocol):
 
     def save_snapshot(self, name: str, position: int, state: bytes) -> None:
         """Store (replace) the projection snapshot called ``name``."""
+        ...
+
+
+class Notification(msgspec.Struct, frozen=True):
+    """One stored event in store order: its notification id, stream, position in the stream, and event."""
+
+    id: int
+    stream_id: str
+    position: int
+    event: AnyEvent
+
+
+class NotificationReader(Protocol):
+    """Every stream's events in store (notification) order; ids may have gaps (rolled-back writes)."""
+
+    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+        """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
+        ...
+
+
+class ProjectionLease(Protocol):
+    """The right to write one projection, held by one runner at a time."""
+
+    def release(self) -> None:
+        """Give the projection up (idempotent)."""
+        ...
+
+
+class ProjectionStore(Protocol):
+    """Persistent views: rows and tracking written in ONE transaction, plus an active-version registry."""
+
+    def load_tracking(self, projection: str) -> int:
+        """Return the last notification id folded into ``projection``, 0 when none."""
+        ...
+
+    def commit(self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]]) -> None:
+        """Store ``rows`` (key -> position, bytes) and the tracking position together, or nothing."""
+        ...
+
+    def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row of ``projection`` (position, bytes), or None."""
+        ...
+
+    def row_keys(self, projection: str) -> list[str]:
+        """Return every row key of ``projection``, sorted."""
+        ...
+
+    def drop(self, projection: str) -> None:
+        """Delete the rows and tracking of ``projection`` (the registry is left as it is)."""
+        ...
+
+    def activate(self, name: str, version: str) -> None:
+        """Make ``version`` the active projection serving ``name`` (one atomic write)."""
+        ...
+
+    def active(self, name: str) -> str | None:
+        """Return the active version of ``name``, or None."""
+        ...
+
+    def acquire(self, projection: str) -> ProjectionLease:
+        """Take the one-writer lease of ``projection``; ``ProjectionLockedError`` when it is held."""
         ...
 
 

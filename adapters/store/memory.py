@@ -7,12 +7,13 @@ from typing import Any
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.eventsourcing_hooks import InMemoryTable
+from contextledger.adapters.store.projection_tables import MemoryProjectionTables
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
 __all__ = ["MemoryRecorder"]
 
 
-class MemoryRecorder(InMemoryTable):
+class MemoryRecorder(MemoryProjectionTables, InMemoryTable):
     """In-memory recorder with the same blob, idempotency, token-count and snapshot semantics."""
 
     def __init__(self) -> None:

@@ -18,6 +18,7 @@ import psycopg
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres_options import connection_settings
+from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
 from contextledger.domain.errors import StoreUnavailableError
 from eventsourcing.persistence import Notification, PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
@@ -26,15 +27,16 @@ from psycopg.sql import SQL, Composable, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
 
-SCHEMA_VERSION = 2
-"""2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); tables created before are migrated."""
+SCHEMA_VERSION = 3
+"""2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
+active versions). Schemas created before are migrated on open."""
 
 
 def _autocommit(conn: psycopg.Connection[Any]) -> None:
     conn.autocommit = True
 
 
-class PostgresRecorder(PostgresApplicationRecorder):
+class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
     """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
@@ -71,6 +73,7 @@ class PostgresRecorder(PostgresApplicationRecorder):
                 SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value bigint NOT NULL)").format(
                     self._table(self.meta_table)
                 ),
+                *projection_statements(datastore.schema, prefix),
             ]
         )
 

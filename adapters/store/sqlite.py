@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
 from contextledger.domain.errors import ConfigError, StoreUnavailableError
 from eventsourcing.persistence import (
     DatabaseError,
@@ -49,7 +50,7 @@ def _persistence_error(error: sqlite3.Error) -> PersistenceError:
     return DatabaseError(str(error))
 
 
-class SQLiteRecorder(SQLiteApplicationRecorder):
+class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
     """SQLite recorder whose inserts also write blobs and the idempotency key atomically."""
 
     def construct_create_table_statements(self) -> list[str]:
@@ -74,6 +75,7 @@ class SQLiteRecorder(SQLiteApplicationRecorder):
                 f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
                 f"ON {self.events_table_name} (topic)"
             ),
+            *SQLITE_PROJECTION_TABLES,
         ]
 
     @contextmanager

@@ -1,0 +1,186 @@
+"""Projection tables on PostgreSQL: rows + tracking in one transaction, a registry, an advisory-lock lease."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
+from contextledger.domain.errors import ProjectionLockedError, StoreError
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.sql import SQL, Composable, Composed, Identifier
+
+__all__ = ["PostgresProjectionTables", "projection_statements"]
+
+
+def projection_statements(schema: str, prefix: str) -> list[Composed]:
+    """The CREATE statements of the projection tables (schema version 3)."""
+
+    def table(name: str) -> Composed:
+        return SQL("{}.{}").format(Identifier(schema), Identifier(f"{prefix}_{name}"))
+
+    return [
+        SQL("CREATE TABLE IF NOT EXISTS {} (projection text PRIMARY KEY, position bigint NOT NULL)").format(
+            table("projection_tracking")
+        ),
+        SQL(
+            "CREATE TABLE IF NOT EXISTS {} (projection text, key text, position bigint NOT NULL, "
+            "state bytea NOT NULL, PRIMARY KEY (projection, key))"
+        ).format(table("projection_rows")),
+        SQL("CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY, version text NOT NULL)").format(
+            table("projection_active")
+        ),
+    ]
+
+
+class PostgresProjectionTables:
+    """PostgreSQL projection tables (mixed into ``PostgresRecorder``)."""
+
+    datastore: PostgresDatastore
+    meta_table: str
+
+    def _ptable(self, name: str) -> Composable:
+        prefix = self.meta_table.removesuffix("_meta")
+        return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(f"{prefix}_{name}"))
+
+    def _leases(self) -> dict[str, tuple[str, psycopg.Connection[Any]]]:
+        leases: dict[str, tuple[str, psycopg.Connection[Any]]] | None = getattr(self, "_held_leases", None)
+        if leases is None:
+            leases = {}
+            self._held_leases = leases
+        return leases
+
+    def projection_tracking(self, projection: str) -> int:
+        """Return the tracking position."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                SQL("SELECT position FROM {} WHERE projection = %s").format(
+                    self._ptable("projection_tracking")
+                ),
+                (projection,),
+            ).fetchone()
+        return 0 if row is None else int(row["position"])
+
+    def projection_commit(
+        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
+    ) -> None:
+        """Write rows and tracking in one transaction (the tracking row is locked first)."""
+        del owner
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            curs.execute(
+                SQL("INSERT INTO {} VALUES (%s, 0) ON CONFLICT DO NOTHING").format(
+                    self._ptable("projection_tracking")
+                ),
+                (projection,),
+            )
+            curs.execute(
+                SQL("SELECT position FROM {} WHERE projection = %s FOR UPDATE").format(
+                    self._ptable("projection_tracking")
+                ),
+                (projection,),
+            )
+            found = curs.fetchone()
+            current = 0 if found is None else int(found["position"])
+            if tracking < current:
+                msg = f"projection {projection!r} is at {current}; a commit at {tracking} would move it back"
+                raise StoreError(msg)
+            if rows:
+                curs.execute(
+                    SQL(
+                        "INSERT INTO {} SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %b::bytea[]) "
+                        "ON CONFLICT (projection, key) DO UPDATE SET position = EXCLUDED.position, "
+                        "state = EXCLUDED.state"
+                    ).format(self._ptable("projection_rows")),
+                    (projection, list(rows), [v[0] for v in rows.values()], [v[1] for v in rows.values()]),
+                )
+            curs.execute(
+                SQL("UPDATE {} SET position = %s WHERE projection = %s").format(
+                    self._ptable("projection_tracking")
+                ),
+                (tracking, projection),
+            )
+
+    def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                SQL("SELECT position, state FROM {} WHERE projection = %s AND key = %s").format(
+                    self._ptable("projection_rows")
+                ),
+                (projection, key),
+            ).fetchone()
+        return None if row is None else (int(row["position"]), bytes(row["state"]))
+
+    def projection_keys(self, projection: str) -> list[str]:
+        """Return the row keys, sorted."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                SQL('SELECT key FROM {} WHERE projection = %s ORDER BY key COLLATE "C"').format(
+                    self._ptable("projection_rows")
+                ),
+                (projection,),
+            ).fetchall()
+        return [str(row["key"]) for row in rows]
+
+    def projection_drop(self, projection: str) -> None:
+        """Delete rows and tracking."""
+        with self.datastore.get_connection() as conn, conn.transaction():
+            for name in ("projection_rows", "projection_tracking"):
+                conn.execute(
+                    SQL("DELETE FROM {} WHERE projection = %s").format(self._ptable(name)), (projection,)
+                )
+
+    def projection_activate(self, name: str, version: str) -> None:
+        """Set the active version."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(
+                SQL(
+                    "INSERT INTO {} VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET version = EXCLUDED.version"
+                ).format(self._ptable("projection_active")),
+                (name, version),
+            )
+
+    def projection_active(self, name: str) -> str | None:
+        """Return the active version."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                SQL("SELECT version FROM {} WHERE name = %s").format(self._ptable("projection_active")),
+                (name,),
+            ).fetchone()
+        return None if row is None else str(row["version"])
+
+    def projection_acquire(self, projection: str, owner: str) -> None:
+        """Take a session advisory lock on a connection kept out of the pool until release."""
+        leases = self._leases()
+        if projection in leases:
+            if leases[projection][0] == owner:
+                return
+            raise ProjectionLockedError(projection, leases[projection][0])
+        conn = self.datastore.pool.getconn()
+        key = f"contextledger-projection:{self.datastore.schema}:{projection}"
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s)) AS ok", (key,)).fetchone()
+        except BaseException:
+            self.datastore.pool.putconn(conn)
+            raise
+        if not row or not row["ok"]:
+            self.datastore.pool.putconn(conn)
+            raise ProjectionLockedError(projection, "another PostgreSQL session")
+        leases[projection] = (owner, conn)
+
+    def projection_release(self, projection: str, owner: str) -> None:
+        """Unlock and return the lease's connection to the pool."""
+        leases = self._leases()
+        held = leases.get(projection)
+        if held is None or held[0] != owner:
+            return
+        del leases[projection]
+        conn = held[1]
+        try:
+            conn.execute(
+                "SELECT pg_advisory_unlock(hashtext(%s))",
+                (f"contextledger-projection:{self.datastore.schema}:{projection}",),
+            )
+        finally:
+            self.datastore.pool.putconn(conn)

@@ -1,0 +1,282 @@
+"""Projection tables (rows + tracking + active-version registry + one-writer lease) for memory and SQLite."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from threading import RLock
+from typing import Any, Protocol
+
+from contextledger.domain.errors import ProjectionLockedError, StoreError
+
+__all__ = [
+    "LEASE_SECONDS",
+    "SQLITE_PROJECTION_TABLES",
+    "MemoryProjectionTables",
+    "ProjectionTables",
+    "SQLiteProjectionTables",
+    "holder_alive",
+    "new_owner",
+]
+
+LEASE_SECONDS = 30.0
+"""A runner's lease lasts this long past its last commit; a holder on this host that died frees it at once."""
+
+SQLITE_PROJECTION_TABLES = [
+    (
+        "CREATE TABLE IF NOT EXISTS ledger_projection_tracking (projection TEXT PRIMARY KEY, "
+        "position INTEGER NOT NULL)"
+    ),
+    (
+        "CREATE TABLE IF NOT EXISTS ledger_projection_rows (projection TEXT, key TEXT, "
+        "position INTEGER NOT NULL, state BLOB NOT NULL, PRIMARY KEY (projection, key)) WITHOUT ROWID"
+    ),
+    "CREATE TABLE IF NOT EXISTS ledger_projection_active (name TEXT PRIMARY KEY, version TEXT NOT NULL)",
+    (
+        "CREATE TABLE IF NOT EXISTS ledger_projection_leases (projection TEXT PRIMARY KEY, "
+        "owner TEXT NOT NULL, expires REAL NOT NULL)"
+    ),
+]
+
+
+def new_owner() -> str:
+    """A lease owner name: ``host:pid:nonce``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def holder_alive(owner: str, expires: float) -> bool:
+    """Whether a lease holder may still be running: unexpired, and (on this host) its process exists."""
+    if expires <= time.time():
+        return False
+    host, _, rest = owner.partition(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(rest.partition(":")[0]), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stale_tracking(projection: str, current: int, tracking: int) -> StoreError:
+    msg = f"projection {projection!r} is at {current}; a commit at {tracking} would move it back"
+    return StoreError(msg)
+
+
+class ProjectionTables(Protocol):
+    """What ``RecorderProjections`` needs of a recorder."""
+
+    def projection_tracking(self, projection: str) -> int:
+        """Return the tracking position."""
+        ...
+
+    def projection_commit(
+        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
+    ) -> None:
+        """Write rows and tracking atomically (renewing ``owner``'s lease)."""
+        ...
+
+    def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row."""
+        ...
+
+    def projection_keys(self, projection: str) -> list[str]:
+        """Return the row keys, sorted."""
+        ...
+
+    def projection_drop(self, projection: str) -> None:
+        """Delete rows and tracking."""
+        ...
+
+    def projection_activate(self, name: str, version: str) -> None:
+        """Set the active version."""
+        ...
+
+    def projection_active(self, name: str) -> str | None:
+        """Return the active version."""
+        ...
+
+    def projection_acquire(self, projection: str, owner: str) -> None:
+        """Take the lease or raise ``ProjectionLockedError``."""
+        ...
+
+    def projection_release(self, projection: str, owner: str) -> None:
+        """Give the lease up."""
+        ...
+
+
+class MemoryProjectionTables:
+    """In-memory projection tables (mixed into ``MemoryRecorder``)."""
+
+    database_lock: RLock
+
+    def _projection_tables(self) -> dict[str, Any]:
+        tables: dict[str, Any] | None = getattr(self, "_ptables", None)
+        if tables is None:
+            tables = {"tracking": {}, "rows": {}, "active": {}, "leases": {}}
+            self._ptables = tables
+        return tables
+
+    def projection_tracking(self, projection: str) -> int:
+        """Return the tracking position."""
+        with self.database_lock:
+            return int(self._projection_tables()["tracking"].get(projection, 0))
+
+    def projection_commit(
+        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
+    ) -> None:
+        """Write rows and tracking at once."""
+        del owner
+        with self.database_lock:
+            tables = self._projection_tables()
+            current = int(tables["tracking"].get(projection, 0))
+            if tracking < current:
+                raise _stale_tracking(projection, current, tracking)
+            tables["rows"].setdefault(projection, {}).update(rows)
+            tables["tracking"][projection] = tracking
+
+    def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row."""
+        with self.database_lock:
+            found: tuple[int, bytes] | None = self._projection_tables()["rows"].get(projection, {}).get(key)
+            return found
+
+    def projection_keys(self, projection: str) -> list[str]:
+        """Return the row keys, sorted."""
+        with self.database_lock:
+            return sorted(self._projection_tables()["rows"].get(projection, {}))
+
+    def projection_drop(self, projection: str) -> None:
+        """Delete rows and tracking."""
+        with self.database_lock:
+            tables = self._projection_tables()
+            tables["rows"].pop(projection, None)
+            tables["tracking"].pop(projection, None)
+
+    def projection_activate(self, name: str, version: str) -> None:
+        """Set the active version."""
+        with self.database_lock:
+            self._projection_tables()["active"][name] = version
+
+    def projection_active(self, name: str) -> str | None:
+        """Return the active version."""
+        with self.database_lock:
+            found: str | None = self._projection_tables()["active"].get(name)
+            return found
+
+    def projection_acquire(self, projection: str, owner: str) -> None:
+        """Take the lease or raise ``ProjectionLockedError``."""
+        with self.database_lock:
+            leases = self._projection_tables()["leases"]
+            holder = leases.get(projection)
+            if holder is not None and holder != owner:
+                raise ProjectionLockedError(projection, holder)
+            leases[projection] = owner
+
+    def projection_release(self, projection: str, owner: str) -> None:
+        """Give the lease up."""
+        with self.database_lock:
+            leases = self._projection_tables()["leases"]
+            if leases.get(projection) == owner:
+                del leases[projection]
+
+
+class SQLiteProjectionTables:
+    """SQLite projection tables (mixed into ``SQLiteRecorder``); writes run under ``BEGIN IMMEDIATE``."""
+
+    datastore: Any
+
+    def writing(self) -> AbstractContextManager[Any]:
+        """A write transaction (provided by the recorder)."""
+        raise NotImplementedError
+
+    def projection_tracking(self, projection: str) -> int:
+        """Return the tracking position."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT position FROM ledger_projection_tracking WHERE projection = ?", (projection,))
+            row = c.fetchone()
+        return 0 if row is None else int(row[0])
+
+    def projection_commit(
+        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
+    ) -> None:
+        """Write rows, tracking and the lease renewal in one ``BEGIN IMMEDIATE`` transaction."""
+        with self.writing() as c:
+            c.execute("SELECT position FROM ledger_projection_tracking WHERE projection = ?", (projection,))
+            row = c.fetchone()
+            current = 0 if row is None else int(row[0])
+            if tracking < current:
+                raise _stale_tracking(projection, current, tracking)
+            c.executemany(
+                "INSERT OR REPLACE INTO ledger_projection_rows VALUES (?, ?, ?, ?)",
+                [(projection, key, position, state) for key, (position, state) in rows.items()],
+            )
+            c.execute(
+                "INSERT OR REPLACE INTO ledger_projection_tracking VALUES (?, ?)", (projection, tracking)
+            )
+            c.execute(
+                "UPDATE ledger_projection_leases SET expires = ? WHERE projection = ? AND owner = ?",
+                (time.time() + LEASE_SECONDS, projection, owner),
+            )
+
+    def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT position, state FROM ledger_projection_rows WHERE projection = ? AND key = ?",
+                (projection, key),
+            )
+            row = c.fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def projection_keys(self, projection: str) -> list[str]:
+        """Return the row keys, sorted."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT key FROM ledger_projection_rows WHERE projection = ? ORDER BY key", (projection,)
+            )
+            return [str(row[0]) for row in c.fetchall()]
+
+    def projection_drop(self, projection: str) -> None:
+        """Delete rows and tracking."""
+        with self.writing() as c:
+            c.execute("DELETE FROM ledger_projection_rows WHERE projection = ?", (projection,))
+            c.execute("DELETE FROM ledger_projection_tracking WHERE projection = ?", (projection,))
+
+    def projection_activate(self, name: str, version: str) -> None:
+        """Set the active version."""
+        with self.writing() as c:
+            c.execute("INSERT OR REPLACE INTO ledger_projection_active VALUES (?, ?)", (name, version))
+
+    def projection_active(self, name: str) -> str | None:
+        """Return the active version."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT version FROM ledger_projection_active WHERE name = ?", (name,))
+            row = c.fetchone()
+        return None if row is None else str(row[0])
+
+    def projection_acquire(self, projection: str, owner: str) -> None:
+        """Take the lease (a row with an expiry) unless a live holder has it."""
+        with self.writing() as c:
+            c.execute(
+                "SELECT owner, expires FROM ledger_projection_leases WHERE projection = ?", (projection,)
+            )
+            row = c.fetchone()
+            if row is not None and str(row[0]) != owner and holder_alive(str(row[0]), float(row[1])):
+                raise ProjectionLockedError(projection, str(row[0]))
+            c.execute(
+                "INSERT OR REPLACE INTO ledger_projection_leases VALUES (?, ?, ?)",
+                (projection, owner, time.time() + LEASE_SECONDS),
+            )
+
+    def projection_release(self, projection: str, owner: str) -> None:
+        """Give the lease up."""
+        with self.writing() as c:
+            c.execute(
+                "DELETE FROM ledger_projection_leases WHERE projection = ? AND owner = ?", (projection, owner)
+            )

@@ -1,0 +1,99 @@
+"""``NotificationReader`` and ``ProjectionStore`` over an opened store's recorder (all three backends)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from contextledger.adapters.store.event_store import RecorderEventStore, _translated
+from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
+from contextledger.domain.ports import Notification
+
+__all__ = ["RecorderProjections"]
+
+
+class _Lease:
+    """A held projection lease; ``release`` gives it back once."""
+
+    def __init__(self, tables: ProjectionTables, projection: str, owner: str) -> None:
+        self._tables = tables
+        self._projection = projection
+        self._owner = owner
+        self._held = True
+
+    def release(self) -> None:
+        """Give the lease up (idempotent)."""
+        if self._held:
+            self._held = False
+            with _translated(f"release projection {self._projection}"):
+                self._tables.projection_release(self._projection, self._owner)
+
+
+class RecorderProjections:
+    """Reads every stream in store order and keeps projection rows with their tracking position.
+
+    Notifications are read with eventsourcing's ``select_notifications`` from ``after + 1``: ids a
+    rolled-back PostgreSQL transaction consumed are simply absent, so gaps are skipped, never waited on.
+    """
+
+    def __init__(self, store: RecorderEventStore) -> None:
+        """Wrap an opened store (its recorder holds the projection tables)."""
+        self.store = store
+        self._tables: ProjectionTables = store.recorder  # type: ignore[assignment]  # the recorders of this package
+        self.owner = new_owner()
+
+    def read_notifications(self, after: int, limit: int) -> list[Notification]:
+        """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
+        with _translated("read notifications"):
+            rows = self.store.recorder.select_notifications(after + 1, limit)
+        to_recorded = self.store.mapper.to_recorded
+        out: list[Notification] = []
+        for row in rows:
+            recorded = to_recorded(row)
+            out.append(Notification(row.id, str(row.originator_id), recorded.seq, recorded.event))
+        return out
+
+    def load_tracking(self, projection: str) -> int:
+        """Return the last notification id folded into ``projection``, 0 when none."""
+        with _translated(f"load tracking of {projection}"):
+            return self._tables.projection_tracking(projection)
+
+    def commit(self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]]) -> None:
+        """Store ``rows`` and the tracking position in one transaction."""
+        with _translated(f"commit projection {projection}"):
+            self._tables.projection_commit(projection, tracking, rows, self.owner)
+
+    def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row of ``projection``, or None."""
+        with _translated(f"load row of {projection}"):
+            return self._tables.projection_row(projection, key)
+
+    def row_keys(self, projection: str) -> list[str]:
+        """Return every row key of ``projection``, sorted."""
+        with _translated(f"list rows of {projection}"):
+            return self._tables.projection_keys(projection)
+
+    def drop(self, projection: str) -> None:
+        """Delete the rows and tracking of ``projection``."""
+        with _translated(f"drop projection {projection}"):
+            self._tables.projection_drop(projection)
+
+    def activate(self, name: str, version: str) -> None:
+        """Make ``version`` the active projection serving ``name``."""
+        with _translated(f"activate {version} for {name}"):
+            self._tables.projection_activate(name, version)
+
+    def active(self, name: str) -> str | None:
+        """Return the active version of ``name``, or None."""
+        with _translated(f"read active version of {name}"):
+            return self._tables.projection_active(name)
+
+    def acquire(self, projection: str) -> _Lease:
+        """Take the one-writer lease of ``projection`` (``ProjectionLockedError`` when held elsewhere)."""
+        with _translated(f"lock projection {projection}"):
+            self._tables.projection_acquire(projection, self.owner)
+        return _Lease(self._tables, projection, self.owner)
+
+    def renew(self, projection: str) -> None:
+        """Extend the held lease (a runner idling in its live tail calls this)."""
+        with _translated(f"renew lease of {projection}"):
+            self._tables.projection_acquire(projection, self.owner)

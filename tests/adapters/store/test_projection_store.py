@@ -1,0 +1,163 @@
+"""The NotificationReader and ProjectionStore contract, run against memory, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.factory import open_store
+from contextledger.adapters.store.postgres import SCHEMA_VERSION
+from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.domain.content import InlineText
+from contextledger.domain.errors import ProjectionLockedError, StoreError
+from contextledger.domain.events import SessionStarted, UserMessageAdded
+
+from tests.conftest import FixedClock
+
+
+def _started(session_id: str) -> SessionStarted:
+    return SessionStarted(session_id=session_id, at=FixedClock().now(), model="m")
+
+
+def _user(text: str) -> UserMessageAdded:
+    return UserMessageAdded(content=InlineText(text), at=FixedClock().now())
+
+
+@pytest.fixture
+def store(any_url: str) -> Iterator[RecorderEventStore]:
+    """An opened store on each backend."""
+    opened = open_store(any_url)
+    yield opened
+    opened.close()
+
+
+def test_notifications_cover_every_stream_in_store_order(store):
+    """Notifications interleave streams in append order with their positions; ``after`` and ``limit`` page."""
+    store.append("a", 0, [_started("a")])
+    store.append("b", 0, [_started("b")])
+    store.append("a", 1, [_user("x"), _user("y")])
+    reader = RecorderProjections(store)
+    found = reader.read_notifications(0, 10)
+    assert [(n.stream_id, n.position) for n in found] == [("a", 1), ("b", 1), ("a", 2), ("a", 3)]
+    assert [n.id for n in found] == sorted(n.id for n in found)
+    assert isinstance(found[2].event, UserMessageAdded)
+    assert found[2].event.content.text == "x"
+    page = reader.read_notifications(found[1].id, 1)
+    assert [(n.stream_id, n.position) for n in page] == [("a", 2)]
+    assert reader.read_notifications(found[-1].id, 10) == []
+
+
+def test_rows_and_tracking_commit_together_and_never_move_back(store):
+    """A commit stores rows and tracking at once; a commit behind the tracking is refused, writing nothing."""
+    views = RecorderProjections(store)
+    assert views.load_tracking("p") == 0
+    views.commit("p", 5, {"s1": (3, b"one"), "s2": (1, b"two")})
+    views.commit("p", 9, {"s1": (4, b"one-b")})
+    assert views.load_tracking("p") == 9
+    assert views.load_row("p", "s1") == (4, b"one-b")
+    assert views.load_row("p", "s2") == (1, b"two")
+    assert views.load_row("p", "s3") is None
+    assert views.row_keys("p") == ["s1", "s2"]
+    with pytest.raises(StoreError, match="move it back"):
+        views.commit("p", 8, {"s3": (1, b"late")})
+    assert views.load_row("p", "s3") is None
+    assert views.load_tracking("p") == 9
+    assert views.load_tracking("other") == 0
+    assert views.row_keys("other") == []
+
+
+def test_drop_removes_one_version_and_the_registry_switches_atomically(store):
+    """Dropping a version leaves the others; ``activate`` replaces the active version of a name."""
+    views = RecorderProjections(store)
+    views.commit("v1", 2, {"s": (1, b"a")})
+    views.commit("v2", 2, {"s": (1, b"b")})
+    assert views.active("context") is None
+    views.activate("context", "v1")
+    assert views.active("context") == "v1"
+    views.activate("context", "v2")
+    assert views.active("context") == "v2"
+    views.drop("v1")
+    assert views.load_tracking("v1") == 0
+    assert views.row_keys("v1") == []
+    assert views.load_row("v2", "s") == (1, b"b")
+
+
+def test_one_runner_holds_a_projection_lease(store, any_url):
+    """A second runner is refused with ProjectionLockedError until the first releases its lease."""
+    first = RecorderProjections(store)
+    other_store = store if any_url == "memory://" else open_store(any_url)
+    try:
+        second = RecorderProjections(other_store)
+        lease = first.acquire("p")
+        first.renew("p")
+        with pytest.raises(ProjectionLockedError, match="'p'"):
+            second.acquire("p")
+        second.acquire("q").release()  # other projections are free
+        lease.release()
+        lease.release()
+        second.acquire("p").release()
+    finally:
+        if other_store is not store:
+            other_store.close()
+
+
+def test_a_dead_holder_does_not_keep_a_sqlite_lease(sqlite_url):
+    """A lease whose holder process died (kill -9) is taken over without waiting for its expiry."""
+    code = (
+        "import os,sys;from contextledger.adapters.store.factory import open_store;"
+        "from contextledger.adapters.store.projections import RecorderProjections;"
+        f"RecorderProjections(open_store({sqlite_url!r})).acquire('p');os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    store = open_store(sqlite_url)
+    try:
+        RecorderProjections(store).acquire("p").release()
+    finally:
+        store.close()
+
+
+def test_rolled_back_ids_leave_a_gap_that_readers_skip(pg_url):
+    """PostgreSQL consumes a notification id in a rolled-back insert; the reader skips the gap."""
+    store = open_store(pg_url)
+    try:
+        store.append("a", 0, [_started("a")])
+        schema = pg_url.partition("schema=")[2]
+        with psycopg.connect(pg_url.split("?")[0]) as conn:
+            conn.execute(
+                f'INSERT INTO "{schema}".contextledger_events '
+                "(originator_id, originator_version, topic, state) VALUES ('z', 1, 't', '\\x00')"
+            )
+            conn.rollback()
+        store.append("a", 1, [_user("after the gap")])
+        reader = RecorderProjections(store)
+        found = reader.read_notifications(0, 10)
+        assert [n.position for n in found] == [1, 2]
+        assert found[1].id - found[0].id == 2  # the rolled-back id is a hole
+        assert reader.read_notifications(found[0].id, 10)[0].id == found[1].id
+    finally:
+        store.close()
+
+
+def test_a_schema_2_postgres_ledger_gains_the_projection_tables(pg_url):
+    """Opening a schema written at version 2 migrates it to the current version with projection tables."""
+    open_store(pg_url).close()
+    schema = pg_url.partition("schema=")[2]
+    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
+        for table in ("projection_rows", "projection_tracking", "projection_active"):
+            conn.execute(f'DROP TABLE "{schema}".contextledger_{table}')
+        conn.execute(f"UPDATE \"{schema}\".contextledger_meta SET value = 2 WHERE key = 'schema'")
+    store = open_store(pg_url)
+    try:
+        RecorderProjections(store).commit("p", 1, {"s": (1, b"x")})
+        with psycopg.connect(pg_url.split("?")[0]) as conn:
+            row = conn.execute(
+                f"SELECT value FROM \"{schema}\".contextledger_meta WHERE key = 'schema'"
+            ).fetchone()
+        assert row == (SCHEMA_VERSION,)
+        assert SCHEMA_VERSION == 3
+    finally:
+        store.close()
