@@ -27,7 +27,7 @@ from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
 from contextledger.projections.state import RenderState
 
-__all__ = ["Renderer"]
+__all__ = ["Renderer", "decode_row"]
 
 log = structlog.get_logger(__name__)
 
@@ -57,8 +57,22 @@ class _Seen(msgspec.Struct):
     tools: set[str] = msgspec.field(default_factory=set)
 
 
+class _Row(msgspec.Struct, array_like=True):
+    """A folded state as a projection row stores it: sets sorted, so equal states give equal bytes."""
+
+    state: RenderState
+    summaries: list[str]
+    tool_names: list[str]
+
+
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Cached)
+_ROW_DECODER = msgspec.msgpack.Decoder(_Row)
+
+
+def decode_row(data: bytes) -> RenderState:
+    """Return the render state a projection row (from ``Renderer.fold_row``) holds."""
+    return _ROW_DECODER.decode(data).state
 
 
 def _snapshot_name(key: tuple[str, ...]) -> str:
@@ -78,6 +92,7 @@ class Renderer:
         tokenizer: A tokenizer name (resolved by the ledger's tokenizer port) or a ``TokenCounter``.
         max_states: How many folded states to keep (least recently used are forgotten).
         max_blobs: How many blob texts to keep in memory.
+        snapshots: Persist folded states in the snapshot store (a projection runner keeps its own rows).
     """
 
     def __init__(
@@ -87,6 +102,7 @@ class Renderer:
         tokenizer: str | TokenCounter = "cl100k_base",
         max_states: int = 64,
         max_blobs: int = 256,
+        snapshots: bool = True,
     ) -> None:
         """Wire the renderer to ``ledger`` and a cached counter over ``tokenizer``."""
         self.ledger = ledger
@@ -100,6 +116,7 @@ class Renderer:
         self._max_states = max_states
         self._max_blobs = max_blobs
         self._warned: set[tuple[str, str]] = set()
+        self._snapshots = snapshots
 
     def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
         """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
@@ -172,10 +189,29 @@ class Renderer:
             cached = _Cached(state=projector.start(), summaries=set())
         self._catch_up(session_id, projector, cached, position, summaries)
         self._check_tools(session_id, projector.policy, cached)
-        if cached.state.position - max(cached.snapshot_at, self._persisted.get(key, 0)) >= SNAPSHOT_EVERY:
+        if (
+            self._snapshots
+            and cached.state.position - max(cached.snapshot_at, self._persisted.get(key, 0)) >= SNAPSHOT_EVERY
+        ):
             self._save_snapshot(key, cached)
         self._remember(key, cached)
         return cached.state
+
+    def fold_row(self, session_id: str, projector: Projector, at: int, stored: bytes | None) -> bytes:
+        """Catch a session's state up to ``at`` and return it as a projection row.
+
+        ``stored`` is the row this method returned earlier (used when the state is not in memory);
+        the bytes depend only on the folded state, so a rebuild from scratch gives the same row.
+        """
+        key = (session_id, projector.policy.fingerprint(), str(projector.budget.total), projector.tokenizer)
+        if key not in self._states and stored is not None:
+            row = _ROW_DECODER.decode(stored)
+            restored = _Cached(row.state, set(row.summaries), row.state.position, set(row.tool_names))
+            self._persisted[key] = row.state.position
+            self._remember(key, restored)
+        state = self.state(session_id, projector, at=at)
+        cached = self._states[key]
+        return _ENCODER.encode(_Row(state, sorted(cached.summaries), sorted(cached.tool_names)))
 
     # -- internals ----------------------------------------------------------------------------
 
