@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 from contextledger.domain.content import content_address
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.fidelity import command_of, paths_in_arguments
+from contextledger.projections.fidelity import command_of, facts_of, paths_in_arguments
 from contextledger.projections.summary_requests import SpanEntry, SummaryDraft, SummaryRequest
 
 __all__ = ["CHARS_PER_TOKEN", "ExtractiveSummarizer"]
@@ -26,6 +26,7 @@ _SECTIONS = (
     "Errors & Resolutions",
     "Current State",
     "Pending Work",
+    "Key Facts",
 )
 _TABLE_HEAD = ("| File/Component | Action | Description |", "|----------------|--------|-------------|")
 _DECISION = re.compile(
@@ -52,6 +53,8 @@ class _Limits(msgspec.Struct, frozen=True):
     decisions: int = 8
     errors: int = 8
     pending: int = 15
+    identifiers: int = 40
+    numbers: int = 30
     task_chars: int = 2_000
     line_chars: int = 200
 
@@ -141,6 +144,12 @@ class ExtractiveSummarizer:
         """Return the structured summary of the request's span, integrating the previous round."""
         text = self._text(request)
         limits = self.limits
+        while self._size(text) > request.max_tokens and limits.identifiers + limits.numbers > _SMALLEST:
+            # first give up loose facts: paths, commands and decisions matter more to a continuing agent
+            limits = msgspec.structs.replace(
+                limits, identifiers=limits.identifiers // 2, numbers=limits.numbers // 2
+            )
+            text = self._text(request, limits)
         while (
             self._size(text) > request.max_tokens
             and limits.files + limits.commands + limits.decisions > _SMALLEST
@@ -151,6 +160,8 @@ class ExtractiveSummarizer:
                 decisions=max(1, limits.decisions // 2),
                 errors=max(1, limits.errors // 2),
                 pending=max(1, limits.pending // 2),
+                identifiers=limits.identifiers,
+                numbers=limits.numbers,
                 task_chars=max(200, limits.task_chars // 2),
                 line_chars=max(60, limits.line_chars // 2),
             )
@@ -186,12 +197,30 @@ class ExtractiveSummarizer:
             or ["(none)"],
             "Current State": state,
             "Pending Work": pending or ["(none open)"],
+            "Key Facts": _key_facts(old["Key Facts"], request, limits),
         }
         lines = [f"## Session Summary (Compaction Round {request.round})"]
         for name in _SECTIONS:
             lines.append(f"### {name}")
             lines.extend(body[name])
         return "\n".join(lines)
+
+
+def _key_facts(old: list[str], request: SummaryRequest, limits: _Limits) -> list[str]:
+    """Identifiers and numbers the span states, verbatim, the newest kept: what a later question may need."""
+    facts = facts_of(request.entries)
+    earlier = {
+        line.split(":", 1)[0]: line.split(":", 1)[1].strip().split(", ") for line in old if ":" in line
+    }
+    lines = []
+    for label, found, keep in (
+        ("Identifiers", facts.identifiers, limits.identifiers),
+        ("Numbers", facts.numbers, limits.numbers),
+    ):
+        merged = _merge([v for v in earlier.get(label, []) if v], found, keep)
+        if merged:
+            lines.append(f"{label}: {', '.join(merged)}")
+    return lines or ["(none)"]
 
 
 def _row_path(row: str) -> str:
