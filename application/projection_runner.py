@@ -12,6 +12,7 @@ import structlog
 from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
 from contextledger.domain.errors import ContextLedgerError
+from contextledger.domain.events import Recorded
 from contextledger.domain.ports import Notification, NotificationReader, ProjectionStore, TokenCounter
 from contextledger.projections.fold import Projector
 from contextledger.projections.policy import Policy
@@ -153,10 +154,12 @@ class ProjectionRunner:
     def _fold(self, batch: list[Notification], stats: RunStats) -> dict[str, tuple[int, bytes]]:
         """Fold the sessions a batch touches; return their rows (position, state bytes)."""
         touched: dict[str, int] = {}
+        read: dict[str, list[Recorded]] = {}
         for note in batch:
             stream, _, kind = note.stream_id.partition("::")
             if not kind:
                 touched[stream] = max(touched.get(stream, 0), note.position)
+                read.setdefault(stream, []).append(Recorded(note.position, note.event))
             elif kind == _SUMMARIES:
                 touched.setdefault(stream, 0)
         rows: dict[str, tuple[int, bytes]] = {}
@@ -166,7 +169,19 @@ class ProjectionRunner:
             if at == 0:
                 continue  # an artifact of a session with no events yet
             try:
-                data = self.renderer.fold_row(session_id, self.projector, at, stored[1] if stored else None)
+                events = read.get(session_id, [])
+                contiguous = (
+                    bool(events)
+                    and events[-1].seq == at
+                    and events[-1].seq - events[0].seq == len(events) - 1
+                )
+                data = self.renderer.fold_row(
+                    session_id,
+                    self.projector,
+                    at,
+                    stored[1] if stored else None,
+                    events if contiguous else (),
+                )
             except ContextLedgerError as error:
                 stats.failed[session_id] = str(error)
                 log.warning("projection_session_failed", projection=self.projection, session_id=session_id)

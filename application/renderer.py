@@ -117,6 +117,7 @@ class Renderer:
         self._max_blobs = max_blobs
         self._warned: set[tuple[str, str]] = set()
         self._snapshots = snapshots
+        self._read: dict[str, list[Recorded]] = {}
 
     def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
         """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
@@ -197,11 +198,20 @@ class Renderer:
         self._remember(key, cached)
         return cached.state
 
-    def fold_row(self, session_id: str, projector: Projector, at: int, stored: bytes | None) -> bytes:
+    def fold_row(
+        self,
+        session_id: str,
+        projector: Projector,
+        at: int,
+        stored: bytes | None,
+        events: Sequence[Recorded] = (),
+    ) -> bytes:
         """Catch a session's state up to ``at`` and return it as a projection row.
 
         ``stored`` is the row this method returned earlier (used when the state is not in memory);
-        the bytes depend only on the folded state, so a rebuild from scratch gives the same row.
+        ``events``, contiguous and ending at ``at``, are the session's latest events already read (a
+        catch-up starting inside them reads none again). The bytes depend only on the folded state,
+        so a rebuild from scratch gives the same row.
         """
         key = (session_id, projector.policy.fingerprint(), str(projector.budget.total), projector.tokenizer)
         if key not in self._states and stored is not None:
@@ -209,7 +219,12 @@ class Renderer:
             restored = _Cached(row.state, set(row.summaries), row.state.position, set(row.tool_names))
             self._persisted[key] = row.state.position
             self._remember(key, restored)
-        state = self.state(session_id, projector, at=at)
+        if events:
+            self._read[session_id] = list(events)
+        try:
+            state = self.state(session_id, projector, at=at)
+        finally:
+            self._read.pop(session_id, None)
         cached = self._states[key]
         return _ENCODER.encode(_Row(state, sorted(cached.summaries), sorted(cached.tool_names)))
 
@@ -328,6 +343,10 @@ class Renderer:
         ]
 
     def _chunks(self, session_id: str, after: int, upto: int) -> Iterator[list[Recorded]]:
+        read = self._read.get(session_id)
+        if read and read[0].seq <= after + 1 and read[-1].seq == upto:
+            yield read[after + 1 - read[0].seq :]
+            return
         while after < upto:
             end = min(after + _CHUNK, upto)
             chunk = self.ledger.events(session_id, after=after, upto=end)
