@@ -13,6 +13,7 @@ __all__ = [
     "InjectionOverflowError",
     "InvalidMessageError",
     "PinnedOverBudgetError",
+    "ProjectionConfigError",
     "ProjectionLockedError",
     "ReplayMismatchError",
     "SessionExistsError",
@@ -183,3 +184,16 @@ class ProjectionLockedError(StoreError):
         super().__init__(f"projection {projection!r} is being written by another runner ({holder})")
         self.projection = projection
         self.holder = holder
+
+
+class ProjectionConfigError(ConfigError):
+    """The active projection was built under another config than the running one: it refuses to serve."""
+
+    def __init__(self, active: str, running: str, command: str) -> None:
+        super().__init__(
+            f"the active context projection {active!r} was built under another config than the running one "
+            f"({running!r}); rebuild it with: {command}"
+        )
+        self.active = active
+        self.running = running
+        self.command = command

@@ -13,6 +13,7 @@ from contextledger.adapters.cli import (
     fork_cmd,
     import_cmd,
     pin_cmd,
+    rebuild_cmd,
     render_cmd,
     sessions,
     simulate_cmd,
@@ -37,6 +38,7 @@ for module in (
     fork_cmd,
     pin_cmd,
     export_cmd,
+    rebuild_cmd,
 ):
     module.register(app)
 

@@ -1,0 +1,51 @@
+"""`contextledger rebuild` through the console script: build, compare, switch, drop, progress on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = str(Path(sys.executable).with_name("contextledger"))
+TRAJ = (
+    Path(__file__).resolve().parents[2]
+    / "fixtures"
+    / "transcripts"
+    / "mini-swe-agent__psf__requests-1142.traj.json"
+)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_rebuild_builds_beside_the_live_version_switches_and_drops_the_old(tmp_path):
+    """The first rebuild switches; a changed policy is compared with it, switched to, the old one dropped."""
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert _run("import", str(TRAJ), "--db", db, "--json").returncode == 0
+    first = _run("rebuild", "--policy", "default", "--budget", "16000", "--switch", "--db", db, "--json")
+    assert first.returncode == 0, first.stderr
+    old = json.loads(first.stdout)
+    assert old["switched"] is True
+    assert old["live"] is None
+    assert old["candidate"]["sessions"] == 1
+    policy = tmp_path / "new.toml"
+    policy.write_text('base = "threshold"\n')
+    done = _run(
+        "rebuild", "--policy", str(policy), "--switch", "--drop", old["version"], "--db", db, "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    new = json.loads(done.stdout)
+    assert new["live"]["version"] == old["version"]
+    assert new["candidate"]["policy"] == "new"
+    assert len(new["differing"]) == 1
+    assert (new["switched"], new["dropped"]) == (True, old["version"])
+    refused = _run("rebuild", "--policy", str(policy), "--drop", new["version"], "--db", db, "--json")
+    assert refused.returncode == 1
+    assert "active" in json.loads(refused.stderr)["error"]["message"]
+    shown = _run("rebuild", "--policy", "default", "--budget", "16000", "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "rebuild" in shown.stderr
+    assert "events" in shown.stderr
+    assert "not switched (add --switch)" in shown.stdout
