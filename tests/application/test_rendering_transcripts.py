@@ -1,4 +1,4 @@
-"""Every preset renders every session of ../shared/transcripts within budget, before every model call."""
+"""Every preset renders every session of tests/fixtures/transcripts within budget, before every model call."""
 
 from __future__ import annotations
 
