@@ -182,6 +182,10 @@ class CallRecorder:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self._registered: set[tuple[str, str]] = set()
+        self._pins: dict[str, tuple[int, frozenset[int]]] = {}
+        """Per session: how far its log was read, and the positions of pins and unpins up to there."""
+        self._known_calls: dict[str, set[str]] = {}
+        """Per session: call ids recorded (or read back) by this recorder."""
 
     def record(
         self,
@@ -202,11 +206,7 @@ class CallRecorder:
                 PolicyRegistered(policy_hash=key, name=policy.name, policy_json=policy.fingerprint())
             )
         summary = self._summary(session_id, context.summary_id)
-        controls = frozenset(
-            r.seq
-            for r in self.ledger.events(session_id, upto=context.position)
-            if isinstance(r.event, ItemPinned | ItemUnpinned)
-        )
+        controls = self._controls(session_id, context.position)
         prefix = context.messages[: context.stable_prefix]
         record = ModelCallRecorded(
             call_id=call_id or "call-" + self.ledger.ids.new_id(),
@@ -234,6 +234,7 @@ class CallRecorder:
             stream, self.ledger.log.version(stream), events, idempotency_key=f"call:{record.call_id}"
         )
         self._registered.add((session_id, key))
+        self._known_calls.setdefault(session_id, set()).add(record.call_id)
         return record
 
     def report_usage(
@@ -249,7 +250,10 @@ class CallRecorder:
         model: str | None = None,
     ) -> ModelCallUsageReported:
         """Join the provider's usage report to a recorded call."""
-        if call_id not in {v.record.call_id for v in self.calls(session_id)}:
+        known = self._known_calls.setdefault(session_id, set())
+        if call_id not in known:  # recorded by another recorder or process: read the calls back once
+            known.update(v.record.call_id for v in self.calls(session_id))
+        if call_id not in known:
             raise ValidationError(f"session {session_id!r} has no recorded call {call_id!r}")
         usage = ModelCallUsageReported(
             call_id=call_id,
@@ -311,6 +315,15 @@ class CallRecorder:
             if isinstance(event, PolicyRegistered) and event.policy_hash == key:
                 return Policy.model_validate_json(event.policy_json)
         raise ValidationError(f"session {session_id!r} has no policy registered under {key!r}")
+
+    def _controls(self, session_id: str, upto: int) -> frozenset[int]:
+        """Positions of pins and unpins up to ``upto``; each call reads only the events since the last one."""
+        read, found = self._pins.get(session_id, (0, frozenset()))
+        if upto > read:
+            new = self.ledger.events(session_id, after=read, upto=upto)
+            found = found | {r.seq for r in new if isinstance(r.event, ItemPinned | ItemUnpinned)}
+            self._pins[session_id] = (upto, found)
+        return frozenset(p for p in found if p <= upto)
 
     def _policy_known(self, session_id: str, key: str) -> bool:
         return any(
