@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
-from contextledger.application.summary_log import summary_stream
+from contextledger.application.summary_log import SummaryStream
 from contextledger.domain.errors import ConcurrencyConflictError, ValidationError
 from contextledger.domain.events import AnyEvent, ForkParent, Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import AppendOutcome, EventLog, SessionInfo, StreamAppend
@@ -209,6 +209,5 @@ def fork_session(
             meta={**summary.meta, FORK_START: True, "forked_from": session_id},
             at=ledger.clock.now(),
         )
-        stream = summary_stream(child)
-        ledger.log.append(stream, ledger.log.version(stream), [copy])
+        SummaryStream(ledger.log, child).append(copy)
     return child

@@ -11,6 +11,7 @@ from typing import Any, Self
 import structlog
 from contextledger.application.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.application.fork import ForkAwareLog
+from contextledger.application.ledger_controls import LedgerControls
 from contextledger.application.messages import (
     AssistantMessage,
     ToolCallIn,
@@ -21,7 +22,7 @@ from contextledger.application.messages import (
     parse_messages,
 )
 from contextledger.application.rules_cache import RulesCache
-from contextledger.application.summary_log import summary_stream
+from contextledger.application.summary_log import SummaryStream
 from contextledger.application.wiring import Ports
 from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import (
@@ -33,8 +34,6 @@ from contextledger.domain.errors import (
 from contextledger.domain.events import (
     AnyEvent,
     ForkParent,
-    ItemPinned,
-    ItemUnpinned,
     Recorded,
     SessionStarted,
     SummaryRecorded,
@@ -43,7 +42,7 @@ from contextledger.domain.limits import MAX_DEPTH, too_deep
 from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
 from contextledger.domain.session import SessionState
 
-__all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger", "summary_stream"]
+__all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger"]
 
 log = structlog.get_logger(__name__)
 
@@ -60,7 +59,7 @@ def _id_for(idempotency_key: str | None) -> str | None:
     return "s-" + hashlib.sha256(idempotency_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-class Ledger:
+class Ledger(LedgerControls):
     """Append and read agent sessions as immutable event streams.
 
     Every write validates first and then appends in one transaction, so a rejected write
@@ -265,97 +264,6 @@ class Ledger:
         message = ToolResult(call_id=call_id, content=content, is_error=is_error, tool_name=tool_name)
         return self.append(session_id, message, **options)
 
-    def pin(self, session_id: str, position: int, reason: str = "", **options: Any) -> int:
-        """Pin the event at ``position``: the next render shows it verbatim and no reducer evicts it.
-
-        A stubbed, truncated, dropped or summarized event comes back (within the budget: if the pinned
-        items cannot fit, rendering raises ``PinnedOverBudgetError``). The pin carries the events of the
-        pinned step group (``meta["restore"]``), so a render can re-admit a group it dropped. Returns
-        the pin's position; ``unpin`` reverses it.
-        """
-        from contextledger.application.pins import pin_meta  # noqa: PLC0415 - pins reads through Ledger
-
-        event = ItemPinned(position=position, reason=reason, meta=pin_meta(self, session_id, position))
-        return self._append_events(session_id, [event], **options)
-
-    def unpin(self, session_id: str, position: int, **options: Any) -> int:
-        """Lift a pin; return the position of the unpin event."""
-        return self._append_events(session_id, [ItemUnpinned(position=position)], **options)
-
-    def pin_span(
-        self, session_id: str, first: int, last: int, reason: str = "", **options: Any
-    ) -> tuple[int, ...]:
-        """Pin every message of ``first..last`` in one transaction (e.g. undo a compaction); return the pins.
-
-        Each comes back verbatim in the next render, as with ``pin``; ``unpin_span`` reverses it.
-        """
-        from contextledger.application.pins import span_pins  # noqa: PLC0415 - pins reads through Ledger
-
-        with self._lock:
-            events = span_pins(self, session_id, first, last, reason)
-            return self._append(session_id, events, {}, **options).positions if events else ()
-
-    def unpin_span(self, session_id: str, first: int, last: int, **options: Any) -> tuple[int, ...]:
-        """Lift the pins of every message of ``first..last`` in one transaction; return the unpins."""
-        from contextledger.application.pins import span_unpins  # noqa: PLC0415 - pins reads through Ledger
-
-        with self._lock:
-            events = span_unpins(self, session_id, first, last)
-            return self._append(session_id, events, {}, **options).positions if events else ()
-
-    def fork(self, session_id: str, at: int, *, from_summary: bool = False, **options: Any) -> str:
-        """Start a session continuing ``session_id`` after position ``at`` (nothing copied); return its id.
-
-        See ``contextledger.application.fork.fork_session`` (``new_session_id=``, ``metadata=``).
-        """
-        from contextledger.application.fork import fork_session  # noqa: PLC0415 - fork imports Ledger
-
-        return fork_session(self, session_id, at, from_summary=from_summary, **options)
-
-    def record_summary(
-        self,
-        session_id: str,
-        *,
-        covers_from: int,
-        covers_through: int,
-        text: str,
-        produced_at: int | None = None,
-        model: str | None = None,
-        prompt_sha: str | None = None,
-        config_sha: str | None = None,
-    ) -> SummaryRecorded:
-        """Store a summary artifact of positions ``covers_from..covers_through`` in the summary stream.
-
-        The artifact applies to renders at positions from ``produced_at`` on; the default is the next
-        position (head + 1), so no render already made at an existing position can change. A past
-        ``produced_at`` is for backfills: renders at positions from it on change.
-        """
-        head = self.version(session_id)
-        produced = head + 1 if produced_at is None else produced_at
-        if not 1 <= covers_from <= covers_through <= produced <= head + 1:
-            msg = (
-                f"a summary must cover 1 <= from <= through <= produced_at <= {head + 1}; "
-                f"got {covers_from}..{covers_through} produced at {produced}"
-            )
-            raise InvalidMessageError(msg)
-        blobs: dict[str, str] = {}
-        event = SummaryRecorded(
-            summary_id=self.ids.new_id(),
-            session_id=session_id,
-            covers_from=covers_from,
-            covers_through=covers_through,
-            content=self._drafts.text(text, blobs),
-            produced_at=produced,
-            model=model,
-            prompt_sha=prompt_sha,
-            config_sha=config_sha,
-            producer="api",
-            at=self.clock.now(),
-        )
-        stream = summary_stream(session_id)
-        self.log.append(stream, self.log.version(stream), [event], blobs=blobs)
-        return event
-
     # -- reading -----------------------------------------------------------------------------
 
     @property
@@ -372,9 +280,7 @@ class Ledger:
 
     def summaries(self, session_id: str) -> list[SummaryRecorded]:
         """Return the summary artifacts stored for a session, oldest first."""
-        return [
-            r.event for r in self.log.read(summary_stream(session_id)) if isinstance(r.event, SummaryRecorded)
-        ]
+        return SummaryStream(self.log, session_id).artifacts()
 
     def version(self, session_id: str) -> int:
         """Return the position of the session's last event; raise if the session does not exist."""
