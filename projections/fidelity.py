@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import msgspec
 from contextledger.domain.events import Fidelity
 from contextledger.projections.summary_requests import SpanEntry
+from contextledger.projections.wire import arguments_object
 
 __all__ = ["Facts", "command_of", "facts_of", "fidelity", "paths_in_arguments"]
 
@@ -52,14 +52,6 @@ class Facts(msgspec.Struct, frozen=True, kw_only=True):
     numbers: tuple[str, ...] = ()
 
 
-def _arguments(entry_arguments: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(entry_arguments)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def paths_in_arguments(arguments: Mapping[str, Any]) -> list[str]:
     """Return the file paths a tool call's arguments name (``path``, ``file_path``, ...)."""
     found = []
@@ -93,7 +85,7 @@ def facts_of(entries: Iterable[SpanEntry]) -> Facts:
     numbers: list[str] = []
     for entry in entries:
         for call in entry.tool_calls:
-            arguments = _arguments(call.arguments)
+            arguments = arguments_object(call.arguments) or {}
             paths.extend(paths_in_arguments(arguments))
             command = command_of(arguments)
             if command:

@@ -19,6 +19,7 @@ __all__ = [
     "RAW_ARGUMENTS_KEY",
     "REQUEST_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
+    "arguments_object",
     "call_texts",
     "object_schema",
     "rewrite_id",
@@ -115,11 +116,11 @@ def tool_input(arguments: str) -> dict[str, Any]:
     """
     if not arguments.strip():
         return {}
-    value = _as_object(arguments)
+    value = arguments_object(arguments)
     return {RAW_ARGUMENTS_KEY: arguments} if value is None else value
 
 
-def _as_object(arguments: str) -> dict[str, Any] | None:
+def arguments_object(arguments: str) -> dict[str, Any] | None:
     """Return the arguments as a JSON object, or None when they are not one."""
     try:
         value = msgspec.json.decode(arguments)
@@ -163,7 +164,7 @@ def call_texts(call_id: str, name: str, arguments: str) -> tuple[str, str]:
     call = {"id": openai_id, "type": "function", "function": {"name": name, "arguments": arguments}}
     result = {"type": "tool_result", "tool_use_id": anthropic_id, "is_error": True}
     extra = msgspec.json.encode(result).decode()
-    if arguments.strip() and _as_object(arguments) is None:
+    if arguments.strip() and arguments_object(arguments) is None:
         extra += msgspec.json.encode({RAW_ARGUMENTS_KEY: ""}).decode()
     if anthropic_id != openai_id:
         extra += f" {anthropic_id}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -12,6 +11,7 @@ from contextledger.domain.content import content_address
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.fidelity import command_of, facts_of, paths_in_arguments
 from contextledger.projections.summary_requests import SpanEntry, SummaryDraft, SummaryRequest
+from contextledger.projections.wire import arguments_object
 
 __all__ = ["CHARS_PER_TOKEN", "ExtractiveSummarizer"]
 
@@ -64,14 +64,6 @@ def _clip(text: str, limit: int) -> str:
     return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
-def _arguments(raw: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def _sections(previous: str | None) -> dict[str, list[str]]:
     """Parse a summary this summarizer wrote into its sections' item lines."""
     found: dict[str, list[str]] = {name: [] for name in _SECTIONS}
@@ -101,7 +93,7 @@ def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
     for match in _TODO_DONE.finditer(entry.text):
         pending.pop(_clip(match.group(1), limits.line_chars), None)
     for call in entry.tool_calls:
-        todos = _arguments(call.arguments).get("todos")
+        todos = (arguments_object(call.arguments) or {}).get("todos")
         if not isinstance(todos, list):
             continue
         pending.clear()  # a todo tool writes the whole list: the latest call is the current list
@@ -269,7 +261,7 @@ class _Span:
         if entry.text.strip():
             self.working_on = _clip(entry.text, line)
         for call in entry.tool_calls:
-            arguments = _arguments(call.arguments)
+            arguments = arguments_object(call.arguments) or {}
             paths = paths_in_arguments(arguments)
             self.files.extend(f"| {path} | {call.name} | position {entry.position} |" for path in paths)
             command = command_of(arguments)
