@@ -17,6 +17,7 @@ __all__ = [
     "IdSource",
     "Notification",
     "NotificationReader",
+    "NotificationWaiter",
     "ProjectionLease",
     "ProjectionStore",
     "SessionInfo",
@@ -142,6 +143,21 @@ class NotificationReader(Protocol):
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
+        ...
+
+
+class NotificationWaiter(Protocol):
+    """Wakes a live tail when notifications after a position may exist (LISTEN/NOTIFY, or a cheap poll)."""
+
+    def wait(self, after: int, timeout: float) -> bool:
+        """Block until a notification with id > ``after`` may exist, or ``timeout`` seconds pass.
+
+        Return whether one may exist (True) or the timeout passed first (False).
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the waiter holds (a listening connection); idempotent."""
         ...
 
 

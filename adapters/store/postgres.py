@@ -153,8 +153,9 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
             return None
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             # EXCLUSIVE (readers pass) keeps notification ids in commit order, as eventsourcing does;
-            # the wait for it is bounded by lock_timeout.
+            # the wait for it is bounded by lock_timeout. The NOTIFY is sent at commit: it wakes live tails.
             curs.execute(SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events))
+            curs.execute(SQL("NOTIFY {}").format(Identifier(self.channel_name)))
             firsts = first_positions(stored_events)
             curs.execute(
                 SQL(
