@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import msgspec
 import structlog
 from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
 from contextledger.domain.errors import ContextLedgerError
-from contextledger.domain.events import Recorded
+from contextledger.domain.events import Recorded, SummaryRecorded
 from contextledger.domain.ports import Notification, NotificationReader, ProjectionStore, TokenCounter
+from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
 from contextledger.projections.policy import Policy
 
@@ -28,6 +31,17 @@ CONTEXT_VIEW = "context"
 """The registry name whose active version serves rendered context."""
 
 _SUMMARIES = "summaries"
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def projection_version(projector: Projector) -> str:
@@ -99,6 +113,10 @@ class ProjectionRunner:
         self.batch_size = batch_size
         self.on_batch = on_batch
         self._warm: OrderedDict[str, int] = OrderedDict()
+        self._written: set[str] = set()
+        self._artifacts: dict[str, list[SummaryRecorded]] = {}
+        """Summary artifacts read from the notifications and not yet folded, by session."""
+        self._empty_at_start = False
         self._max_states = max_states
 
     def run(self) -> RunStats:
@@ -134,8 +152,19 @@ class ProjectionRunner:
             lease.release()
 
     def catch_up(self) -> RunStats:
-        """Fold and commit batches until the reader has nothing after the tracking position."""
+        """Fold and commit batches until the reader has nothing after the tracking position.
+
+        The cyclic garbage collector is paused meanwhile: decoding allocates millions of objects
+        while thousands of folded states stay alive, so its full passes (which walk every live
+        state again and again) measured ~30% of a rebuild; folding creates no cycles.
+        """
+        with _collector_paused():
+            return self._catch_up()
+
+    def _catch_up(self) -> RunStats:
         tracking = self.views.load_tracking(self.projection)
+        if not self._warm and not self._written:
+            self._empty_at_start = tracking == 0  # no rows yet: nothing to read back until written
         stats = RunStats(started_at=tracking, tracking=tracking)
         while True:
             batch = self.reader.read_notifications(tracking, self.batch_size)
@@ -154,20 +183,30 @@ class ProjectionRunner:
     def _fold(self, batch: list[Notification], stats: RunStats) -> dict[str, tuple[int, bytes]]:
         """Fold the sessions a batch touches; return their rows (position, state bytes)."""
         touched: dict[str, int] = {}
-        read: dict[str, list[Recorded]] = {}
+        owners: list[str] = []
+        records: list[Recorded] = []
         for note in batch:
             stream, _, kind = note.stream_id.partition("::")
             if not kind:
-                touched[stream] = max(touched.get(stream, 0), note.position)
-                read.setdefault(stream, []).append(Recorded(note.position, note.event))
+                touched[stream] = note.position
+                owners.append(stream)
+                records.append(Recorded(note.position, note.event))
             elif kind == _SUMMARIES:
                 touched.setdefault(stream, 0)
+                if isinstance(note.event, SummaryRecorded):
+                    self._artifacts.setdefault(stream, []).append(note.event)
+        read: dict[str, list[CountedEvent]] = {}
+        # One count of the whole batch: one token-cache lookup, not one per session.
+        for owner, counted in zip(owners, self.renderer.reader.count(self.projector, records), strict=True):
+            read.setdefault(owner, []).append(counted)
+        stored = self.views.load_rows(self.projection, [s for s in touched if self._may_have_row(s)])
         rows: dict[str, tuple[int, bytes]] = {}
         for session_id, seen in touched.items():
-            stored = None if session_id in self._warm else self.views.load_row(self.projection, session_id)
-            at = max(seen, self._warm.get(session_id, 0), stored[0] if stored else 0)
+            row = stored.get(session_id)
+            at = max(seen, self._warm.get(session_id, 0), row[0] if row else 0)
             if at == 0:
                 continue  # an artifact of a session with no events yet
+            known = session_id in self._warm or row is not None or self._empty_at_start
             try:
                 events = read.get(session_id, [])
                 contiguous = (
@@ -179,16 +218,26 @@ class ProjectionRunner:
                     session_id,
                     self.projector,
                     at,
-                    stored[1] if stored else None,
-                    events if contiguous else (),
+                    row[1] if row else None,
+                    events=events if contiguous else (),
+                    # Artifacts recorded before this run are folded into a known state already.
+                    summaries=self._artifacts.get(session_id, []) if known else None,
                 )
             except ContextLedgerError as error:
                 stats.failed[session_id] = str(error)
                 log.warning("projection_session_failed", projection=self.projection, session_id=session_id)
                 continue
+            self._artifacts.pop(session_id, None)
             rows[session_id] = (at, data)
+            self._written.add(session_id)
             self._warm[session_id] = at
             self._warm.move_to_end(session_id)
             while len(self._warm) > self._max_states:
                 self._warm.popitem(last=False)
         return rows
+
+    def _may_have_row(self, session_id: str) -> bool:
+        """Whether a row must be read: not in memory, nor known absent (empty at start, not written since)."""
+        if session_id in self._warm:
+            return False
+        return not self._empty_at_start or session_id in self._written

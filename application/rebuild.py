@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import msgspec
+from contextledger.application.context_rows import row_state
 from contextledger.application.ledger import Ledger
 from contextledger.application.projection_runner import (
     CONTEXT_VIEW,
@@ -14,7 +15,7 @@ from contextledger.application.projection_runner import (
     ProjectionRunner,
     projection_version,
 )
-from contextledger.application.renderer import Renderer, decode_row
+from contextledger.application.renderer import Renderer
 from contextledger.domain.errors import ConfigError, ContextLedgerError, ProjectionConfigError
 from contextledger.domain.ports import NotificationReader, ProjectionStore
 from contextledger.projections.policy import Policy
@@ -104,7 +105,7 @@ def _renders(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[Vers
         if row is None:
             continue
         try:
-            context = projector.render(decode_row(row[1]), ledger.text)
+            context = projector.render(row_state(ledger, key, row[1]), ledger.text)
         except ContextLedgerError as error:
             failed[key] = str(error)
             continue
@@ -151,4 +152,4 @@ def active_state(
     if active != running:
         raise ProjectionConfigError(active or "(none)", running, rebuild_command(policy_spec, budget))
     row = views.load_row(active, session_id)
-    return None if row is None else decode_row(row[1])
+    return None if row is None else row_state(ledger, session_id, row[1])

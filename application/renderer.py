@@ -3,41 +3,34 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import msgspec
 import structlog
+from contextledger.application.context_rows import decode_row, encode_row
+from contextledger.application.counted_reader import CountedReader, Seen
 from contextledger.application.ledger import Ledger
 from contextledger.application.snapshots import SnapshotSlot
 from contextledger.application.token_cache import CachedTokenCounter
-from contextledger.domain.content import BlobText, InlineText, Text
 from contextledger.domain.errors import ConfigError, ValidationError
-from contextledger.domain.events import (
-    AssistantMessageAdded,
-    Recorded,
-    SummaryRecorded,
-    ToolResultRecorded,
-)
+from contextledger.domain.events import SummaryRecorded
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.context import RenderedContext
-from contextledger.projections.counting import CountedEvent, event_texts
+from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
 from contextledger.projections.injection import InjectionHook, Placement, inject
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
 from contextledger.projections.state import RenderState
 
-__all__ = ["Renderer", "decode_row"]
+__all__ = ["Renderer"]
 
 log = structlog.get_logger(__name__)
-
-_CHUNK = 2_000
-"""Events read and counted per batch while catching up."""
 
 SNAPSHOT_EVERY = 1_000
 """Persist the folded state when at least this many events were folded since the last snapshot."""
 
-SNAPSHOT_FORMAT = 5
+SNAPSHOT_FORMAT = 6
 """Part of every snapshot's name: raise it when a change to the projection changes folded states."""
 
 
@@ -50,29 +43,8 @@ class _Cached(msgspec.Struct):
     tool_names: set[str] = msgspec.field(default_factory=set)
 
 
-class _Seen(msgspec.Struct):
-    """What one catch-up folded besides events: summary ids and the tool names called or answered."""
-
-    summaries: set[str] = msgspec.field(default_factory=set)
-    tools: set[str] = msgspec.field(default_factory=set)
-
-
-class _Row(msgspec.Struct, array_like=True):
-    """A folded state as a projection row stores it: sets sorted, so equal states give equal bytes."""
-
-    state: RenderState
-    summaries: list[str]
-    tool_names: list[str]
-
-
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_Cached)
-_ROW_DECODER = msgspec.msgpack.Decoder(_Row)
-
-
-def decode_row(data: bytes) -> RenderState:
-    """Return the render state a projection row (from ``Renderer.fold_row``) holds."""
-    return _ROW_DECODER.decode(data).state
 
 
 def _snapshot_name(key: tuple[str, ...]) -> str:
@@ -111,13 +83,11 @@ class Renderer:
         self._slot = SnapshotSlot(ledger.ports.snapshots)
         self._states: OrderedDict[tuple[str, ...], _Cached] = OrderedDict()
         self._projectors: dict[tuple[str, ...], Projector] = {}
-        self._blobs: OrderedDict[str, str] = OrderedDict()
+        self.reader = CountedReader(ledger, self.counter, max_blobs=max_blobs)
         self._persisted: dict[tuple[str, ...], int] = {}
         self._max_states = max_states
-        self._max_blobs = max_blobs
         self._warned: set[tuple[str, str]] = set()
         self._snapshots = snapshots
-        self._read: dict[str, list[Recorded]] = {}
 
     def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
         """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
@@ -160,7 +130,7 @@ class Renderer:
         """
         projector = self.projector(policy, budget=budget)
         state = self.state(session_id, projector, at=at)
-        context = projector.render(state, self._resolve)
+        context = projector.render(state, self.reader.resolve)
         if hooks:
             context = inject(
                 context,
@@ -182,11 +152,58 @@ class Renderer:
         position = head if at is None else at
         if not 1 <= position <= head:
             raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
-        summaries = self.ledger.summaries(session_id)
-        key = (session_id, projector.policy.fingerprint(), str(projector.budget.total), projector.tokenizer)
+        return self._advance(session_id, projector, position, None)
+
+    def fold_row(
+        self,
+        session_id: str,
+        projector: Projector,
+        at: int,
+        stored: bytes | None,
+        *,
+        events: Sequence[CountedEvent] = (),
+        summaries: list[SummaryRecorded] | None = None,
+    ) -> bytes:
+        """Catch a session's state up to ``at`` and return it as a projection row.
+
+        ``stored`` is the row this method returned earlier (used when the state is not in memory).
+        ``events``, contiguous and ending at ``at``, are the session's latest events already read
+        and counted (``reader.count``): a catch-up starting inside them reads none again.
+        ``summaries``, when given, are the artifacts recorded since the state was last folded, or
+        all of them when there is no state yet (all are read again if a state must be refolded
+        from the start). The bytes depend only on the folded state, so a rebuild from scratch
+        gives the same row.
+        """
+        key = self._key(session_id, projector)
+        if key not in self._states and stored is not None:
+            row = decode_row(self.ledger, session_id, stored)
+            restored = _Cached(row.state, set(row.summaries), row.state.position, set(row.tool_names))
+            self._persisted[key] = row.state.position
+            self._remember(key, restored)
+        if events:
+            self.reader.preread[session_id] = list(events)
+        try:
+            state = self._advance(session_id, projector, at, summaries)
+        finally:
+            self.reader.preread.pop(session_id, None)
+        cached = self._states[key]
+        return encode_row(state, cached.summaries, cached.tool_names)
+
+    def _advance(
+        self,
+        session_id: str,
+        projector: Projector,
+        position: int,
+        recent: list[SummaryRecorded] | None,
+    ) -> RenderState:
+        """Catch the kept state up to ``position``; ``recent``, if given, are the only unseen artifacts."""
+        key = self._key(session_id, projector)
+        summaries = self.ledger.summaries(session_id) if recent is None else recent
         cached = self._states.get(key) or self._load_snapshot(key)
         if cached is None or not self._usable(cached, position, summaries):
-            # Behind the request or missing an artifact due earlier: fold from the start.
+            # Behind the request or missing an artifact due earlier: fold from the start (every artifact).
+            if recent is not None and cached is not None:
+                summaries = self.ledger.summaries(session_id)
             cached = _Cached(state=projector.start(), summaries=set())
         self._catch_up(session_id, projector, cached, position, summaries)
         self._check_tools(session_id, projector.policy, cached)
@@ -198,35 +215,8 @@ class Renderer:
         self._remember(key, cached)
         return cached.state
 
-    def fold_row(
-        self,
-        session_id: str,
-        projector: Projector,
-        at: int,
-        stored: bytes | None,
-        events: Sequence[Recorded] = (),
-    ) -> bytes:
-        """Catch a session's state up to ``at`` and return it as a projection row.
-
-        ``stored`` is the row this method returned earlier (used when the state is not in memory);
-        ``events``, contiguous and ending at ``at``, are the session's latest events already read (a
-        catch-up starting inside them reads none again). The bytes depend only on the folded state,
-        so a rebuild from scratch gives the same row.
-        """
-        key = (session_id, projector.policy.fingerprint(), str(projector.budget.total), projector.tokenizer)
-        if key not in self._states and stored is not None:
-            row = _ROW_DECODER.decode(stored)
-            restored = _Cached(row.state, set(row.summaries), row.state.position, set(row.tool_names))
-            self._persisted[key] = row.state.position
-            self._remember(key, restored)
-        if events:
-            self._read[session_id] = list(events)
-        try:
-            state = self.state(session_id, projector, at=at)
-        finally:
-            self._read.pop(session_id, None)
-        cached = self._states[key]
-        return _ENCODER.encode(_Row(state, sorted(cached.summaries), sorted(cached.tool_names)))
+    def _key(self, session_id: str, projector: Projector) -> tuple[str, ...]:
+        return (session_id, *projector.key)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -262,6 +252,8 @@ class Renderer:
 
     def _load_snapshot(self, key: tuple[str, ...]) -> _Cached | None:
         """Return the persisted state of ``key`` (a later process catches up from it), or None."""
+        if not self._snapshots:
+            return None
         found = self._slot.load(
             _snapshot_name(key), _DECODER.decode, lambda cached, at: cached.state.position == at
         )
@@ -304,83 +296,9 @@ class Renderer:
                 due.setdefault(summary.produced_at, []).append(summary)
         if cached.state.position == position and not due:
             return  # nothing to fold: no copy of the state
-        seen = _Seen()
+        seen = Seen()
         span = (cached.state.position, position)
-        events = self._counted(session_id, projector, span, due, seen)
+        events = self.reader.counted(session_id, projector, span, due, seen)
         cached.state = projector.fold(events, cached.state)
         cached.summaries |= seen.summaries
         cached.tool_names |= seen.tools
-
-    def _counted(
-        self,
-        session_id: str,
-        projector: Projector,
-        span: tuple[int, int],
-        due: dict[int, list[SummaryRecorded]],
-        seen: _Seen,
-    ) -> Iterator[CountedEvent]:
-        """Yield the counted events in ``span`` (after, upto] with each due artifact after its position."""
-        after, position = span
-        yield from self._summaries(due.pop(after, []), seen)
-        for chunk in self._chunks(session_id, after, position):
-            for counted in self._count(projector, chunk):
-                event = counted.event
-                if isinstance(event, AssistantMessageAdded):
-                    seen.tools.update(call.name for call in event.tool_calls)
-                elif isinstance(event, ToolResultRecorded) and event.tool_name:
-                    seen.tools.add(event.tool_name)
-                yield counted
-                yield from self._summaries(due.pop(counted.seq, []), seen)
-
-    def _summaries(self, summaries: list[SummaryRecorded], seen: _Seen) -> list[CountedEvent]:
-        if not summaries:
-            return []
-        counts = self.counter.count_texts([s.content for s in summaries])
-        seen.summaries.update(s.summary_id for s in summaries)
-        return [
-            CountedEvent(seq=s.produced_at, event=s, tokens=(tokens,))
-            for s, tokens in zip(summaries, counts, strict=True)
-        ]
-
-    def _chunks(self, session_id: str, after: int, upto: int) -> Iterator[list[Recorded]]:
-        read = self._read.get(session_id)
-        if read and read[0].seq <= after + 1 and read[-1].seq == upto:
-            yield read[after + 1 - read[0].seq :]
-            return
-        while after < upto:
-            end = min(after + _CHUNK, upto)
-            chunk = self.ledger.events(session_id, after=after, upto=end)
-            if not chunk:
-                return
-            yield chunk
-            after = chunk[-1].seq
-
-    def _count(self, projector: Projector, chunk: list[Recorded]) -> list[CountedEvent]:
-        """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut."""
-        texts = [event_texts(r.event) for r in chunk]
-        flat = self.counter.count_texts([t for group in texts for t in group])
-        out: list[CountedEvent] = []
-        at = 0
-        for recorded, group in zip(chunk, texts, strict=True):
-            counted = CountedEvent(
-                seq=recorded.seq, event=recorded.event, tokens=tuple(flat[at : at + len(group)])
-            )
-            at += len(group)
-            if projector.needs_text(counted):
-                content = getattr(recorded.event, "content", None)
-                if isinstance(content, BlobText):
-                    counted = msgspec.structs.replace(counted, full_text=self._resolve(content))
-            out.append(counted)
-        return out
-
-    def _resolve(self, text: Text) -> str:
-        if isinstance(text, InlineText):
-            return text.text
-        cached = self._blobs.get(text.sha256)
-        if cached is None:
-            cached = self._blobs[text.sha256] = self.ledger.text(text)
-            while len(self._blobs) > self._max_blobs:
-                self._blobs.popitem(last=False)
-        else:
-            self._blobs.move_to_end(text.sha256)
-        return cached

@@ -31,6 +31,8 @@ class CachedTokenCounter:
         self.counts = counts
         self.blobs = blobs
         self._memory: dict[str, int] = {}
+        self._by_text: dict[str, int] = {}
+        """Counts of inline texts seen in this process, by the text itself (no SHA-256 to look one up)."""
         self._memory_limit = memory_limit
         self.tokenized = 0
         """How many texts were actually tokenized (cache misses)."""
@@ -52,10 +54,18 @@ class CachedTokenCounter:
 
     def count_texts(self, texts: Sequence[Text]) -> list[int]:
         """Return token counts of event contents; a blob is read only if its count is unknown."""
+        by_text = self._by_text
+        found = [by_text.get(t.text) if isinstance(t, InlineText) else None for t in texts]
+        if None not in found:
+            return found  # type: ignore[return-value]  # no None left
         keys = [t.sha256 if isinstance(t, BlobText) else content_address(t.text) for t in texts]
         inline = {k: t.text for k, t in zip(keys, texts, strict=True) if isinstance(t, InlineText)}
         self._fill(keys, inline)
-        return [self._memory[k] for k in keys]
+        counts = [self._memory[k] for k in keys]
+        if len(by_text) + len(inline) > self._memory_limit:
+            by_text.clear()
+        by_text.update((t.text, n) for t, n in zip(texts, counts, strict=True) if isinstance(t, InlineText))
+        return counts
 
     def _fill(self, keys: Sequence[str], known_texts: dict[str, str]) -> None:
         missing = list(dict.fromkeys(k for k in keys if k not in self._memory))

@@ -28,32 +28,67 @@ from pathlib import Path
 from typing import Any
 
 import contextledger
+import msgspec
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.projection_runner import ProjectionRunner
+from contextledger.domain.content import InlineText
+from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
 from eventsourcing.persistence import StoredEvent
 from harness import save
 
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
 
 
+def _distinct(event: Any, copy: int) -> Any:
+    """The event of copy ``copy``: its inline texts and call ids made unique to the copy.
+
+    Copies must not share texts: a rebuild counts each distinct text once per process, so identical
+    copies would measure a cache, not a rebuild of that many distinct sessions.
+    """
+    mark = f" [copy {copy}]"
+    changes: dict[str, Any] = {}
+    content = getattr(event, "content", None)
+    if isinstance(content, InlineText):
+        changes["content"] = InlineText(content.text + mark)
+    if isinstance(event, SessionStarted):
+        changes["system_prompt"] = event.system_prompt + mark
+    if isinstance(event, AssistantMessageAdded) and event.tool_calls:
+        changes["tool_calls"] = tuple(
+            msgspec.structs.replace(c, id=f"{c.id}-{copy}", arguments=c.arguments) for c in event.tool_calls
+        )
+    if isinstance(event, ToolResultRecorded):
+        changes["call_id"] = f"{event.call_id}-{copy}"
+    return msgspec.structs.replace(event, **changes) if changes else event
+
+
 def build(db: Path, copies: int) -> int:
-    """Import every transcript, then copy its rows ``copies - 1`` times under renamed streams."""
+    """Import every transcript, then add ``copies - 1`` copies of its rows under renamed streams.
+
+    Every inline text and call id of a copy is made distinct (blob texts are shared, as their
+    addresses are).
+    """
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
         for path in sorted(TRANSCRIPTS.iterdir()):
             if path.suffix != ".md" or "history" in path.name:
                 assert import_file(ledger, path).ok, path
+    mapper = MsgspecMapper()
     with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT originator_id, originator_version, topic, state FROM ledger_events ORDER BY rowid"
+        ).fetchall()
         for copy in range(1, copies):
-            conn.execute(
+            copied = []
+            for stream, version, topic, state in rows:
+                session, sep, kind = stream.partition("::")
+                event = _distinct(mapper.decode(stream, version, topic, state), copy)
+                stored = mapper.to_stored(f"{session}#{copy}{sep}{kind}", version, event)
+                copied.append((stored.originator_id, version, stored.topic, stored.state))
+            conn.executemany(
                 "INSERT INTO ledger_events (originator_id, originator_version, topic, state) "
-                "SELECT CASE WHEN instr(originator_id, '::') > 0 "
-                "THEN substr(originator_id, 1, instr(originator_id, '::') - 1) || ? "
-                "|| substr(originator_id, instr(originator_id, '::')) ELSE originator_id || ? END, "
-                "originator_version, topic, state FROM ledger_events WHERE originator_id NOT LIKE '%#%' "
-                "ORDER BY rowid",
-                (f"#{copy}", f"#{copy}"),
+                "VALUES (?, ?, ?, ?)",
+                copied,
             )
         return int(conn.execute("SELECT count(*) FROM ledger_events").fetchone()[0])
 

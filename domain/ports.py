@@ -184,6 +184,10 @@ class ProjectionStore(Protocol):
         """Return one row of ``projection`` (position, bytes), or None."""
         ...
 
+    def load_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist (one read for a whole batch)."""
+        ...
+
     def row_keys(self, projection: str) -> list[str]:
         """Return every row key of ``projection``, sorted."""
         ...

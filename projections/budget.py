@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import msgspec
 from contextledger.domain.errors import ConfigError
@@ -11,7 +12,7 @@ from contextledger.projections.provider_cache import parse_ttl
 __all__ = ["Budget"]
 
 
-class Budget(msgspec.Struct, frozen=True, kw_only=True):
+class Budget(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     """Every token level a render is held to, derived from the model window.
 
     ``prompt_limit`` (window minus output reserve and safety margin) is what a request may hold;
@@ -82,43 +83,43 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
                 f"{self.injection_reserve} = {self.target}"
             )
 
-    @property
+    @cached_property
     def cache_expiry_seconds(self) -> float | None:
         """The cache TTL of ``compact_on_cache_expiry`` in seconds, or None without the option."""
         if self.compact_on_cache_expiry is None:
             return None
         return parse_ttl(self.compact_on_cache_expiry)
 
-    @property
+    @cached_property
     def prompt_limit(self) -> int:
         """Tokens a request may hold: the window minus output reserve and safety margin."""
         return self.total - self.output_reserve - self.safety_margin
 
-    @property
+    @cached_property
     def target(self) -> int:
         """Tokens the reduced context may hold: the prompt limit minus the injection reserve."""
         return self.prompt_limit - self.injection_reserve
 
-    @property
+    @cached_property
     def high_mark(self) -> int:
         """Token level above which a compaction point fires."""
         if self.headroom is not None:
             return max(self.target - self.headroom, self.target // 2)
         return math.floor(self.target * self.high_water)
 
-    @property
+    @cached_property
     def low_mark(self) -> int:
         """Token level a compaction evicts down to (never above the high mark)."""
         return min(math.floor(self.target * self.low_water), self.high_mark)
 
-    @property
+    @cached_property
     def tool_cap(self) -> int | None:
         """Tokens tool results may use, or None without a tool-result tier cap."""
         if self.tool_results_cap is None:
             return None
         return math.floor(self.target * self.tool_results_cap)
 
-    @property
+    @cached_property
     def tool_low(self) -> int | None:
         """Tokens tool results are reduced to when their cap fires (cap scaled by low/high water)."""
         cap = self.tool_cap
@@ -126,12 +127,12 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
             return None
         return math.floor(cap * self.low_water / self.high_water)
 
-    @property
+    @cached_property
     def head_tokens(self) -> int:
         """Tokens the pinned head may use."""
         return math.floor(self.target * self.head_cap)
 
-    @property
+    @cached_property
     def message_tokens(self) -> int:
         """Tokens one message may use before it is truncated on arrival."""
         return max(math.floor(self.target * self.message_cap), 16)

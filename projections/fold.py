@@ -70,6 +70,8 @@ class Projector:
         """Builds entries on arrival, cut only when a message alone exceeds the target."""
         self.capped = EntryBuilder(self.budget, policy.truncation, counter)
         """Builds the form cut to the per-message cap, shown from the next compaction point on."""
+        self.key: tuple[str, str, str] = (policy.fingerprint(), str(self.budget.total), counter.name)
+        """Identifies what a folded state depends on: policy content, budget and tokenizer."""
         self.summary = SummaryReducer(policy.summary)
         self.guarantee = GuaranteeReducer(policy.guarantee, policy.retention, counter)
         self.pipeline: tuple[Reducer, ...] = (

@@ -10,7 +10,7 @@ from contextledger.projections.context import DecisionAction, MessageKind, Rende
 __all__ = ["Entry", "Group", "PendingCall", "Removed", "RenderState", "SummaryRef", "Window"]
 
 
-class Entry(msgspec.Struct, frozen=True, kw_only=True):
+class Entry(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """One message of the window as it renders now.
 
     ``text`` (a stub or a truncation) replaces ``content`` when set. ``tokens`` is the rendered size
@@ -40,14 +40,14 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
         return self.role == "tool"
 
 
-class PendingCall(msgspec.Struct, frozen=True):
+class PendingCall(msgspec.Struct, frozen=True, array_like=True):
     """A tool call of a group still waiting for its result (rendered as a placeholder result)."""
 
     call_id: str
     tool_name: str
 
 
-class Group(msgspec.Struct, frozen=True, kw_only=True):
+class Group(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A step group: one assistant message with all its tool results, or one user message.
 
     Groups are atomic: they are kept, summarized or dropped whole, so a call never loses its result.
@@ -74,7 +74,7 @@ class Group(msgspec.Struct, frozen=True, kw_only=True):
         return len(self.entries) + len(self.pending)
 
 
-class Removed(msgspec.Struct, frozen=True, kw_only=True):
+class Removed(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A coalesced range of evicted positions, turned into a ``Decision`` when rendering."""
 
     first: int
@@ -85,7 +85,7 @@ class Removed(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int
 
 
-class SummaryRef(msgspec.Struct, frozen=True, kw_only=True):
+class SummaryRef(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A summary artifact available to the fold: its span, its content and its rendered size."""
 
     summary_id: str
@@ -96,7 +96,7 @@ class SummaryRef(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int
 
 
-class Window(msgspec.Struct, kw_only=True):
+class Window(msgspec.Struct, kw_only=True, array_like=True):
     """The working context reducers operate on: the summaries shown and the groups kept, in order.
 
     ``index`` maps a group's start position to its place in ``groups``; ``tokens`` and
@@ -123,7 +123,7 @@ class Window(msgspec.Struct, kw_only=True):
         )
 
 
-class RenderState(msgspec.Struct, kw_only=True):
+class RenderState(msgspec.Struct, kw_only=True, array_like=True):
     """Everything the fold keeps between events; ``render`` reads only this.
 
     Ownership: ``Projector.evolve`` mutates the state it is given and returns it. Take

@@ -31,6 +31,8 @@ class MsgspecMapper:
         self._encoder = msgspec.msgpack.Encoder()
         self._decoders: dict[type[LedgerEvent], msgspec.msgpack.Decoder[Any]] = {}
         self._untyped = msgspec.msgpack.Decoder()
+        self._current: dict[str, msgspec.msgpack.Decoder[Any]] = {}
+        """Decoders of topics that name their class's current version (no upcast): one lookup per row."""
 
     def to_stored(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
         """Return the row that stores ``event`` at ``position`` of ``stream_id``.
@@ -53,27 +55,33 @@ class MsgspecMapper:
 
     def to_recorded(self, stored: StoredEvent) -> Recorded:
         """Decode a stored row into a ``Recorded`` event, upcasting older payloads."""
-        event_type, version = self.registry.resolve(stored.topic)
+        event = self.decode(stored.originator_id, stored.originator_version, stored.topic, stored.state)
+        return Recorded(stored.originator_version, event)
+
+    def decode(self, stream_id: object, position: int, topic: str, state: bytes) -> AnyEvent:
+        """Decode one stored row's payload (its stream and position name it in errors)."""
+        decoder = self._current.get(topic)
         try:
+            if decoder is not None:
+                return _as_any(decoder.decode(state))
+            event_type, version = self.registry.resolve(topic)
             if version == event_type.VERSION:
                 decoder = self._decoders.get(event_type)
                 if decoder is None:
                     decoder = msgspec.msgpack.Decoder(event_type)
                     self._decoders[event_type] = decoder
-                event = decoder.decode(stored.state)
+                self._current[topic] = decoder
+                event = decoder.decode(state)
             else:
-                payload = self._untyped.decode(stored.state)
+                payload = self._untyped.decode(state)
                 tag = str(event_type.__struct_config__.tag)
                 payload = self.registry.upcast(tag, version, event_type.VERSION, payload)
                 payload["type"] = tag
                 event = msgspec.convert(payload, event_type)
         except (msgspec.DecodeError, RecursionError) as error:  # ValidationError is a DecodeError
-            msg = (
-                f"stored event {stored.originator_id}@{stored.originator_version} "
-                f"({stored.topic}) does not decode: {error}"
-            )
+            msg = f"stored event {stream_id}@{position} ({topic}) does not decode: {error}"
             raise EventDecodeError(msg) from error
-        return Recorded(stored.originator_version, _as_any(event))
+        return _as_any(event)
 
 
 def _as_any(event: LedgerEvent) -> AnyEvent:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import psycopg
+from contextledger.adapters.store.projection_tables import NotificationRow
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composable, Composed, Identifier
@@ -38,6 +39,13 @@ class PostgresProjectionTables:
 
     datastore: PostgresDatastore
     meta_table: str
+
+    def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
+        """Return stored events after ``after`` through the recorder's notification read (gaps skipped)."""
+        return [
+            (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+            for n in cast("Any", self).select_notifications(after + 1, limit)  # the recorder's
+        ]
 
     def _ptable(self, name: str) -> Composable:
         prefix = self.meta_table.removesuffix("_meta")
@@ -110,6 +118,17 @@ class PostgresProjectionTables:
                 (projection, key),
             ).fetchone()
         return None if row is None else (int(row["position"]), bytes(row["state"]))
+
+    def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist, in one query."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                SQL("SELECT key, position, state FROM {} WHERE projection = %s AND key = ANY(%s)").format(
+                    self._ptable("projection_rows")
+                ),
+                (projection, list(keys)),
+            ).fetchall()
+        return {str(row["key"]): (int(row["position"]), bytes(row["state"])) for row in rows}
 
     def projection_keys(self, projection: str) -> list[str]:
         """Return the row keys, sorted."""

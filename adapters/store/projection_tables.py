@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from threading import RLock
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 
@@ -16,6 +17,7 @@ __all__ = [
     "LEASE_SECONDS",
     "SQLITE_PROJECTION_TABLES",
     "MemoryProjectionTables",
+    "NotificationRow",
     "ProjectionTables",
     "SQLiteProjectionTables",
     "holder_alive",
@@ -68,8 +70,16 @@ def _stale_tracking(projection: str, current: int, tracking: int) -> StoreError:
     return StoreError(msg)
 
 
+NotificationRow = tuple[int, str, int, str, bytes]
+"""A stored event in store order: notification id, stream, position, topic, payload."""
+
+
 class ProjectionTables(Protocol):
     """What ``RecorderProjections`` needs of a recorder."""
+
+    def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
+        """Return up to ``limit`` stored events with notification ids above ``after``, in id order."""
+        ...
 
     def projection_tracking(self, projection: str) -> int:
         """Return the tracking position."""
@@ -83,6 +93,10 @@ class ProjectionTables(Protocol):
 
     def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row."""
+        ...
+
+    def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist."""
         ...
 
     def projection_keys(self, projection: str) -> list[str]:
@@ -115,6 +129,13 @@ class MemoryProjectionTables:
 
     database_lock: RLock
 
+    def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
+        """Return stored events after ``after`` through the recorder's own notification read."""
+        return [
+            (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+            for n in cast("Any", self).select_notifications(after + 1, limit)  # the recorder's
+        ]
+
     def _projection_tables(self) -> dict[str, Any]:
         tables: dict[str, Any] | None = getattr(self, "_ptables", None)
         if tables is None:
@@ -145,6 +166,12 @@ class MemoryProjectionTables:
         with self.database_lock:
             found: tuple[int, bytes] | None = self._projection_tables()["rows"].get(projection, {}).get(key)
             return found
+
+    def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist."""
+        with self.database_lock:
+            rows: dict[str, tuple[int, bytes]] = self._projection_tables()["rows"].get(projection, {})
+            return {key: rows[key] for key in keys if key in rows}
 
     def projection_keys(self, projection: str) -> list[str]:
         """Return the row keys, sorted."""
@@ -191,9 +218,24 @@ class SQLiteProjectionTables:
 
     datastore: Any
 
+    events_table_name: str
+
     def writing(self) -> AbstractContextManager[Any]:
         """A write transaction (provided by the recorder)."""
         raise NotImplementedError
+
+    def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
+        """Return stored events after ``after`` as plain tuples (rebuilds read millions)."""
+        with self.datastore.transaction(commit=False) as c:
+            cursor = c.sqlite_cursor
+            cursor.row_factory = None  # plain tuples
+            cursor.execute(
+                "SELECT rowid, originator_id, originator_version, topic, state "  # noqa: S608
+                f"FROM {self.events_table_name} WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (after, limit),
+            )
+            rows: list[NotificationRow] = cursor.fetchall()
+            return rows
 
     def projection_tracking(self, projection: str) -> int:
         """Return the tracking position."""
@@ -233,6 +275,16 @@ class SQLiteProjectionTables:
             )
             row = c.fetchone()
         return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist, in one query (keys passed as one JSON array)."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute(
+                "SELECT key, position, state FROM ledger_projection_rows WHERE projection = ? "
+                "AND key IN (SELECT value FROM json_each(?))",
+                (projection, json.dumps(list(keys))),
+            )
+            return {str(row[0]): (int(row[1]), bytes(row[2])) for row in c.fetchall()}
 
     def projection_keys(self, projection: str) -> list[str]:
         """Return the row keys, sorted."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from contextledger.adapters.store.event_store import RecorderEventStore, _translated
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
@@ -44,13 +44,12 @@ class RecorderProjections:
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
         with _translated("read notifications"):
-            rows = self.store.recorder.select_notifications(after + 1, limit)
-        to_recorded = self.store.mapper.to_recorded
-        out: list[Notification] = []
-        for row in rows:
-            recorded = to_recorded(row)
-            out.append(Notification(row.id, str(row.originator_id), recorded.seq, recorded.event))
-        return out
+            rows = self._tables.notification_rows(after, limit)
+        decode = self.store.mapper.decode
+        return [
+            Notification(row_id, stream, position, decode(stream, position, topic, state))
+            for row_id, stream, position, topic, state in rows
+        ]
 
     def load_tracking(self, projection: str) -> int:
         """Return the last notification id folded into ``projection``, 0 when none."""
@@ -66,6 +65,11 @@ class RecorderProjections:
         """Return one row of ``projection``, or None."""
         with _translated(f"load row of {projection}"):
             return self._tables.projection_row(projection, key)
+
+    def load_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist, in one read."""
+        with _translated(f"load rows of {projection}"):
+            return self._tables.projection_rows(projection, keys) if keys else {}
 
     def row_keys(self, projection: str) -> list[str]:
         """Return every row key of ``projection``, sorted."""

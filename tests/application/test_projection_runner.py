@@ -16,8 +16,9 @@ import psycopg
 import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.application.context_rows import row_state
 from contextledger.application.projection_runner import CONTEXT_VIEW, BatchDone, ProjectionRunner
-from contextledger.application.renderer import Renderer, decode_row
+from contextledger.application.renderer import Renderer
 
 from tests.conftest import TRANSCRIPTS
 
@@ -69,7 +70,7 @@ def test_every_session_folds_to_what_the_renderer_renders(full_url):
         projector = fresh.projector("default")
         for session_id, (position, data) in rows.items():
             assert position == ledger.version(session_id)
-            state = decode_row(data)
+            state = row_state(ledger, session_id, data)
             assert state == fresh.state(session_id, projector)
             assert projector.render(state, ledger.text) == fresh.render(session_id, "default")
 
@@ -97,7 +98,7 @@ def test_incremental_view_equals_a_rebuild_from_scratch(full_db, tmp_path):
         incremental = _rows(views, live.projection)
         assert incremental == _rows(views, "scratch")
         assert len(incremental) == len(ledger.sessions())
-        summarized = decode_row(incremental[early][1])
+        summarized = row_state(ledger, early, incremental[early][1])
         assert summarized == Renderer(ledger, snapshots=False).state(early, live.projector)
     del full_db
 
