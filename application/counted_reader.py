@@ -9,7 +9,13 @@ import msgspec
 from contextledger.application.ledger import Ledger
 from contextledger.application.token_cache import CachedTokenCounter
 from contextledger.domain.content import BlobText, InlineText, Text
-from contextledger.domain.events import AssistantMessageAdded, Recorded, SummaryRecorded, ToolResultRecorded
+from contextledger.domain.events import (
+    AnyEvent,
+    AssistantMessageAdded,
+    Recorded,
+    SummaryRecorded,
+    ToolResultRecorded,
+)
 from contextledger.projections.counting import CountedEvent, event_texts
 from contextledger.projections.fold import Projector
 
@@ -101,6 +107,16 @@ class CountedReader:
                 return
             yield self.count(projector, chunk)
             after = chunk[-1].seq
+
+    def with_counts(
+        self, projector: Projector, seq: int, event: AnyEvent, tokens: tuple[int, ...]
+    ) -> CountedEvent:
+        """Return an event with counts known already, its blob text resolved if the policy must cut it."""
+        counted = CountedEvent(seq=seq, event=event, tokens=tokens)
+        content = getattr(event, "content", None)
+        if isinstance(content, BlobText) and projector.needs_text(counted):
+            counted = msgspec.structs.replace(counted, full_text=self.resolve(content))
+        return counted
 
     def count(self, projector: Projector, chunk: Sequence[Recorded]) -> list[CountedEvent]:
         """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut."""

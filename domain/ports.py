@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -16,8 +16,10 @@ __all__ = [
     "EventLog",
     "IdSource",
     "Notification",
+    "NotificationBatch",
     "NotificationReader",
     "NotificationWaiter",
+    "ProjectionCommit",
     "ProjectionLease",
     "ProjectionStore",
     "SessionInfo",
@@ -138,11 +140,37 @@ class Notification(msgspec.Struct, frozen=True):
     event: AnyEvent
 
 
+class NotificationBatch(msgspec.Struct, frozen=True):
+    """A page of notifications: those a reader kept, and the last id it scanned (0 when none)."""
+
+    last_id: int
+    notifications: list[Notification]
+
+
+class ProjectionCommit(msgspec.Struct, frozen=True):
+    """Rows of one view and the checkpoint they bring it to, committed together.
+
+    ``rows_of`` names the view's rows; ``tracking_of`` its checkpoint (the same name, or one per
+    shard when several runners each fold a share of the sessions into the same rows).
+    """
+
+    rows_of: str
+    tracking_of: str
+    tracking: int
+    rows: Mapping[str, tuple[int, bytes]]
+
+
 class NotificationReader(Protocol):
     """Every stream's events in store (notification) order; ids may have gaps (rolled-back writes)."""
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
+        ...
+
+    def read_batch(
+        self, after: int, limit: int, keep: Callable[[str], bool] | None = None
+    ) -> NotificationBatch:
+        """Scan up to ``limit`` notifications after ``after``; decode only the streams ``keep`` accepts."""
         ...
 
 
@@ -178,6 +206,14 @@ class ProjectionStore(Protocol):
 
     def commit(self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]]) -> None:
         """Store ``rows`` (key -> position, bytes) and the tracking position together, or nothing."""
+        ...
+
+    def commit_many(self, commits: Sequence[ProjectionCommit]) -> None:
+        """Store several views' rows and checkpoints in ONE transaction, or nothing."""
+        ...
+
+    def load_range(self, projection: str, after_key: str, upto_key: str) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key`` (keys compare as text)."""
         ...
 
     def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import psycopg
 from contextledger.adapters.store.projection_tables import NotificationRow
 from contextledger.domain.errors import ProjectionLockedError, StoreError
+from contextledger.domain.ports import ProjectionCommit
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composable, Composed, Identifier
 
@@ -69,44 +70,68 @@ class PostgresProjectionTables:
             ).fetchone()
         return 0 if row is None else int(row["position"])
 
-    def projection_commit(
-        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
-    ) -> None:
-        """Write rows and tracking in one transaction (the tracking row is locked first)."""
+    def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
+        """Write every commit's rows and tracking in one transaction (tracking rows locked first)."""
         del owner
+        tracking_table = self._ptable("projection_tracking")
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-            curs.execute(
-                SQL("INSERT INTO {} VALUES (%s, 0) ON CONFLICT DO NOTHING").format(
-                    self._ptable("projection_tracking")
-                ),
-                (projection,),
+            for commit in commits:
+                if commit.tracking_of:
+                    self._check_tracking(curs, commit)
+                rows = commit.rows
+                if rows:
+                    curs.execute(
+                        SQL(
+                            "INSERT INTO {} SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %b::bytea[]) "
+                            "ON CONFLICT (projection, key) DO UPDATE SET position = EXCLUDED.position, "
+                            "state = EXCLUDED.state"
+                        ).format(self._ptable("projection_rows")),
+                        (
+                            commit.rows_of,
+                            list(rows),
+                            [v[0] for v in rows.values()],
+                            [v[1] for v in rows.values()],
+                        ),
+                    )
+                if commit.tracking_of:
+                    curs.execute(
+                        SQL("UPDATE {} SET position = %s WHERE projection = %s").format(tracking_table),
+                        (commit.tracking, commit.tracking_of),
+                    )
+
+    def _check_tracking(self, curs: psycopg.Cursor[Any], commit: ProjectionCommit) -> None:
+        """Lock the checkpoint row (created at 0 if absent); refuse a commit that would move it back."""
+        tracking_table = self._ptable("projection_tracking")
+        curs.execute(
+            SQL("INSERT INTO {} VALUES (%s, 0) ON CONFLICT DO NOTHING").format(tracking_table),
+            (commit.tracking_of,),
+        )
+        curs.execute(
+            SQL("SELECT position FROM {} WHERE projection = %s FOR UPDATE").format(tracking_table),
+            (commit.tracking_of,),
+        )
+        found = curs.fetchone()
+        current = 0 if found is None else int(found["position"])
+        if commit.tracking < current:
+            msg = (
+                f"projection {commit.tracking_of!r} is at {current}; a commit at "
+                f"{commit.tracking} would move it back"
             )
-            curs.execute(
-                SQL("SELECT position FROM {} WHERE projection = %s FOR UPDATE").format(
-                    self._ptable("projection_tracking")
-                ),
-                (projection,),
-            )
-            found = curs.fetchone()
-            current = 0 if found is None else int(found["position"])
-            if tracking < current:
-                msg = f"projection {projection!r} is at {current}; a commit at {tracking} would move it back"
-                raise StoreError(msg)
-            if rows:
-                curs.execute(
-                    SQL(
-                        "INSERT INTO {} SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %b::bytea[]) "
-                        "ON CONFLICT (projection, key) DO UPDATE SET position = EXCLUDED.position, "
-                        "state = EXCLUDED.state"
-                    ).format(self._ptable("projection_rows")),
-                    (projection, list(rows), [v[0] for v in rows.values()], [v[1] for v in rows.values()]),
-                )
-            curs.execute(
-                SQL("UPDATE {} SET position = %s WHERE projection = %s").format(
-                    self._ptable("projection_tracking")
-                ),
-                (tracking, projection),
-            )
+            raise StoreError(msg)
+
+    def projection_range(
+        self, projection: str, after_key: str, upto_key: str
+    ) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key`` (text order, ``COLLATE "C"``)."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                SQL(
+                    'SELECT key, position, state FROM {} WHERE projection = %s AND key COLLATE "C" > %s '
+                    'AND key COLLATE "C" <= %s'
+                ).format(self._ptable("projection_rows")),
+                (projection, after_key, upto_key),
+            ).fetchall()
+        return {str(row["key"]): (int(row["position"]), bytes(row["state"])) for row in rows}
 
     def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row."""

@@ -6,12 +6,13 @@ import json
 import os
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from threading import RLock
 from typing import Any, Protocol, cast
 
 from contextledger.domain.errors import ProjectionLockedError, StoreError
+from contextledger.domain.ports import ProjectionCommit
 
 __all__ = [
     "LEASE_SECONDS",
@@ -85,10 +86,14 @@ class ProjectionTables(Protocol):
         """Return the tracking position."""
         ...
 
-    def projection_commit(
-        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
-    ) -> None:
-        """Write rows and tracking atomically (renewing ``owner``'s lease)."""
+    def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
+        """Write every commit's rows and tracking atomically (renewing ``owner``'s leases)."""
+        ...
+
+    def projection_range(
+        self, projection: str, after_key: str, upto_key: str
+    ) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key``."""
         ...
 
     def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
@@ -148,18 +153,29 @@ class MemoryProjectionTables:
         with self.database_lock:
             return int(self._projection_tables()["tracking"].get(projection, 0))
 
-    def projection_commit(
-        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
-    ) -> None:
-        """Write rows and tracking at once."""
+    def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
+        """Write every commit's rows and tracking at once (checked first: all or nothing)."""
         del owner
         with self.database_lock:
             tables = self._projection_tables()
-            current = int(tables["tracking"].get(projection, 0))
-            if tracking < current:
-                raise _stale_tracking(projection, current, tracking)
-            tables["rows"].setdefault(projection, {}).update(rows)
-            tables["tracking"][projection] = tracking
+            for commit in commits:
+                if not commit.tracking_of:
+                    continue
+                current = int(tables["tracking"].get(commit.tracking_of, 0))
+                if commit.tracking < current:
+                    raise _stale_tracking(commit.tracking_of, current, commit.tracking)
+            for commit in commits:
+                tables["rows"].setdefault(commit.rows_of, {}).update(commit.rows)
+                if commit.tracking_of:
+                    tables["tracking"][commit.tracking_of] = commit.tracking
+
+    def projection_range(
+        self, projection: str, after_key: str, upto_key: str
+    ) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key``."""
+        with self.database_lock:
+            rows: dict[str, tuple[int, bytes]] = self._projection_tables()["rows"].get(projection, {})
+            return {k: v for k, v in rows.items() if after_key < k <= upto_key}
 
     def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row."""
@@ -244,27 +260,44 @@ class SQLiteProjectionTables:
             row = c.fetchone()
         return 0 if row is None else int(row[0])
 
-    def projection_commit(
-        self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]], owner: str
-    ) -> None:
-        """Write rows, tracking and the lease renewal in one ``BEGIN IMMEDIATE`` transaction."""
+    def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
+        """Write every commit's rows, tracking and lease renewal in one ``BEGIN IMMEDIATE`` transaction."""
         with self.writing() as c:
-            c.execute("SELECT position FROM ledger_projection_tracking WHERE projection = ?", (projection,))
-            row = c.fetchone()
-            current = 0 if row is None else int(row[0])
-            if tracking < current:
-                raise _stale_tracking(projection, current, tracking)
-            c.executemany(
-                "INSERT OR REPLACE INTO ledger_projection_rows VALUES (?, ?, ?, ?)",
-                [(projection, key, position, state) for key, (position, state) in rows.items()],
-            )
+            for commit in commits:
+                if commit.tracking_of:
+                    c.execute(
+                        "SELECT position FROM ledger_projection_tracking WHERE projection = ?",
+                        (commit.tracking_of,),
+                    )
+                    row = c.fetchone()
+                    current = 0 if row is None else int(row[0])
+                    if commit.tracking < current:
+                        raise _stale_tracking(commit.tracking_of, current, commit.tracking)
+                c.executemany(
+                    "INSERT OR REPLACE INTO ledger_projection_rows VALUES (?, ?, ?, ?)",
+                    [(commit.rows_of, key, at, state) for key, (at, state) in commit.rows.items()],
+                )
+                if commit.tracking_of:
+                    c.execute(
+                        "INSERT OR REPLACE INTO ledger_projection_tracking VALUES (?, ?)",
+                        (commit.tracking_of, commit.tracking),
+                    )
+                    c.execute(
+                        "UPDATE ledger_projection_leases SET expires = ? WHERE projection = ? AND owner = ?",
+                        (time.time() + LEASE_SECONDS, commit.tracking_of, owner),
+                    )
+
+    def projection_range(
+        self, projection: str, after_key: str, upto_key: str
+    ) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key`` (one range scan of the primary key)."""
+        with self.datastore.transaction(commit=False) as c:
             c.execute(
-                "INSERT OR REPLACE INTO ledger_projection_tracking VALUES (?, ?)", (projection, tracking)
+                "SELECT key, position, state FROM ledger_projection_rows WHERE projection = ? "
+                "AND key > ? AND key <= ?",
+                (projection, after_key, upto_key),
             )
-            c.execute(
-                "UPDATE ledger_projection_leases SET expires = ? WHERE projection = ? AND owner = ?",
-                (time.time() + LEASE_SECONDS, projection, owner),
-            )
+            return {str(row[0]): (int(row[1]), bytes(row[2])) for row in c.fetchall()}
 
     def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from contextledger.adapters.store.event_store import RecorderEventStore, _translated
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
-from contextledger.domain.ports import Notification
+from contextledger.domain.ports import Notification, NotificationBatch, ProjectionCommit
 
 __all__ = ["RecorderProjections"]
 
@@ -51,6 +51,20 @@ class RecorderProjections:
             for row_id, stream, position, topic, state in rows
         ]
 
+    def read_batch(
+        self, after: int, limit: int, keep: Callable[[str], bool] | None = None
+    ) -> NotificationBatch:
+        """Scan up to ``limit`` notifications after ``after``; decode only the streams ``keep`` accepts."""
+        with _translated("read notifications"):
+            rows = self._tables.notification_rows(after, limit)
+        decode = self.store.mapper.decode
+        kept = [
+            Notification(row_id, stream, position, decode(stream, position, topic, state))
+            for row_id, stream, position, topic, state in rows
+            if keep is None or keep(stream)
+        ]
+        return NotificationBatch(rows[-1][0] if rows else 0, kept)
+
     def load_tracking(self, projection: str) -> int:
         """Return the last notification id folded into ``projection``, 0 when none."""
         with _translated(f"load tracking of {projection}"):
@@ -58,8 +72,18 @@ class RecorderProjections:
 
     def commit(self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]]) -> None:
         """Store ``rows`` and the tracking position in one transaction."""
-        with _translated(f"commit projection {projection}"):
-            self._tables.projection_commit(projection, tracking, rows, self.owner)
+        self.commit_many([ProjectionCommit(projection, projection, tracking, rows)])
+
+    def commit_many(self, commits: Sequence[ProjectionCommit]) -> None:
+        """Store several views' rows and checkpoints in one transaction."""
+        names = ", ".join(c.tracking_of for c in commits)
+        with _translated(f"commit projections {names}"):
+            self._tables.projection_commit(commits, self.owner)
+
+    def load_range(self, projection: str, after_key: str, upto_key: str) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key``."""
+        with _translated(f"load rows of {projection}"):
+            return self._tables.projection_range(projection, after_key, upto_key)
 
     def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row of ``projection``, or None."""
