@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextledger.adapters.store.factory import open_store, resolve_url
+from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.adapters.system import SystemClock, UuidSource
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.application.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
@@ -27,7 +28,10 @@ def open_ledger(
     ``tokenizers`` replace the machine's clock, random ids and the tiktoken/heuristic counters.
     """
     store = open_store(resolve_url(url))
+    views = RecorderProjections(store)
     ports = Ports(
+        projections=views,
+        notifications=views,
         log=store,
         blobs=store,
         token_counts=store,

@@ -53,6 +53,17 @@ class ForkAwareLog:
         self._links[stream_id] = link
         return link
 
+    def virtual_position(self, stream_id: str, stream_position: int, event: AnyEvent) -> int:
+        """Return the session position of a stored event (a fork's own events follow its parent's prefix).
+
+        ``event`` is the stored event itself: a session's first event (``SessionStarted``) teaches
+        the link without a read, so folding notifications in store order reads no stream twice.
+        """
+        if stream_position == 1 and isinstance(event, SessionStarted) and "::" not in stream_id:
+            self._links[stream_id] = event.parent
+        link = self.parent_of(stream_id)
+        return stream_position if link is None else self._to_virtual(link, stream_position)
+
     def _learn(self, stream_id: str, events: Sequence[AnyEvent], expected_version: int) -> ForkParent | None:
         if expected_version == 0 and events and isinstance(events[0], SessionStarted):
             self._links[stream_id] = events[0].parent

@@ -76,7 +76,8 @@ class Ledger(LedgerControls):
     ) -> None:
         """Wire the ledger to its ports (built by the composition root, ``contextledger.open_ledger``)."""
         self.ports = ports
-        self.log = ForkAwareLog(ports.log)
+        self.forks = ForkAwareLog(ports.log)
+        self.log = self.forks
         """The event log; a forked session reads as its parent's prefix then its own events."""
         self.clock = ports.clock
         self.ids = ports.ids

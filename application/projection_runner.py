@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-import msgspec
 import structlog
+from contextledger.application.context_versions import CONTEXT_VIEW, projection_version
 from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
+from contextledger.application.token_rows import TokenRows
 from contextledger.application.view_runner import (
     BATCH_SIZE,
     BatchDone,
@@ -41,37 +41,11 @@ __all__ = [
     "ProjectionRunner",
     "RunStats",
     "projection_version",
-    "token_rows",
 ]
 
 log = structlog.get_logger(__name__)
 
-CONTEXT_VIEW = "context"
-"""The registry name whose active version serves rendered context."""
-
 _SUMMARIES = "summaries"
-_COUNTS = msgspec.msgpack.Decoder(tuple[int, ...])
-_ENCODE = msgspec.msgpack.Encoder().encode
-
-
-def projection_version(projector: Projector) -> str:
-    """The versioned name of a context projection: ``context/<policy hash>/<budget>/<tokenizer>``."""
-    policy = hashlib.sha256(projector.policy.fingerprint().encode()).hexdigest()[:16]
-    return f"{CONTEXT_VIEW}/{policy}/{projector.budget.total}/{projector.tokenizer}"
-
-
-def token_rows(tokenizer: str) -> str:
-    """The rows that keep each event's token counts under ``tokenizer``, keyed by notification id.
-
-    Counts depend only on an event's texts and the tokenizer, and events are immutable, so these
-    rows never go stale; a rebuild under another policy reads them in one range scan per batch
-    instead of hashing and looking up every text.
-    """
-    return f"tokens/{tokenizer}"
-
-
-def _id_key(notification_id: int) -> str:
-    return f"{notification_id:020d}"
 
 
 class ContextView:
@@ -88,6 +62,7 @@ class ContextView:
         tokenizer: Tokenizer name or counter.
         projection: The version name (default: ``projection_version`` of the projector).
         max_states: Folded states kept in memory (others are reloaded from their rows).
+        shard: The share of the sessions this view folds (names its token rows).
     """
 
     def __init__(
@@ -100,13 +75,14 @@ class ContextView:
         tokenizer: str | TokenCounter = "cl100k_base",
         projection: str | None = None,
         max_states: int = 8_192,
+        shard: Shard | None = None,
     ) -> None:
         """Build the projector; nothing is read until the first batch."""
         self.store = store
         self.renderer = Renderer(ledger, tokenizer=tokenizer, max_states=max_states, snapshots=False)
         self.projector = self.renderer.projector(policy, budget=budget)
         self.name = projection or projection_version(self.projector)
-        self.tokens = token_rows(self.projector.tokenizer)
+        self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
         self.failed: dict[str, str] = {}
         self._max_states = max_states
         self._warm: OrderedDict[str, int] = OrderedDict()
@@ -123,12 +99,14 @@ class ContextView:
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
         touched: dict[str, int] = {}
-        mains: list[Notification] = []
+        mains: list[tuple[Notification, int]] = []
+        virtual = self.renderer.ledger.forks.virtual_position
         for note in batch:
             stream, _, kind = note.stream_id.partition("::")
             if not kind:
-                touched[stream] = note.position
-                mains.append(note)
+                position = virtual(stream, note.position, note.event)  # a fork's follow its parent's
+                touched[stream] = position
+                mains.append((note, position))
             elif kind == _SUMMARIES:
                 touched.setdefault(stream, 0)
                 if isinstance(note.event, SummaryRecorded):
@@ -144,33 +122,32 @@ class ContextView:
             data = self._fold_session(session_id, at, row, read.get(session_id, []))
             if data is not None:
                 rows[session_id] = (at, data)
-        return {self.name: rows, self.tokens: fresh_tokens}
+        return {self.name: rows, self.tokens.name: fresh_tokens}
 
     def _counted(
-        self, after: int, upto: int, mains: list[Notification]
+        self, after: int, upto: int, mains: list[tuple[Notification, int]]
     ) -> tuple[dict[str, list[CountedEvent]], Rows]:
         """Count a batch's session events: from the token rows, the rest through the token cache at once."""
         reader = self.renderer.reader
-        known = self.store.load_range(self.tokens, _id_key(after), _id_key(upto)) if mains else {}
+        known = self.tokens.load(after, upto) if mains else {}
         counted: dict[int, CountedEvent] = {}
-        missing: list[Notification] = []
-        for note in mains:
-            found = known.get(_id_key(note.id))
+        missing: list[tuple[Notification, int]] = []
+        for note, position in mains:
+            found = known.get(note.id)
             if found is None:
-                missing.append(note)
+                missing.append((note, position))
             else:
-                tokens = _COUNTS.decode(found[1])
-                counted[note.id] = reader.with_counts(self.projector, note.position, note.event, tokens)
-        fresh: Rows = {}
+                counted[note.id] = reader.with_counts(self.projector, position, note.event, found)
+        fresh: dict[int, tuple[int, ...]] = {}
         if missing:
-            records = [Recorded(note.position, note.event) for note in missing]
-            for note, done in zip(missing, reader.count(self.projector, records), strict=True):
+            records = [Recorded(position, note.event) for note, position in missing]
+            for (note, _), done in zip(missing, reader.count(self.projector, records), strict=True):
                 counted[note.id] = done
-                fresh[_id_key(note.id)] = (note.id, _ENCODE(done.tokens))
+                fresh[note.id] = done.tokens
         read: dict[str, list[CountedEvent]] = {}
-        for note in mains:
+        for note, _ in mains:
             read.setdefault(note.stream_id, []).append(counted[note.id])
-        return read, fresh
+        return read, self.tokens.rows(fresh) if fresh else {}
 
     def _fold_session(
         self, session_id: str, at: int, row: tuple[int, bytes] | None, events: list[CountedEvent]
@@ -258,6 +235,7 @@ class ProjectionRunner:
             tokenizer=tokenizer,
             projection=projection,
             max_states=max_states,
+            shard=shard,
         )
         self.runner = ViewRunner(
             reader, views, [self.context, *also], batch_size=batch_size, shard=shard, on_batch=on_batch

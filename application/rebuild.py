@@ -7,15 +7,18 @@ from collections import Counter
 from collections.abc import Callable
 
 import msgspec
+from contextledger.application.audit_views import audit_views
 from contextledger.application.context_rows import row_state
-from contextledger.application.ledger import Ledger
-from contextledger.application.projection_runner import (
+from contextledger.application.context_versions import (
+    CONFIG_PREFIX,
     CONTEXT_VIEW,
-    BatchDone,
-    ProjectionRunner,
     projection_version,
+    rebuild_command,
 )
+from contextledger.application.ledger import Ledger
+from contextledger.application.projection_runner import BatchDone, ProjectionRunner
 from contextledger.application.renderer import Renderer
+from contextledger.application.view_runner import BATCH_SIZE, Shard
 from contextledger.domain.errors import ConfigError, ContextLedgerError, ProjectionConfigError
 from contextledger.domain.ports import NotificationReader, ProjectionStore
 from contextledger.projections.policy import Policy
@@ -24,15 +27,14 @@ from contextledger.projections.state import RenderState
 __all__ = [
     "CONFIG_PREFIX",
     "Comparison",
+    "RebuildSpec",
     "VersionSummary",
     "active_state",
     "build_version",
     "compare_versions",
     "rebuild_command",
+    "record_config",
 ]
-
-CONFIG_PREFIX = "config/"
-"""Registry names ``config/<version>`` hold the policy, budget and tokenizer a version was built under."""
 
 _EVICTING = {"stubbed", "truncated", "summarized", "dropped"}
 
@@ -56,11 +58,57 @@ class Comparison(msgspec.Struct, frozen=True):
     differing: list[str]
 
 
-def rebuild_command(policy: str, budget: int | None) -> str:
-    """The command line that builds and activates the projection of a config."""
-    return (
-        f"contextledger rebuild --policy {policy}" + (f" --budget {budget}" if budget else "") + " --switch"
-    )
+class RebuildSpec(msgspec.Struct, frozen=True):
+    """What a (shard of a) rebuild folds: one context version, plus the policy-free views if asked.
+
+    Plain data, so that worker processes can be handed one.
+    """
+
+    policy: str
+    """The policy as JSON (``Policy.model_dump_json``)."""
+    budget: int | None = None
+    tokenizer: str = "cl100k_base"
+    projection: str | None = None
+    """The version's name (default: derived from policy, budget and tokenizer)."""
+    audit_views: tuple[str, ...] = ()
+    """Further views kept by the same pass: any of ``summaries``, ``calls``, ``search``."""
+    batch_size: int = BATCH_SIZE
+    """Notifications per transaction."""
+    views_suffix: str = ""
+    """Appended to those views' names (a benchmark or test rebuilds them under fresh names)."""
+
+    def runner(
+        self,
+        ledger: Ledger,
+        reader: NotificationReader,
+        views: ProjectionStore,
+        *,
+        shard: Shard | None = None,
+        on_batch: Callable[[BatchDone], None] | None = None,
+    ) -> ProjectionRunner:
+        """Return the runner of this spec (one shard of it) over ``ledger``'s store."""
+        policy = Policy.model_validate_json(self.policy)
+        return ProjectionRunner(
+            ledger,
+            reader,
+            views,
+            policy=policy,
+            budget=self.budget,
+            tokenizer=self.tokenizer,
+            projection=self.projection,
+            shard=shard,
+            on_batch=on_batch,
+            batch_size=self.batch_size,
+            also=audit_views(ledger, views, self.audit_views, suffix=self.views_suffix),
+        )
+
+
+def record_config(
+    views: ProjectionStore, version: str, policy: Policy, budget: int | None, tokenizer: str
+) -> None:
+    """Record the config a version is built under (``compare_versions`` and serving read it)."""
+    config = {"policy": policy.fingerprint(), "budget": budget, "tokenizer": tokenizer}
+    views.activate(CONFIG_PREFIX + version, json.dumps(config, sort_keys=True))
 
 
 def build_version(
@@ -76,8 +124,7 @@ def build_version(
     """Record the version's config, then build (or catch up) its rows; readers keep the active version."""
     runner = ProjectionRunner(ledger, reader, views, policy=policy, budget=budget, tokenizer=tokenizer)
     runner.on_batch = on_batch
-    config = {"policy": policy.fingerprint(), "budget": budget, "tokenizer": tokenizer}
-    views.activate(CONFIG_PREFIX + runner.projection, json.dumps(config, sort_keys=True))
+    record_config(views, runner.projection, policy, budget, tokenizer)
     runner.run()
     return runner
 

@@ -8,11 +8,17 @@ from collections.abc import Sequence
 import msgspec
 import structlog
 from contextledger.application.context_rows import decode_row, encode_row
+from contextledger.application.context_versions import CONTEXT_VIEW, projection_version, rebuild_command
 from contextledger.application.counted_reader import CountedReader, Seen
 from contextledger.application.ledger import Ledger
 from contextledger.application.snapshots import SnapshotSlot
 from contextledger.application.token_cache import CachedTokenCounter
-from contextledger.domain.errors import ConfigError, ValidationError
+from contextledger.domain.errors import (
+    ConfigError,
+    ContextLedgerError,
+    ProjectionConfigError,
+    ValidationError,
+)
 from contextledger.domain.events import SummaryRecorded
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.context import RenderedContext
@@ -199,7 +205,7 @@ class Renderer:
         """Catch the kept state up to ``position``; ``recent``, if given, are the only unseen artifacts."""
         key = self._key(session_id, projector)
         summaries = self.ledger.summaries(session_id) if recent is None else recent
-        cached = self._states.get(key) or self._load_snapshot(key)
+        cached = self._states.get(key) or self._load_active(session_id, projector) or self._load_snapshot(key)
         if cached is None or not self._usable(cached, position, summaries):
             # Behind the request or missing an artifact due earlier: fold from the start (every artifact).
             if recent is not None and cached is not None:
@@ -249,6 +255,36 @@ class Renderer:
             return
         cached.snapshot_at = cached.state.position
         self._persisted[key] = cached.state.position
+
+    def require_active(self, projector: Projector, policy_spec: str, budget: int | None) -> None:
+        """Refuse to serve unless the active context projection was built under ``projector``'s config.
+
+        Raises:
+            ProjectionConfigError: it was built under another policy, budget or tokenizer (or none
+                is active); the message names the command that rebuilds and activates it.
+        """
+        views = self.ledger.ports.projections
+        active = None if views is None else views.active(CONTEXT_VIEW)
+        running = projection_version(projector)
+        if active != running:
+            raise ProjectionConfigError(active or "(none)", running, rebuild_command(policy_spec, budget))
+
+    def _load_active(self, session_id: str, projector: Projector) -> _Cached | None:
+        """Return the session's row of the active context projection, if it was built under this config."""
+        views = self.ledger.ports.projections
+        if not self._snapshots or views is None:
+            return None  # a projection runner folds its own version
+        version = projection_version(projector)
+        if views.active(CONTEXT_VIEW) != version:
+            return None
+        stored = views.load_row(version, session_id)
+        if stored is None:
+            return None
+        try:
+            row = decode_row(self.ledger, session_id, stored[1])
+        except ContextLedgerError:
+            return None  # derived: an unreadable row only means folding from the log
+        return _Cached(row.state, set(row.summaries), 0, set(row.tool_names))
 
     def _load_snapshot(self, key: tuple[str, ...]) -> _Cached | None:
         """Return the persisted state of ``key`` (a later process catches up from it), or None."""

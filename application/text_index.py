@@ -18,15 +18,24 @@ from collections.abc import Iterator
 from contextledger.application.ledger import Ledger
 from contextledger.application.search import event_texts
 from contextledger.application.snapshots import SnapshotSlot
-from contextledger.domain.events import Recorded
+from contextledger.domain.events import AnyEvent, Recorded
 
-__all__ = ["CHUNK", "TextIndex"]
+__all__ = ["CHUNK", "SEARCH_VIEW", "TextIndex", "chunk_key", "event_words", "sketch_bytes"]
 
 CHUNK = 4_096
 """Positions per sketched chunk."""
 
 FORMAT = 1
 """Part of every sketch's name: raise it when the sketch's content changes."""
+
+SEARCH_VIEW = "search/v1"
+"""The rows of the checkpointed search view (``SearchView``), one per full chunk; read before snapshots."""
+
+
+def chunk_key(session_id: str, chunk: int) -> str:
+    """The key of a chunk's row in the search view: ``<session>/<chunk index, 8 digits>``."""
+    return f"{session_id}/{chunk:08d}"
+
 
 _WORD = re.compile(r"\w+")
 
@@ -42,12 +51,28 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.casefold()))
 
 
+def event_words(ledger: Ledger, event: AnyEvent) -> set[str]:
+    """The distinct casefolded words of an event's searchable texts (blobs read through ``ledger``)."""
+    words: set[str] = set()
+    for text, tool in event_texts(ledger, event):
+        words |= _words(text)
+        if tool:
+            words |= _words(tool)
+    return words
+
+
+def sketch_bytes(words: set[str]) -> bytes:
+    """A chunk's stored sketch: its sorted distinct words, one a line, compressed at level 1."""
+    return zlib.compress("\n".join(sorted(words)).encode("utf-8"), 1)
+
+
 class TextIndex:
     """Chunk word sketches of a ledger's sessions, built on first use and kept in the snapshot store."""
 
-    def __init__(self, ledger: Ledger) -> None:
-        """Read and keep sketches through ``ledger``'s snapshot store."""
+    def __init__(self, ledger: Ledger, *, from_view: bool = True) -> None:
+        """Read sketches from the search view's rows (unless ``from_view`` is False), else the snapshots."""
         self.ledger = ledger
+        self._from_view_rows = from_view
         self._slot = SnapshotSlot(ledger.ports.snapshots)
         self._memory: dict[tuple[str, int], str] = {}
         self.built = 0
@@ -65,6 +90,17 @@ class TextIndex:
         if full * CHUNK < head:
             yield from self.ledger.events(session_id, after=full * CHUNK, upto=head)
 
+    def _from_view(self, session_id: str, chunk: int, upto: int) -> tuple[int, str] | None:
+        """The chunk's sketch from the search view's row, when a runner has written it."""
+        views = self.ledger.ports.projections if self._from_view_rows else None
+        row = None if views is None else views.load_row(SEARCH_VIEW, chunk_key(session_id, chunk))
+        if row is None or row[0] != upto:
+            return None
+        try:
+            return upto, _decode(row[1])
+        except ValueError:
+            return None  # derived: an unreadable row only means building the sketch again
+
     def _sketch(self, session_id: str, chunk: int) -> str:
         key = (session_id, chunk)
         cached = self._memory.get(key)
@@ -72,18 +108,17 @@ class TextIndex:
             return cached
         name = f"search/v{FORMAT}/{session_id}/{chunk}"
         upto = (chunk + 1) * CHUNK
-        found = self._slot.load(name, _decode, lambda _, at: at == upto)
+        found = self._from_view(session_id, chunk, upto) or self._slot.load(
+            name, _decode, lambda _, at: at == upto
+        )
         if found is not None:
             sketch = found[1]
         else:
             words: set[str] = set()
             for recorded in self.ledger.events(session_id, after=chunk * CHUNK, upto=upto):
-                for text, tool in event_texts(self.ledger, recorded.event):
-                    words |= _words(text)
-                    if tool:
-                        words |= _words(tool)
+                words |= event_words(self.ledger, recorded.event)
             sketch = "\n".join(sorted(words))
-            self._slot.save(name, upto, zlib.compress(sketch.encode("utf-8"), 1))
+            self._slot.save(name, upto, sketch_bytes(words))
             self.built += 1
         self._memory[key] = sketch
         return sketch

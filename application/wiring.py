@@ -10,6 +10,8 @@ from contextledger.domain.ports import (
     Clock,
     EventLog,
     IdSource,
+    NotificationReader,
+    ProjectionStore,
     SnapshotStore,
     TokenCountStore,
     TokenizerFactory,
@@ -37,6 +39,10 @@ class Ports:
     tokenizers: TokenizerFactory
     clock: Clock
     ids: IdSource
+    projections: ProjectionStore | None = None
+    """Persistent views (checkpointed projections), when the store keeps them."""
+    notifications: NotificationReader | None = None
+    """Every stream's events in store order, when the store can list them."""
     close: Callable[[], None] = field(default=_nothing)
     url: str = "?"
     """Where the log lives (for messages and reports)."""

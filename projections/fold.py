@@ -194,6 +194,10 @@ class Projector:
             tokens=tokens,
             tool_tokens=0,
         )
+        if state.head_open and state.window.summaries:
+            # A summary already stands for the session's beginning: a later first turn is not the head
+            # (it would render before the summary and break the cached prefix without a compaction).
+            state.head_open = False
         if state.head_open:
             fits = state.head_tokens + tokens <= self.budget.head_tokens
             if self.policy.window.in_head(state.turns, state.steps) and fits:

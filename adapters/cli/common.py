@@ -61,6 +61,7 @@ __all__ = [
     "exit_code_for",
     "fail",
     "ledger_for",
+    "ledger_opener",
     "main",
     "new_app",
     "out_console",
@@ -197,13 +198,18 @@ def use_ledger_opener(open_ledger: Callable[[str | None], Ledger]) -> None:
     _opener[:] = [open_ledger]
 
 
-@contextmanager
-def ledger_for(db: str | None) -> Iterator[Ledger]:
-    """Open the ledger for a command and close it afterwards."""
+def ledger_opener() -> Callable[[str | None], Ledger]:
+    """The function commands open ledgers with (worker processes are handed it)."""
     if not _opener:
         msg = "the CLI was started without a ledger opener: run it through contextledger.cli.main"
         raise ConfigError(msg)
-    ledger = _opener[0](db)
+    return _opener[0]
+
+
+@contextmanager
+def ledger_for(db: str | None) -> Iterator[Ledger]:
+    """Open the ledger for a command and close it afterwards."""
+    ledger = ledger_opener()(db)
     try:
         yield ledger
     finally:

@@ -14,12 +14,16 @@ from contextledger.adapters.cli.common import (
     err_console,
     fail,
     ledger_for,
+    ledger_opener,
     out_console,
     run_guarded,
 )
+from contextledger.domain.errors import ConfigError
 
 if TYPE_CHECKING:
-    from contextledger.application.rebuild import Comparison
+    from contextledger.adapters.store.projections import RecorderProjections
+    from contextledger.application.ledger import Ledger
+    from contextledger.application.rebuild import Comparison, RebuildSpec
 
 __all__ = ["register"]
 
@@ -45,6 +49,63 @@ def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
     console.print("switched: the candidate is active" if switched else "not switched (add --switch)")
 
 
+def _views_of(ledger: Ledger, *, json_output: bool) -> RecorderProjections:
+    from contextledger.adapters.parallel_rebuild import projections_of  # noqa: PLC0415 - loaded on use
+
+    try:
+        return projections_of(ledger)
+    except ConfigError as error:
+        raise fail(str(error), json_output=json_output) from None
+
+
+def _build(
+    ledger: Ledger, store: RecorderProjections, spec: RebuildSpec, workers: int, *, quiet: bool
+) -> str:
+    """Record the version's config and build it (in worker processes when it pays); return its name."""
+    from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
+    from contextledger.application.rebuild import record_config  # noqa: PLC0415
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
+
+    runner = spec.runner(ledger, store, store)
+    head = int(store.store.recorder.max_notification_id() or 0)
+    record_config(store, runner.projection, runner.projector.policy, spec.budget, spec.tokenizer)
+    count = workers or auto_workers(head)
+    progress = Progress(
+        TextColumn("rebuild"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} events"),
+        TimeRemainingColumn(),
+        console=err_console(),
+        disable=quiet,
+    )
+    with progress:
+        task = progress.add_task("rebuild", total=head)
+        if count == 1:
+            runner.on_batch = lambda done: progress.update(task, completed=done.tracking)
+            runner.run()
+        else:
+            url = ledger.ports.url
+            rebuild_in_shards(
+                ledger_opener(), url, spec, count, on_progress=lambda n: progress.update(task, completed=n)
+            )
+        progress.update(task, completed=head)
+    return runner.projection
+
+
+def _follow(ledger: Ledger, store: RecorderProjections, spec: RebuildSpec) -> None:
+    """Tail new notifications into the version (woken by LISTEN/NOTIFY on PostgreSQL) until Ctrl-C."""
+    from contextledger.adapters.store.notification_waiters import notification_waiter  # noqa: PLC0415
+
+    waiter = notification_waiter(store.store)
+    err_console().print("following new events (Ctrl-C stops)")
+    try:
+        spec.runner(ledger, store, store).follow(stop=lambda: False, waiter=waiter, poll=5.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        waiter.close()
+
+
 def register(app: typer.Typer) -> None:
     """Add ``rebuild`` to ``app``."""
 
@@ -65,6 +126,18 @@ def register(app: typer.Typer) -> None:
         drop: Annotated[
             str | None, typer.Option("--drop", help="Drop this (inactive) version afterwards.")
         ] = None,
+        workers: Annotated[
+            int,
+            typer.Option("--workers", help="Processes that rebuild a share of the sessions each (0: auto)."),
+        ] = 0,
+        views: Annotated[
+            str,
+            typer.Option("--views", help="Policy-free views kept in the same pass: summaries,calls,search."),
+        ] = "summaries,calls,search",
+        follow: Annotated[
+            bool,
+            typer.Option("--follow", help="After the rebuild, keep the version up to date until Ctrl-C."),
+        ] = False,
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
@@ -72,66 +145,46 @@ def register(app: typer.Typer) -> None:
 
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
         --json prints {"version", "switched", "dropped", "live", "candidate", "differing"}.
+        The same pass keeps the policy-free views (--views); large ledgers rebuild in --workers
+        processes, each folding a share of the sessions (one checkpoint per share).
         """
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
-            from contextledger.adapters.store.event_store import RecorderEventStore  # noqa: PLC0415
-            from contextledger.adapters.store.projections import RecorderProjections  # noqa: PLC0415
-            from contextledger.application.projection_runner import CONTEXT_VIEW  # noqa: PLC0415
-            from contextledger.application.rebuild import build_version, compare_versions  # noqa: PLC0415
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
+            from contextledger.application.context_versions import CONTEXT_VIEW  # noqa: PLC0415
+            from contextledger.application.rebuild import RebuildSpec, compare_versions  # noqa: PLC0415
 
             chosen = resolve_policy(policy)
+            kept = tuple(v for v in views.split(",") if v)
             with ledger_for(db) as ledger:
-                store = ledger.ports.log
-                if not isinstance(store, RecorderEventStore):
-                    raise fail("this ledger's store keeps no projections", json_output=json_output)
-                views = RecorderProjections(store)
-                if drop is not None and drop == views.active(CONTEXT_VIEW) and not switch:
+                views_store = _views_of(ledger, json_output=json_output)
+                if drop is not None and drop == views_store.active(CONTEXT_VIEW) and not switch:
                     raise fail(f"{drop} is the active version: switch first", json_output=json_output)
-                head = int(store.recorder.max_notification_id() or 0)
-                progress = Progress(
-                    TextColumn("rebuild"),
-                    BarColumn(),
-                    TextColumn("{task.completed:,.0f}/{task.total:,.0f} events"),
-                    TimeRemainingColumn(),
-                    console=err_console(),
-                    disable=json_output,
-                )
-                with progress:
-                    task = progress.add_task("rebuild", total=head)
-                    runner = build_version(
-                        ledger,
-                        views,
-                        views,
-                        policy=chosen,
-                        budget=budget,
-                        tokenizer=tokenizer,
-                        on_batch=lambda done: progress.update(task, completed=done.tracking),
-                    )
-                    progress.update(task, completed=head)
-                comparison = compare_versions(ledger, views, runner.projection)
+                spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)
+                version = _build(ledger, views_store, spec, workers, quiet=json_output)
+                comparison = compare_versions(ledger, views_store, version)
                 if switch:
-                    views.activate(CONTEXT_VIEW, runner.projection)
+                    views_store.activate(CONTEXT_VIEW, version)
                 if drop is not None:
-                    if drop == views.active(CONTEXT_VIEW):
+                    if drop == views_store.active(CONTEXT_VIEW):
                         raise fail(
                             f"{drop} is the active version: it is not dropped", json_output=json_output
                         )
-                    views.drop(drop)
-            if json_output:
-                emit_json(
-                    {
-                        "version": runner.projection,
-                        "switched": switch,
-                        "dropped": drop,
-                        "live": comparison.live,
-                        "candidate": comparison.candidate,
-                        "differing": comparison.differing,
-                    }
-                )
-            else:
-                _print(comparison, runner.projection, switched=switch)
+                    views_store.drop(drop)
+                if json_output:
+                    emit_json(
+                        {
+                            "version": version,
+                            "switched": switch,
+                            "dropped": drop,
+                            "live": comparison.live,
+                            "candidate": comparison.candidate,
+                            "differing": comparison.differing,
+                        }
+                    )
+                else:
+                    _print(comparison, version, switched=switch)
+                if follow:
+                    _follow(ledger, views_store, spec)
 
         run_guarded(body, json_output=json_output)

@@ -128,6 +128,14 @@ def register(app: typer.Typer) -> None:
         record: Annotated[
             bool, typer.Option("--record", help="Record this render as a model call (audit record).")
         ] = False,
+        from_projection: Annotated[
+            bool,
+            typer.Option(
+                "--from-projection",
+                help="Serve only from the active context projection; refuse if it was built under "
+                "another policy, budget or tokenizer (the error names the rebuild command).",
+            ),
+        ] = False,
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
@@ -144,9 +152,10 @@ def register(app: typer.Typer) -> None:
             chosen = resolve_policy(policy)
             call_id = None
             with ledger_for(db) as ledger:
-                context = Renderer(ledger, tokenizer=tokenizer).render(
-                    session_id, chosen, at=at, budget=budget
-                )
+                renderer = Renderer(ledger, tokenizer=tokenizer)
+                if from_projection:
+                    renderer.require_active(renderer.projector(chosen, budget=budget), policy, budget)
+                context = renderer.render(session_id, chosen, at=at, budget=budget)
                 document = render_document(context, wire)
                 if record:
                     from contextledger.application.call_recorder import CallRecorder  # noqa: PLC0415

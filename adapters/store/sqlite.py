@@ -79,10 +79,17 @@ class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
         ]
 
     @contextmanager
-    def writing(self) -> Iterator[SQLiteCursor]:
-        """A write transaction holding SQLite's write lock from its first statement (it queues for it)."""
+    def writing(self, *, durable: bool = True) -> Iterator[SQLiteCursor]:
+        """A write transaction holding SQLite's write lock from its first statement (it queues for it).
+
+        ``durable=False`` commits without waiting for the disk (``synchronous=NORMAL`` under WAL):
+        still atomic and kept by a killed process, but the OS may lose it on a power cut. Only
+        derived rows that a runner redoes from its (equally lost) checkpoint are written so.
+        """
         with self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
+            if not durable:
+                cursor.execute("PRAGMA synchronous=NORMAL")
             try:
                 cursor.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout for other writers
                 try:
@@ -94,6 +101,8 @@ class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
             except sqlite3.Error as error:
                 raise _persistence_error(error) from error
             finally:
+                if not durable:
+                    cursor.execute("PRAGMA synchronous=FULL")
                 cursor.sqlite_cursor.close()
 
     def create_table(self) -> None:

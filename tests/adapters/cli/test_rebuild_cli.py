@@ -49,3 +49,24 @@ def test_rebuild_builds_beside_the_live_version_switches_and_drops_the_old(tmp_p
     assert "rebuild" in shown.stderr
     assert "events" in shown.stderr
     assert "not switched (add --switch)" in shown.stdout
+
+
+def test_render_from_projection_refuses_a_stale_config_and_names_the_rebuild(tmp_path):
+    """``render --from-projection`` serves the active version's config and refuses another one, by name."""
+    db = f"sqlite:///{tmp_path / 'serve.db'}"
+    assert _run("import", str(TRAJ), "--db", db, "--json").returncode == 0
+    session = json.loads(_run("sessions", "--db", db, "--json").stdout)["sessions"][0]["session_id"]
+    refused = _run("render", session, "--from-projection", "--db", db, "--json")
+    assert refused.returncode != 0
+    assert "contextledger rebuild --policy default --switch" in json.loads(refused.stderr)["error"]["message"]
+    built = _run("rebuild", "--policy", "default", "--switch", "--workers", "2", "--db", db, "--json")
+    assert built.returncode == 0, built.stderr
+    served = _run("render", session, "--from-projection", "--db", db, "--json")
+    assert served.returncode == 0, served.stderr
+    plain = _run("render", session, "--db", db, "--json")
+    assert json.loads(served.stdout) == json.loads(plain.stdout)
+    stale = _run("render", session, "--from-projection", "--budget", "9000", "--db", db, "--json")
+    assert stale.returncode != 0
+    error = json.loads(stale.stderr)["error"]
+    assert error["type"] == "ProjectionConfigError"
+    assert "contextledger rebuild --policy default --budget 9000 --switch" in error["message"]

@@ -1,0 +1,167 @@
+"""Rebuilds split over worker processes: each folds one shard of the sessions into the same rows."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue as queues
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.application.ledger import Ledger
+from contextledger.application.rebuild import RebuildSpec
+from contextledger.application.view_runner import BatchDone, RunStats, Shard
+from contextledger.domain.errors import ConfigError, StoreError
+from contextledger.domain.ports import ProjectionCommit
+
+__all__ = ["LedgerOpener", "auto_workers", "projections_of", "rebuild_in_shards"]
+
+LedgerOpener = Callable[[str | None], Ledger]
+"""Opens a ledger by URL (the composition root's ``open_ledger``); a module-level function, so that
+worker processes can be handed it."""
+
+_PARALLEL_FROM = 20_000
+"""Below this many notifications one process rebuilds (starting workers costs ~0.5 s each)."""
+
+
+def projections_of(ledger: Ledger) -> RecorderProjections:
+    """The projection store (and notification reader) of an opened ledger's store."""
+    store = ledger.ports.log
+    if not isinstance(store, RecorderEventStore):
+        raise ConfigError("this ledger's store keeps no projections")
+    return RecorderProjections(store)
+
+
+def auto_workers(notifications: int) -> int:
+    """Workers for a rebuild of ``notifications`` events: one per CPU (at most 4) once it pays off."""
+    if notifications < _PARALLEL_FROM:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def _shard_main(opener: LedgerOpener, url: str, spec: bytes, shard: tuple[int, int], events: Any) -> None:
+    """A worker: fold one shard of ``spec`` and report batches and the result on ``events``."""
+    index = shard[0]
+    try:
+        with opener(url) as ledger:
+            views = projections_of(ledger)
+
+            def report(done: BatchDone) -> None:
+                events.put(("batch", index, done.tracking, done.events))
+
+            runner = msgspec.msgpack.decode(spec, type=RebuildSpec).runner(
+                ledger, views, views, shard=Shard(*shard), on_batch=report
+            )
+            stats = runner.run()
+            checkpoints = runner.runner.checkpoints()
+        events.put(("done", index, msgspec.msgpack.encode(stats), checkpoints))
+    except BaseException as error:  # noqa: BLE001 - every failure is reported to the parent
+        events.put(("error", index, type(error).__name__, str(error)))
+
+
+def rebuild_in_shards(
+    opener: LedgerOpener,
+    url: str,
+    spec: RebuildSpec,
+    workers: int,
+    *,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunStats:
+    """Run ``workers`` processes, each folding one shard of the sessions; return their merged stats.
+
+    Each shard has its own checkpoint (``<view>@i/n``) committed with its rows, so a killed rebuild
+    resumes per shard when run again with the same number of workers. ``on_progress`` gets the
+    events folded so far (all shards).
+
+    Raises:
+        StoreError: a worker failed (its error is named); the other shards' committed batches stay.
+    """
+    context = multiprocessing.get_context("spawn")
+    events = context.Queue()
+    encoded = msgspec.msgpack.encode(spec)
+    processes = [
+        context.Process(
+            target=_shard_main, args=(opener, url, encoded, (i, workers), events), name=f"rebuild-{i}"
+        )
+        for i in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    results = _Results(workers, on_progress)
+    try:
+        while not results.complete():
+            try:
+                results.take(events.get(timeout=1.0))
+            except queues.Empty:
+                if not any(p.is_alive() for p in processes) and events.empty():
+                    results.failures.append("a worker exited without reporting")
+    finally:
+        for process in processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
+    if results.failures:
+        raise StoreError("rebuild failed: " + "; ".join(results.failures))
+    with opener(url) as ledger:
+        _hand_over(projections_of(ledger), results.checkpoints)
+    return _merged(list(results.done.values()))
+
+
+def _hand_over(store: RecorderProjections, checkpoints: dict[str, int]) -> None:
+    """Move each view's own checkpoint to the position all its shards passed (never back).
+
+    Every session's row is then at least that far, so one unsharded runner (a live tail) goes on
+    from there; rows it folds again come out the same.
+    """
+    commits = [
+        ProjectionCommit(name, name, position, {})
+        for name, position in checkpoints.items()
+        if store.load_tracking(name) < position
+    ]
+    if commits:
+        store.commit_many(commits)
+
+
+class _Results:
+    """What the workers reported: events folded per shard, finished shards, failures."""
+
+    def __init__(self, workers: int, on_progress: Callable[[int], None] | None) -> None:
+        self.workers = workers
+        self.on_progress = on_progress
+        self.folded = [0] * workers
+        self.done: dict[int, RunStats] = {}
+        self.failures: list[str] = []
+        self.checkpoints: dict[str, int] = {}
+        """Each view's position every shard has passed (its unsharded checkpoint after the run)."""
+
+    def complete(self) -> bool:
+        return len(self.done) + len(self.failures) >= self.workers
+
+    def take(self, message: tuple[Any, ...]) -> None:
+        kind, index, *rest = message
+        if kind == "batch":
+            self.folded[index] += int(rest[1])
+            if self.on_progress is not None:
+                self.on_progress(sum(self.folded))
+        elif kind == "done":
+            self.done[index] = msgspec.msgpack.decode(rest[0], type=RunStats)
+            for name, position in rest[1].items():
+                base = name.rpartition("@")[0] or name
+                self.checkpoints[base] = min(self.checkpoints.get(base, position), position)
+        else:
+            self.failures.append(f"shard {index}: {rest[0]}: {rest[1]}")
+
+
+def _merged(parts: list[RunStats]) -> RunStats:
+    total = RunStats(
+        started_at=min((p.started_at for p in parts), default=0),
+        tracking=min((p.tracking for p in parts), default=0),
+    )
+    for part in parts:
+        total.batches += part.batches
+        total.events += part.events
+        total.failed.update(part.failed)
+    return total

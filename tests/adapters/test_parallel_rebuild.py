@@ -1,0 +1,115 @@
+"""Rebuilds over worker processes: rows as one process writes, per-shard checkpoints, a tail after."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import contextledger
+import pytest
+from contextledger.adapters.importers.service import import_file
+from contextledger.adapters.parallel_rebuild import auto_workers, projections_of, rebuild_in_shards
+from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.application.rebuild import RebuildSpec
+from contextledger.application.view_runner import Shard
+from contextledger.domain.errors import StoreError, ValidationError
+from contextledger.projections.presets import get_preset
+
+from tests.conftest import TRANSCRIPTS
+
+_DOCS = {"FORMATS.md", "PROVENANCE.md"}
+_VIEWS = ("summaries", "calls", "search")
+
+
+@pytest.fixture(scope="module")
+def full_db(tmp_path_factory) -> Path:
+    """A SQLite ledger file holding every real transcript, with a summary and a recorded call."""
+    path = tmp_path_factory.mktemp("shards") / "ledger.db"
+    with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
+        for file in sorted(TRANSCRIPTS.iterdir()):
+            if file.name not in _DOCS:
+                assert import_file(ledger, file).ok
+        longest = max(ledger.sessions(), key=lambda s: s.events).session_id
+        ledger.record_summary(
+            longest, covers_from=2, covers_through=6, text="SUMMARY of the start", produced_at=8
+        )
+    return path
+
+
+@pytest.fixture
+def url(full_db: Path, tmp_path: Path) -> str:
+    """A private copy of the full ledger."""
+    copy = tmp_path / "ledger.db"
+    shutil.copy(full_db, copy)
+    return f"sqlite:///{copy}"
+
+
+def _spec(name: str) -> RebuildSpec:
+    return RebuildSpec(
+        get_preset("default").model_dump_json(), audit_views=_VIEWS, projection=name, views_suffix=f"/{name}"
+    )
+
+
+def _all_rows(views: RecorderProjections, names: list[str]) -> dict[str, dict[str, tuple[int, bytes]]]:
+    out = {}
+    for name in names:
+        out[name] = {key: views.load_row(name, key) for key in views.row_keys(name)}
+    return out
+
+
+def _names(name: str) -> list[str]:
+    return [name, f"summaries/v1/{name}", f"model_calls/v1/{name}", f"search/v1/{name}"]
+
+
+def test_two_workers_write_the_rows_one_process_writes(url):
+    """Shards fold disjoint sessions into the same rows: byte-identical to an unsharded rebuild."""
+    stats = rebuild_in_shards(contextledger.open_ledger, url, _spec("two"), 2)
+    with contextledger.open_ledger(url) as ledger:
+        views = projections_of(ledger)
+        one = _spec("one").runner(ledger, views, views).run()
+        two_rows = _all_rows(views, _names("two"))
+        one_rows = _all_rows(views, _names("one"))
+        assert stats.failed == one.failed == {}
+        assert stats.events == one.events  # each event is decoded and folded by exactly one shard
+        for a, b in zip(_names("two"), _names("one"), strict=True):
+            assert two_rows[a] == one_rows[b]
+        assert len(two_rows["two"]) == len(ledger.sessions())
+        head = int(views.store.recorder.max_notification_id() or 0)
+        # Each shard's checkpoint, and the hand-over of the view's own checkpoint to the tail.
+        assert views.load_tracking("two@0/2") == views.load_tracking("two@1/2") == head
+        assert views.load_tracking("two") == head
+
+
+def test_a_tail_after_a_sharded_rebuild_folds_only_new_events(url):
+    """After the hand-over one unsharded runner goes on from the shards' position, not from zero."""
+    rebuild_in_shards(contextledger.open_ledger, url, _spec("two"), 2)
+    with contextledger.open_ledger(url) as ledger:
+        views = projections_of(ledger)
+        session = ledger.sessions()[0].session_id
+        ledger.append(session, contextledger.UserMessage(content="one more question"))
+        tail = _spec("two").runner(ledger, views, views).run()
+        assert tail.events == 1
+        scratch = _spec("scratch").runner(ledger, views, views)
+        scratch.run()
+        assert views.load_row("two", session) == views.load_row("scratch", session)
+
+
+def test_a_failing_worker_is_named_and_the_other_shards_keep_their_batches(url, tmp_path):
+    """A worker that cannot open the ledger fails the rebuild with a StoreError naming its shard."""
+    missing = f"sqlite:///{tmp_path / 'nope' / 'ledger.db'}"
+    with pytest.raises(StoreError, match="shard"):
+        rebuild_in_shards(contextledger.open_ledger, missing, _spec("bad"), 2)
+
+
+def test_shards_split_sessions_by_a_stable_hash():
+    """A stream and its ``::`` side streams land in the same shard; shard numbers are checked."""
+    shards = [Shard(i, 3) for i in range(3)]
+    for session in ["a", "b", "session-42", "x::y"]:
+        holders = [s for s in shards if s.holds(session)]
+        assert len(holders) == 1
+        assert holders[0].holds(f"{session}::summaries")
+        assert holders[0].holds(f"{session}::calls")
+    with pytest.raises(ValidationError):
+        Shard(3, 3)
+    assert auto_workers(10) == 1
+    assert auto_workers(10_000_000) >= 1
