@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import queue as queues
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -54,22 +55,49 @@ def _start_method(url: str) -> str:
     return "fork" if embedded and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _shard_main(opener: LedgerOpener, url: str, spec: bytes, shard: tuple[int, int], events: Any) -> None:
-    """A worker: fold one shard of ``spec`` and report batches and the result on ``events``."""
-    index = shard[0]
+class _Orphaned(Exception):  # noqa: N818 - a signal to stop, not an error to report
+    """The parent of a worker is gone."""
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one worker is handed (picklable: the opener is a module-level function)."""
+
+    opener: LedgerOpener
+    url: str
+    spec: bytes
+    shard: tuple[int, int]
+    parent: int
+
+
+def _stop_if_orphaned(parent: int) -> None:
+    if os.getppid() != parent:
+        raise _Orphaned
+
+
+def _shard_main(job: _Job, events: Any) -> None:
+    """A worker: fold one shard of ``job.spec`` and report batches and the result on ``events``.
+
+    A worker whose parent died (killed with -9, say) stops after its current batch commits; the
+    next rebuild resumes every shard from its checkpoint.
+    """
+    index = job.shard[0]
     try:
-        with opener(url) as ledger:
+        with job.opener(job.url) as ledger:
             views = projections_of(ledger)
 
             def report(done: BatchDone) -> None:
+                _stop_if_orphaned(job.parent)
                 events.put(("batch", index, done.tracking, done.events))
 
-            runner = msgspec.msgpack.decode(spec, type=RebuildSpec).runner(
-                ledger, views, views, shard=Shard(*shard), on_batch=report
+            runner = msgspec.msgpack.decode(job.spec, type=RebuildSpec).runner(
+                ledger, views, views, shard=Shard(*job.shard), on_batch=report
             )
             stats = runner.run()
             checkpoints = runner.runner.checkpoints()
         events.put(("done", index, msgspec.msgpack.encode(stats), checkpoints))
+    except _Orphaned:
+        return
     except BaseException as error:  # noqa: BLE001 - every failure is reported to the parent
         events.put(("error", index, type(error).__name__, str(error)))
 
@@ -96,7 +124,9 @@ def rebuild_in_shards(
     encoded = msgspec.msgpack.encode(spec)
     processes = [
         context.Process(
-            target=_shard_main, args=(opener, url, encoded, (i, workers), events), name=f"rebuild-{i}"
+            target=_shard_main,
+            args=(_Job(opener, url, encoded, (i, workers), os.getpid()), events),
+            name=f"rebuild-{i}",
         )
         for i in range(workers)
     ]

@@ -60,8 +60,12 @@ def _views_of(ledger: Ledger, *, json_output: bool) -> RecorderProjections:
 
 def _build(
     ledger: Ledger, store: RecorderProjections, spec: RebuildSpec, workers: int, *, quiet: bool
-) -> str:
-    """Record the version's config and build it (in worker processes when it pays); return its name."""
+) -> tuple[str, dict[str, int]]:
+    """Record the version's config and build it (in worker processes when it pays).
+
+    Returns its name and what this run folded: events, batches, the checkpoint it started from
+    (the lowest, when sharded) and the one it reached, and the number of workers.
+    """
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
     from contextledger.application.rebuild import record_config  # noqa: PLC0415
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
@@ -82,14 +86,22 @@ def _build(
         task = progress.add_task("rebuild", total=head)
         if count == 1:
             runner.on_batch = lambda done: progress.update(task, completed=done.tracking)
-            runner.run()
+            stats = runner.run()
         else:
             url = ledger.ports.url
-            rebuild_in_shards(
+            stats = rebuild_in_shards(
                 ledger_opener(), url, spec, count, on_progress=lambda n: progress.update(task, completed=n)
             )
         progress.update(task, completed=head)
-    return runner.projection
+    folded = {
+        "events": stats.events,
+        "batches": stats.batches,
+        "from": stats.started_at,
+        "to": stats.tracking,
+        "workers": count,
+        "failed": len(stats.failed),
+    }
+    return runner.projection, folded
 
 
 def _follow(ledger: Ledger, store: RecorderProjections, spec: RebuildSpec) -> None:
@@ -144,7 +156,7 @@ def register(app: typer.Typer) -> None:
         """Build the context projection of a policy beside the live one, compare them, optionally switch.
 
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
-        --json prints {"version", "switched", "dropped", "live", "candidate", "differing"}.
+        --json prints {"version", "switched", "dropped", "live", "candidate", "differing", "folded"}.
         The same pass keeps the policy-free views (--views); large ledgers rebuild in --workers
         processes, each folding a share of the sessions (one checkpoint per share).
         """
@@ -161,7 +173,7 @@ def register(app: typer.Typer) -> None:
                 if drop is not None and drop == views_store.active(CONTEXT_VIEW) and not switch:
                     raise fail(f"{drop} is the active version: switch first", json_output=json_output)
                 spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)
-                version = _build(ledger, views_store, spec, workers, quiet=json_output)
+                version, folded = _build(ledger, views_store, spec, workers, quiet=json_output)
                 comparison = compare_versions(ledger, views_store, version)
                 if switch:
                     views_store.activate(CONTEXT_VIEW, version)
@@ -180,10 +192,15 @@ def register(app: typer.Typer) -> None:
                             "live": comparison.live,
                             "candidate": comparison.candidate,
                             "differing": comparison.differing,
+                            "folded": folded,
                         }
                     )
                 else:
                     _print(comparison, version, switched=switch)
+                    out_console().print(
+                        f"folded {folded['events']:,} events in {folded['batches']:,} batches "
+                        f"(checkpoint {folded['from']:,} -> {folded['to']:,}, {folded['workers']} worker(s))"
+                    )
                 if follow:
                     _follow(ledger, views_store, spec)
 
