@@ -10,6 +10,7 @@ woken by the store (LISTEN/NOTIFY on PostgreSQL, a cheap poll elsewhere).
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
 import zlib
@@ -40,6 +41,12 @@ def session_of(stream_id: str) -> str:
     return stream_id.partition("::")[0]
 
 
+@functools.lru_cache(maxsize=65_536)
+def _shard_of(stream_id: str, count: int) -> int:
+    """The shard of a stream's session (remembered: a rebuild asks once per event, streams repeat)."""
+    return zlib.crc32(session_of(stream_id).encode()) % count
+
+
 class Shard(msgspec.Struct, frozen=True):
     """One of ``count`` runners that together fold every session: this one folds ``index``'s share."""
 
@@ -55,7 +62,7 @@ class Shard(msgspec.Struct, frozen=True):
         """Whether this shard folds the session of ``stream_id`` (a stable hash of its id)."""
         if self.count == 1:
             return True
-        return zlib.crc32(session_of(stream_id).encode()) % self.count == self.index
+        return _shard_of(stream_id, self.count) == self.index
 
     def checkpoint(self, view: str) -> str:
         """The name of this shard's checkpoint of ``view`` (the view's own name when unsharded)."""
