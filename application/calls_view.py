@@ -7,7 +7,7 @@ from datetime import datetime
 
 import msgspec
 import structlog
-from contextledger.application.view_runner import Rows
+from contextledger.application.view_runner import KnownRows, Rows
 from contextledger.domain.errors import ContextLedgerError, StoreError
 from contextledger.domain.events import DispositionRun, ModelCallRecorded, ModelCallUsageReported
 from contextledger.domain.ports import Notification, ProjectionStore
@@ -164,22 +164,16 @@ class CallsView:
         self.store = store
         self.name = name
         self.failed: dict[str, str] = {}
-        self._written: set[str] = set()
-        """Sessions whose rows this view wrote (only their calls may have rows, when it started empty)."""
-        self._empty_at_start = False
-        """Whether rows exist only for what ``_written`` names (no row is read back for the rest)."""
-        self._folded_upto = 0
+        self.known = KnownRows()
 
     def begin(self, tracking: int) -> None:
         """Note whether every row is known: the view starts empty, or resumes where this instance left it."""
-        if tracking == 0:
-            self._written.clear()
-        self._empty_at_start = tracking == 0 or (self._empty_at_start and tracking == self._folded_upto)
+        self.known.begin(tracking)
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the call records and usage reports of a batch into their calls' rows."""
         del after
-        self._folded_upto = upto
+        self.known.folded_upto = upto
         touched: dict[str, list[Notification]] = {}
         for note in batch:
             session_id, _, kind = note.stream_id.partition("::")
@@ -189,7 +183,7 @@ class CallsView:
             {
                 call_key(session_id, note.event.call_id)
                 for session_id, notes in touched.items()
-                if not self._empty_at_start or session_id in self._written
+                if self.known.may_exist(session_id)
                 for note in notes
                 if isinstance(note.event, ModelCallRecorded | ModelCallUsageReported)
             }
@@ -205,7 +199,7 @@ class CallsView:
                 continue
             rows.update(folded)
             if folded:
-                self._written.add(session_id)
+                self.known.written.add(session_id)
         return {self.name: rows}
 
     @staticmethod

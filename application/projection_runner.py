@@ -14,6 +14,7 @@ from contextledger.application.token_rows import TokenRows
 from contextledger.application.view_runner import (
     BATCH_SIZE,
     BatchDone,
+    KnownRows,
     Rows,
     RunStats,
     Shard,
@@ -86,18 +87,20 @@ class ContextView:
         self.failed: dict[str, str] = {}
         self._max_states = max_states
         self._warm: OrderedDict[str, int] = OrderedDict()
-        self._written: set[str] = set()
+        self.known = KnownRows()
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
-        self._empty_at_start = False
 
     def begin(self, tracking: int) -> None:
-        """Note whether the view starts empty (then no row is read back until written)."""
-        if not self._warm and not self._written:
-            self._empty_at_start = tracking == 0
+        """Note where the view resumes; forget what memory holds if another runner moved it since."""
+        if not self.known.begin(tracking):
+            self._warm.clear()
+            self._artifacts.clear()
+            self.renderer.forget()
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
+        self.known.folded_upto = upto
         touched: dict[str, int] = {}
         mains: list[tuple[Notification, int]] = []
         virtual = self.renderer.ledger.forks.virtual_position
@@ -152,7 +155,7 @@ class ContextView:
     def _fold_session(
         self, session_id: str, at: int, row: tuple[int, bytes] | None, events: list[CountedEvent]
     ) -> bytes | None:
-        known = session_id in self._warm or row is not None or self._empty_at_start
+        known = session_id in self._warm or row is not None or self.known.complete
         contiguous = (
             bool(events) and events[-1].seq == at and events[-1].seq - events[0].seq == len(events) - 1
         )
@@ -171,7 +174,7 @@ class ContextView:
             log.warning("projection_session_failed", projection=self.name, session_id=session_id)
             return None
         self._artifacts.pop(session_id, None)
-        self._written.add(session_id)
+        self.known.written.add(session_id)
         self._warm[session_id] = at
         self._warm.move_to_end(session_id)
         while len(self._warm) > self._max_states:
@@ -183,9 +186,7 @@ class ContextView:
 
     def _may_have_row(self, session_id: str) -> bool:
         """Whether a row must be read: not in memory, nor known absent (empty at start, not written since)."""
-        if session_id in self._warm:
-            return False
-        return not self._empty_at_start or session_id in self._written
+        return session_id not in self._warm and self.known.may_exist(session_id)
 
 
 class ProjectionRunner:

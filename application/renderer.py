@@ -195,6 +195,11 @@ class Renderer:
         cached = self._states[key]
         return encode_row(state, cached.summaries, cached.tool_names)
 
+    def forget(self) -> None:
+        """Drop every folded state kept in memory (the next request starts from a row or the log)."""
+        self._states.clear()
+        self._persisted.clear()
+
     def _advance(
         self,
         session_id: str,

@@ -8,7 +8,7 @@ from datetime import datetime
 import msgspec
 import structlog
 from contextledger.application.summary_log import Status
-from contextledger.application.view_runner import Rows
+from contextledger.application.view_runner import KnownRows, Rows
 from contextledger.domain.content import text_chars, text_preview
 from contextledger.domain.errors import ContextLedgerError, StoreError
 from contextledger.domain.events import (
@@ -255,27 +255,22 @@ class SummariesView:
         self.store = store
         self.name = name
         self.failed: dict[str, str] = {}
-        self._written: set[str] = set()
-        self._empty_at_start = False
-        """Whether rows exist only for what ``_written`` names (no row is read back for the rest)."""
-        self._folded_upto = 0
+        self.known = KnownRows()
 
     def begin(self, tracking: int) -> None:
         """Note whether every row is known: the view starts empty, or resumes where this instance left it."""
-        if tracking == 0:
-            self._written.clear()
-        self._empty_at_start = tracking == 0 or (self._empty_at_start and tracking == self._folded_upto)
+        self.known.begin(tracking)
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the summary events of a batch into the rows of the sessions they belong to."""
         del after
-        self._folded_upto = upto
+        self.known.folded_upto = upto
         touched: dict[str, list[Recorded]] = {}
         for note in batch:
             session_id, _, kind = note.stream_id.partition("::")
             if kind == _KIND:
                 touched.setdefault(session_id, []).append(Recorded(note.position, note.event))
-        keys = [s for s in touched if not self._empty_at_start or s in self._written]
+        keys = [s for s in touched if self.known.may_exist(s)]
         stored = self.store.load_rows(self.name, keys) if keys else {}
         rows: Rows = {}
         for session_id, events in touched.items():
@@ -287,5 +282,5 @@ class SummariesView:
                 log.warning("summaries_view_session_failed", view=self.name, session_id=session_id)
                 continue
             rows[session_id] = (row.position, _ENCODE(row))
-            self._written.add(session_id)
+            self.known.written.add(session_id)
         return {self.name: rows}

@@ -28,7 +28,7 @@ from contextledger.domain.ports import (
     ProjectionStore,
 )
 
-__all__ = ["BATCH_SIZE", "BatchDone", "RunStats", "Shard", "View", "ViewRunner", "session_of"]
+__all__ = ["BATCH_SIZE", "BatchDone", "KnownRows", "RunStats", "Shard", "View", "ViewRunner", "session_of"]
 
 BATCH_SIZE = 1_000
 """Notifications folded and committed per transaction (one per event measured ~20x slower)."""
@@ -91,6 +91,34 @@ class View(Protocol):
         caches, such as per-event token counts) commit in the same transaction without one.
         """
         ...
+
+
+class KnownRows:
+    """Which of a view's rows an instance can vouch for, so that it reads back only rows that may exist.
+
+    When the view starts empty, rows exist only for the sessions this instance wrote; that stays
+    true while it resumes exactly where it left off. If its checkpoint moved meanwhile (another
+    runner folded the view), any row may exist and every touched session's row is read back.
+    """
+
+    def __init__(self) -> None:
+        self.written: set[str] = set()
+        self.complete = False
+        """Whether rows exist only for the sessions in ``written``."""
+        self.folded_upto = 0
+
+    def begin(self, tracking: int) -> bool:
+        """Note the checkpoint a catch-up starts from; return whether this instance's memory is current."""
+        current = tracking == self.folded_upto and (tracking > 0 or self.complete)
+        if tracking == 0:
+            self.written.clear()
+        self.complete = tracking == 0 or (self.complete and current)
+        self.folded_upto = tracking
+        return current
+
+    def may_exist(self, session_id: str) -> bool:
+        """Whether a row of ``session_id`` may be in the store."""
+        return not self.complete or session_id in self.written
 
 
 class BatchDone(msgspec.Struct, frozen=True):

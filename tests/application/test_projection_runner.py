@@ -238,3 +238,25 @@ def test_a_forked_session_folds_at_its_session_positions(tmp_path):
             assert position == ledger.version(session_id)
             assert row_state(ledger, session_id, data) == fresh.state(session_id, fresh.projector("default"))
         assert ledger.version(fork) == 9
+
+
+def test_two_runners_taking_turns_on_one_checkpoint_agree_with_a_rebuild(tmp_path):
+    """A runner resuming after another moved its checkpoint reads rows back instead of trusting its memory."""
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'turns.db'}") as ledger:
+        ledger.start_session(session_id="s", system_prompt="sys")
+        for number in range(10):
+            ledger.add_user_message("s", f"question {number} " + "words " * 30)
+        views = _views(ledger)
+        first = ProjectionRunner(ledger, views, views, projection="turns")
+        first.run()
+        for number in range(10, 20):
+            ledger.add_user_message("s", f"question {number} " + "words " * 30)
+        ledger.record_summary("s", covers_from=2, covers_through=12, text="SUMMARY of 2-12", produced_at=15)
+        ProjectionRunner(ledger, views, views, projection="turns").run()  # another runner, same checkpoint
+        for number in range(20, 25):
+            ledger.add_user_message("s", f"question {number} " + "words " * 30)
+        first.run()
+        ProjectionRunner(ledger, views, views, projection="scratch").run()
+        assert views.load_row("turns", "s") == views.load_row("scratch", "s")
+        state = row_state(ledger, "s", (views.load_row("turns", "s") or (0, b""))[1])
+        assert [s.summary_id for s in state.available] != []
