@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue as queues
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,8 +52,9 @@ def _start_method(url: str) -> str:
     connections and never touches the parent's; it ends with ``os._exit`` (multiprocessing's way),
     so no inherited connection is closed from the child.
     """
-    embedded = url.startswith(("sqlite:", "memory:"))
-    return "fork" if embedded and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    embedded = url.startswith("sqlite:")
+    alone = threading.active_count() == 1  # a thread holding a lock at the fork would leave it held
+    return "fork" if embedded and alone and "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
 class _Orphaned(Exception):  # noqa: N818 - a signal to stop, not an error to report
@@ -116,9 +118,31 @@ def rebuild_in_shards(
     resumes per shard when run again with the same number of workers. ``on_progress`` gets the
     events folded so far (all shards).
 
+    While the workers run, this process holds the leases of the views' own checkpoints, so no
+    tail folds the same rows meanwhile; at the end it hands those checkpoints over (``_hand_over``).
+
     Raises:
+        ConfigError: the ledger is in memory (it lives in one process).
+        ProjectionLockedError: a tail or another rebuild holds one of the views.
         StoreError: a worker failed (its error is named); the other shards' committed batches stay.
     """
+    if url.startswith("memory:"):
+        raise ConfigError("a memory:// ledger lives in one process: rebuild it with one worker")
+    with opener(url) as ledger:
+        store = projections_of(ledger)
+        with spec.runner(ledger, store, store).runner.leases():
+            stats, checkpoints = _run_workers(opener, url, spec, workers, on_progress)
+            _hand_over(store, checkpoints)
+    return stats
+
+
+def _run_workers(
+    opener: LedgerOpener,
+    url: str,
+    spec: RebuildSpec,
+    workers: int,
+    on_progress: Callable[[int], None] | None,
+) -> tuple[RunStats, dict[str, int]]:
     context: Any = multiprocessing.get_context(_start_method(url))
     events = context.Queue()
     encoded = msgspec.msgpack.encode(spec)
@@ -147,9 +171,7 @@ def rebuild_in_shards(
                 process.kill()
     if results.failures:
         raise StoreError("rebuild failed: " + "; ".join(results.failures))
-    with opener(url) as ledger:
-        _hand_over(projections_of(ledger), results.checkpoints)
-    return _merged(list(results.done.values()))
+    return _merged(list(results.done.values())), results.checkpoints
 
 
 def _hand_over(store: RecorderProjections, checkpoints: dict[str, int]) -> None:

@@ -88,14 +88,19 @@ def decode_row(ledger: Ledger, session_id: str, data: bytes) -> ContextRow:
     """Decode a row and put back, from the session's events, what it left out.
 
     Raises:
-        EventDecodeError: an event the row names is missing or has no inline content.
+        EventDecodeError: the row does not decode (another format), or an event it names is
+            missing or has no inline content.
     """
-    row = _DECODER.decode(data)
+    try:
+        row = _DECODER.decode(data)
+    except msgspec.DecodeError as error:
+        msg = f"context row of {session_id!r} does not decode ({error}): rebuild the version"
+        raise EventDecodeError(msg) from error
     if not row.from_log and not row.system_from_log:
         return row
-    wanted = set(row.from_log)
-    first = 1 if row.system_from_log else row.from_log[0]
-    last = row.from_log[-1] if row.from_log else 1
+    wanted = set(row.from_log)  # in window order: a late tool result joins its call's earlier group
+    first = 1 if row.system_from_log else min(wanted)
+    last = max(wanted, default=1)
     events = {
         r.seq: r.event
         for r in ledger.events(session_id, after=first - 1, upto=last)

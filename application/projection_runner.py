@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import structlog
@@ -22,7 +21,7 @@ from contextledger.application.view_runner import (
     ViewRunner,
 )
 from contextledger.domain.errors import ContextLedgerError
-from contextledger.domain.events import Recorded, SummaryRecorded
+from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import (
     Notification,
     NotificationReader,
@@ -85,8 +84,6 @@ class ContextView:
         self.name = projection or projection_version(self.projector)
         self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
         self.failed: dict[str, str] = {}
-        self._max_states = max_states
-        self._warm: OrderedDict[str, int] = OrderedDict()
         self.known = KnownRows()
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
@@ -94,7 +91,6 @@ class ContextView:
     def begin(self, tracking: int) -> None:
         """Note where the view resumes; forget what memory holds if another runner moved it since."""
         if not self.known.begin(tracking):
-            self._warm.clear()
             self._artifacts.clear()
             self.renderer.forget()
 
@@ -108,7 +104,7 @@ class ContextView:
             stream, _, kind = note.stream_id.partition("::")
             if not kind:
                 position = virtual(stream, note.position, note.event)  # a fork's follow its parent's
-                touched[stream] = position
+                touched[stream] = _session_head(position, note.event)
                 mains.append((note, position))
             elif kind == _SUMMARIES:
                 touched.setdefault(stream, 0)
@@ -119,7 +115,7 @@ class ContextView:
         rows: Rows = {}
         for session_id, seen in touched.items():
             row = stored.get(session_id)
-            at = max(seen, self._warm.get(session_id, 0), row[0] if row else 0)
+            at = max(seen, self.renderer.position_of(session_id, self.projector), row[0] if row else 0)
             if at == 0:
                 continue  # an artifact of a session with no events yet
             data = self._fold_session(session_id, at, row, read.get(session_id, []))
@@ -155,10 +151,14 @@ class ContextView:
     def _fold_session(
         self, session_id: str, at: int, row: tuple[int, bytes] | None, events: list[CountedEvent]
     ) -> bytes | None:
-        known = session_id in self._warm or row is not None or self.known.complete
-        contiguous = (
-            bool(events) and events[-1].seq == at and events[-1].seq - events[0].seq == len(events) - 1
-        )
+        # The artifacts seen in the notifications are all there are when the state is in memory, or
+        # when the view started empty and this session has no row; after reading a row back (a
+        # restart, an eviction) every artifact is read, since some may not have been due yet.
+        in_memory = self.renderer.position_of(session_id, self.projector) > 0
+        complete = in_memory or (row is None and self.known.complete)
+        pending = self._artifacts.get(session_id, [])
+        last = events[-1].seq if events else 0
+        contiguous = last == at and last - events[0].seq == len(events) - 1
         try:
             data = self.renderer.fold_row(
                 session_id,
@@ -166,19 +166,18 @@ class ContextView:
                 at,
                 row[1] if row else None,
                 events=events if contiguous else (),
-                # Artifacts recorded before this run are folded into a known state already.
-                summaries=self._artifacts.get(session_id, []) if known else None,
+                summaries=pending if complete else None,
             )
         except ContextLedgerError as error:
             self.failed[session_id] = str(error)
             log.warning("projection_session_failed", projection=self.name, session_id=session_id)
             return None
-        self._artifacts.pop(session_id, None)
+        later = [s for s in pending if s.produced_at > at]  # not due yet: kept until the state gets there
+        if later:
+            self._artifacts[session_id] = later
+        else:
+            self._artifacts.pop(session_id, None)
         self.known.written.add(session_id)
-        self._warm[session_id] = at
-        self._warm.move_to_end(session_id)
-        while len(self._warm) > self._max_states:
-            self._warm.popitem(last=False)
         return data
 
     def _stored(self, keys: list[str]) -> Rows:
@@ -186,7 +185,15 @@ class ContextView:
 
     def _may_have_row(self, session_id: str) -> bool:
         """Whether a row must be read: not in memory, nor known absent (empty at start, not written since)."""
-        return session_id not in self._warm and self.known.may_exist(session_id)
+        in_memory = self.renderer.position_of(session_id, self.projector) > 0
+        return not in_memory and self.known.may_exist(session_id)
+
+
+def _session_head(position: int, event: AnyEvent) -> int:
+    """The session's position after an event: a fork's first event already brings its parent's prefix."""
+    if isinstance(event, SessionStarted) and event.parent is not None:
+        return max(position, event.parent.position)
+    return position
 
 
 class ProjectionRunner:

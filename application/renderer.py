@@ -16,6 +16,7 @@ from contextledger.application.token_cache import CachedTokenCounter
 from contextledger.domain.errors import (
     ConfigError,
     ContextLedgerError,
+    EventDecodeError,
     ProjectionConfigError,
     ValidationError,
 )
@@ -182,10 +183,14 @@ class Renderer:
         """
         key = self._key(session_id, projector)
         if key not in self._states and stored is not None:
-            row = decode_row(self.ledger, session_id, stored)
-            restored = _Cached(row.state, set(row.summaries), row.state.position, set(row.tool_names))
-            self._persisted[key] = row.state.position
-            self._remember(key, restored)
+            try:
+                row = decode_row(self.ledger, session_id, stored)
+            except EventDecodeError as error:  # derived: an unreadable row only means folding from the log
+                log.warning("projection_row_unreadable", session_id=session_id, problem=str(error))
+            else:
+                restored = _Cached(row.state, set(row.summaries), row.state.position, set(row.tool_names))
+                self._persisted[key] = row.state.position
+                self._remember(key, restored)
         if events:
             self.reader.preread[session_id] = list(events)
         try:
@@ -194,6 +199,11 @@ class Renderer:
             self.reader.preread.pop(session_id, None)
         cached = self._states[key]
         return encode_row(state, cached.summaries, cached.tool_names)
+
+    def position_of(self, session_id: str, projector: Projector) -> int:
+        """The position of the session's state kept in memory for ``projector``, 0 when none is kept."""
+        cached = self._states.get(self._key(session_id, projector))
+        return 0 if cached is None else cached.state.position
 
     def forget(self) -> None:
         """Drop every folded state kept in memory (the next request starts from a row or the log)."""

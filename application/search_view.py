@@ -85,7 +85,9 @@ class SearchView:
         rows: Rows = {}
         for end in sorted(p for p in by_position if p % self.chunk == 0):
             start = end - self.chunk
-            first = min(p for p in by_position if p > start)
+            first = end  # the batch's run of positions ending the chunk (a fork's first event stands apart)
+            while first - 1 > start and first - 1 in by_position:
+                first -= 1
             words: set[str] = set()
             if first > start + 1:
                 self.read_back += 1

@@ -195,7 +195,7 @@ class ViewRunner:
 
     def run(self) -> RunStats:
         """Take the leases, fold every notification after the checkpoints, release the leases."""
-        with self._leases():
+        with self.leases():
             return self.catch_up()
 
     def follow(
@@ -208,7 +208,7 @@ class ViewRunner:
     ) -> RunStats:
         """Catch up, then tail new notifications until ``stop()``: woken by ``waiter`` or every ``poll`` s."""
         total = RunStats()
-        with self._leases():
+        with self.leases():
             while True:
                 stats = self.catch_up()
                 total.batches += stats.batches
@@ -233,7 +233,8 @@ class ViewRunner:
         return [self.shard.checkpoint(view.name) for view in self.views]
 
     @contextmanager
-    def _leases(self) -> Iterator[None]:
+    def leases(self) -> Iterator[None]:
+        """Hold every checkpoint's one-writer lease (a sharded rebuild's parent holds the unsharded ones)."""
         with ExitStack() as held:
             for name in self._names():
                 held.callback(self.store.acquire(name).release)

@@ -229,7 +229,7 @@ class ProjectionStore(Protocol):
         ...
 
     def drop(self, projection: str) -> None:
-        """Delete the rows and tracking of ``projection`` (the registry is left as it is)."""
+        """Delete the rows and checkpoints (its shards' too) of ``projection``; the registry stays."""
         ...
 
     def activate(self, name: str, version: str) -> None:

@@ -81,18 +81,23 @@ def _build(
         TimeRemainingColumn(),
         console=err_console(),
         disable=quiet,
+        auto_refresh=False,  # no refresh thread: worker processes are forked from this one
     )
     with progress:
         task = progress.add_task("rebuild", total=head)
         if count == 1:
-            runner.on_batch = lambda done: progress.update(task, completed=done.tracking)
+            runner.on_batch = lambda done: progress.update(task, completed=done.tracking, refresh=True)
             stats = runner.run()
         else:
             url = ledger.ports.url
             stats = rebuild_in_shards(
-                ledger_opener(), url, spec, count, on_progress=lambda n: progress.update(task, completed=n)
+                ledger_opener(),
+                url,
+                spec,
+                count,
+                on_progress=lambda n: progress.update(task, completed=n, refresh=True),
             )
-        progress.update(task, completed=head)
+        progress.update(task, completed=head, refresh=True)
     folded = {
         "events": stats.events,
         "batches": stats.batches,

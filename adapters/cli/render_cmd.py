@@ -132,8 +132,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--from-projection",
-                help="Serve only from the active context projection; refuse if it was built under "
-                "another policy, budget or tokenizer (the error names the rebuild command).",
+                help="Serve from the active context projection (events newer than its rows are folded "
+                "from the log); refuse if it was built under another policy, budget or tokenizer (the "
+                "error names the rebuild command).",
             ),
         ] = False,
         db: DbOption = None,

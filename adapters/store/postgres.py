@@ -27,7 +27,7 @@ from psycopg.sql import SQL, Composable, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
 active versions). Schemas created before are migrated on open."""
 

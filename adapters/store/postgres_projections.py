@@ -16,7 +16,12 @@ __all__ = ["PostgresProjectionTables", "projection_statements"]
 
 
 def projection_statements(schema: str, prefix: str) -> list[Composed]:
-    """The CREATE statements of the projection tables (schema version 3)."""
+    """The CREATE statements of the projection tables (schema version 4).
+
+    Row keys compare byte-wise (``COLLATE "C"``, as SQLite does), so that key ranges (a session's
+    calls, chunks, token blocks) are read through the primary key's index whatever the database's
+    collation; schema 3 tables are altered to it.
+    """
 
     def table(name: str) -> Composed:
         return SQL("{}.{}").format(Identifier(schema), Identifier(f"{prefix}_{name}"))
@@ -26,9 +31,10 @@ def projection_statements(schema: str, prefix: str) -> list[Composed]:
             table("projection_tracking")
         ),
         SQL(
-            "CREATE TABLE IF NOT EXISTS {} (projection text, key text, position bigint NOT NULL, "
+            'CREATE TABLE IF NOT EXISTS {} (projection text, key text COLLATE "C", position bigint NOT NULL, '
             "state bytea NOT NULL, PRIMARY KEY (projection, key))"
         ).format(table("projection_rows")),
+        SQL('ALTER TABLE {} ALTER COLUMN key TYPE text COLLATE "C"').format(table("projection_rows")),
         SQL("CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY, version text NOT NULL)").format(
             table("projection_active")
         ),
@@ -75,6 +81,9 @@ class PostgresProjectionTables:
         del owner
         tracking_table = self._ptable("projection_tracking")
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            # Derived rows: the commit does not wait for the WAL flush (a crash of the server may undo the
+            # last batches, rows and checkpoint together, which the runner redoes; nothing is half-written).
+            curs.execute("SET LOCAL synchronous_commit = off")
             for commit in commits:
                 if commit.tracking_of:
                     self._check_tracking(curs, commit)
@@ -122,12 +131,11 @@ class PostgresProjectionTables:
     def projection_range(
         self, projection: str, after_key: str, upto_key: str
     ) -> dict[str, tuple[int, bytes]]:
-        """Return the rows with ``after_key < key <= upto_key`` (text order, ``COLLATE "C"``)."""
+        """Return the rows with ``after_key < key <= upto_key`` (byte order: keys are ``COLLATE "C"``)."""
         with self.datastore.get_connection() as conn:
             rows = conn.execute(
                 SQL(
-                    'SELECT key, position, state FROM {} WHERE projection = %s AND key COLLATE "C" > %s '
-                    'AND key COLLATE "C" <= %s'
+                    "SELECT key, position, state FROM {} WHERE projection = %s AND key > %s AND key <= %s"
                 ).format(self._ptable("projection_rows")),
                 (projection, after_key, upto_key),
             ).fetchall()
@@ -169,10 +177,17 @@ class PostgresProjectionTables:
     def projection_drop(self, projection: str) -> None:
         """Delete rows and tracking."""
         with self.datastore.get_connection() as conn, conn.transaction():
-            for name in ("projection_rows", "projection_tracking"):
-                conn.execute(
-                    SQL("DELETE FROM {} WHERE projection = %s").format(self._ptable(name)), (projection,)
-                )
+            conn.execute(
+                SQL("DELETE FROM {} WHERE projection = %s").format(self._ptable("projection_rows")),
+                (projection,),
+            )
+            conn.execute(  # its own checkpoint and its shards' (``<name>@i/n``)
+                SQL(
+                    "DELETE FROM {} WHERE projection = %s "
+                    "OR left(projection, char_length(%s) + 1) = %s || '@'"
+                ).format(self._ptable("projection_tracking")),
+                (projection, projection, projection),
+            )
 
     def projection_activate(self, name: str, version: str) -> None:
         """Set the active version."""

@@ -199,7 +199,8 @@ class MemoryProjectionTables:
         with self.database_lock:
             tables = self._projection_tables()
             tables["rows"].pop(projection, None)
-            tables["tracking"].pop(projection, None)
+            for name in [n for n in tables["tracking"] if n == projection or n.startswith(projection + "@")]:
+                del tables["tracking"][name]
 
     def projection_activate(self, name: str, version: str) -> None:
         """Set the active version."""
@@ -335,7 +336,11 @@ class SQLiteProjectionTables:
         """Delete rows and tracking."""
         with self.writing() as c:
             c.execute("DELETE FROM ledger_projection_rows WHERE projection = ?", (projection,))
-            c.execute("DELETE FROM ledger_projection_tracking WHERE projection = ?", (projection,))
+            c.execute(  # its own checkpoint and its shards' (``<name>@i/n``)
+                "DELETE FROM ledger_projection_tracking WHERE projection = ? "
+                "OR substr(projection, 1, length(?) + 1) = ? || '@'",
+                (projection, projection, projection),
+            )
 
     def projection_activate(self, name: str, version: str) -> None:
         """Set the active version."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from contextledger.adapters.parallel_rebuild import auto_workers, projections_of
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild import RebuildSpec
 from contextledger.application.view_runner import Shard
-from contextledger.domain.errors import StoreError, ValidationError
+from contextledger.domain.errors import ConfigError, ProjectionLockedError, StoreError, ValidationError
 from contextledger.projections.presets import get_preset
 
 from tests.conftest import TRANSCRIPTS
@@ -94,11 +95,17 @@ def test_a_tail_after_a_sharded_rebuild_folds_only_new_events(url):
         assert views.load_row("two", session) == views.load_row("scratch", session)
 
 
-def test_a_failing_worker_is_named_and_the_other_shards_keep_their_batches(url, tmp_path):
+def _opens_only_in_the_parent(url: str | None) -> contextledger.Ledger:
+    """An opener that fails in worker processes (a worker that cannot reach the store)."""
+    if multiprocessing.parent_process() is not None:
+        raise StoreError("the store is out of reach from this worker")
+    return contextledger.open_ledger(url)
+
+
+def test_a_failing_worker_is_named_and_the_rebuild_fails_typed(url):
     """A worker that cannot open the ledger fails the rebuild with a StoreError naming its shard."""
-    missing = f"sqlite:///{tmp_path / 'nope' / 'ledger.db'}"
-    with pytest.raises(StoreError, match="shard"):
-        rebuild_in_shards(contextledger.open_ledger, missing, _spec("bad"), 2)
+    with pytest.raises(StoreError, match=r"shard \d: StoreError: the store is out of reach"):
+        rebuild_in_shards(_opens_only_in_the_parent, url, _spec("bad"), 2)
 
 
 def test_shards_split_sessions_by_a_stable_hash():
@@ -128,3 +135,29 @@ def test_workers_on_postgres_write_the_rows_one_process_writes(pg_url):
         assert stats.events == one.events > 0
         for a, b in zip(_names("two"), _names("one"), strict=True):
             assert _all_rows(views, [a])[a] == _all_rows(views, [b])[b]
+
+
+def test_dropping_a_version_drops_its_shards_checkpoints_too(url):
+    """A version rebuilt with workers after a drop starts every shard from zero: all rows come back."""
+    rebuild_in_shards(contextledger.open_ledger, url, _spec("v"), 2)
+    with contextledger.open_ledger(url) as ledger:
+        views = projections_of(ledger)
+        sessions = len(ledger.sessions())
+        views.drop("v")
+        assert [views.load_tracking(n) for n in ("v", "v@0/2", "v@1/2")] == [0, 0, 0]
+    stats = rebuild_in_shards(contextledger.open_ledger, url, _spec("v"), 2)
+    with contextledger.open_ledger(url) as ledger:
+        views = projections_of(ledger)
+        assert stats.started_at == 0
+        assert len(views.row_keys("v")) == sessions
+
+
+def test_a_held_view_refuses_a_sharded_rebuild_and_memory_ledgers_are_refused(url):
+    """The parent takes the views' own leases first: a running tail makes the rebuild fail, typed."""
+    with contextledger.open_ledger(url) as ledger:
+        views = projections_of(ledger)
+        tail = _spec("held").runner(ledger, views, views)
+        with tail.runner.leases(), pytest.raises(ProjectionLockedError):
+            rebuild_in_shards(contextledger.open_ledger, url, _spec("held"), 2)
+    with pytest.raises(ConfigError, match="one worker"):
+        rebuild_in_shards(contextledger.open_ledger, "memory://", _spec("m"), 2)

@@ -158,6 +158,32 @@ def test_a_schema_2_postgres_ledger_gains_the_projection_tables(pg_url):
                 f"SELECT value FROM \"{schema}\".contextledger_meta WHERE key = 'schema'"
             ).fetchone()
         assert row == (SCHEMA_VERSION,)
-        assert SCHEMA_VERSION == 3
+        assert SCHEMA_VERSION == 4
+    finally:
+        store.close()
+
+
+def test_a_schema_3_postgres_ledger_gets_byte_ordered_row_keys(pg_url):
+    """Schema 3 row keys followed the database collation; schema 4 compares them byte-wise, index and all."""
+    open_store(pg_url).close()
+    schema = pg_url.partition("schema=")[2]
+    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
+        conn.execute(
+            f'ALTER TABLE "{schema}".contextledger_projection_rows '
+            'ALTER COLUMN key TYPE text COLLATE "default"'
+        )
+        conn.execute(f"UPDATE \"{schema}\".contextledger_meta SET value = 3 WHERE key = 'schema'")
+    store = open_store(pg_url)
+    try:
+        views = RecorderProjections(store)
+        views.commit("p", 1, {"s/a": (1, b"1"), "s0": (1, b"2"), "s/\U0001f600": (1, b"3"), "t": (1, b"4")})
+        assert sorted(views.load_range("p", "s/", "s0")) == ["s/a", "s/\U0001f600", "s0"]
+        with psycopg.connect(pg_url.split("?")[0]) as conn:
+            collation = conn.execute(
+                "SELECT collation_name FROM information_schema.columns WHERE table_schema = %s "
+                "AND table_name = 'contextledger_projection_rows' AND column_name = 'key'",
+                (schema,),
+            ).fetchone()
+        assert collation == ("C",)
     finally:
         store.close()
