@@ -30,8 +30,10 @@ from contextledger.domain.ports import (
 
 __all__ = ["BATCH_SIZE", "BatchDone", "KnownRows", "RunStats", "Shard", "View", "ViewRunner", "session_of"]
 
-BATCH_SIZE = 1_000
-"""Notifications folded and committed per transaction (one per event measured ~20x slower)."""
+BATCH_SIZE = 5_000
+"""Notifications folded and committed per transaction (one per event measured ~20x slower; 5,000
+measured ~5% faster than 1,000 on the rebuild benchmark, and a session touched by every batch has
+its state written once a batch)."""
 
 Rows = dict[str, tuple[int, bytes]]
 

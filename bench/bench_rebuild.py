@@ -1,16 +1,21 @@
-"""Full rebuild of the context projection vs the raw SQLite scan + msgspec decode rate, in one run.
+"""Full rebuild of every view vs the raw SQLite scan + msgspec decode rate, in one run.
 
 Usage::
 
-    .venv/bin/python bench/bench_rebuild.py [--copies 20] [--runs 3] [--db /tmp/rebuild.db]
+    .venv/bin/python bench/bench_rebuild.py [--copies 20] [--runs 3] [--workers 2] [--db /tmp/rebuild.db]
 
-The ledger holds every real transcript (tests/fixtures/transcripts) ``--copies`` times (copies are the
-same rows under renamed streams). Each figure runs in a fresh process, which also reports its peak
-memory (``ru_maxrss``): ``raw`` scans the events table in notification order with sqlite3 and decodes
-every row with the store's msgspec mapper; ``rebuild_cold`` rebuilds the default context projection
-(batches of 1,000, rows + tracking per transaction) counting tokens for the first time;
-``rebuild_warm`` rebuilds a second version (a config change) with the token counts cached. The goal
-is a warm rebuild at >= 25% of the raw rate. Results land in ``bench/results/rebuild.json``.
+The ledger holds every real transcript (tests/fixtures/transcripts) ``--copies`` times, each copy
+under renamed streams with its inline texts and call ids made distinct (so no in-process cache
+sees a copy's text twice). Each figure runs in a fresh process, which also reports its peak memory
+(``ru_maxrss``, workers included): ``raw`` scans the events table in notification order with
+sqlite3 and decodes every row with the store's msgspec mapper; ``rebuild_cold_context_only`` is
+the first rebuild of the ledger (the default context projection, every text tokenized, per-event
+token rows written); ``rebuild_all_views_*`` rebuild, under fresh names, the context projection
+plus the summaries, model_calls and search views after a config change (token counts from the
+token rows), in one process and in ``--workers`` processes (batches of ``BATCH_SIZE``, rows and
+checkpoints per transaction). Raw and rebuild runs are interleaved so machine load hits them
+alike. The goal is a full rebuild at >= 25% of the raw rate. Results land in
+``bench/results/rebuild.json``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from contextledger.adapters.parallel_rebuild import projections_of, rebuild_in_s
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.application.audit_views import AUDIT_VIEWS
 from contextledger.application.rebuild import RebuildSpec
+from contextledger.application.view_runner import BATCH_SIZE
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
 from contextledger.projections.presets import get_preset
@@ -124,7 +130,7 @@ def phase_rebuild(db: Path, projection: str, workers: int, views: tuple[str, ...
         policy=get_preset("default").model_dump_json(),
         projection=projection,
         audit_views=views,
-        batch_size=int(os.environ.get("BENCH_BATCH", "1000")),
+        batch_size=int(os.environ.get("BENCH_BATCH", str(BATCH_SIZE))),
         views_suffix=f"/{projection}",  # fresh names: every view rebuilds from scratch
     )
     started = time.perf_counter()
