@@ -7,8 +7,9 @@ from datetime import datetime
 
 import msgspec
 import structlog
-from contextledger.application.view_runner import KnownRows, Rows
-from contextledger.domain.errors import ContextLedgerError, StoreError
+from contextledger.application.side_stream_view import SideStreamView
+from contextledger.application.view_runner import Rows
+from contextledger.domain.errors import StoreError
 from contextledger.domain.events import DispositionRun, ModelCallRecorded, ModelCallUsageReported
 from contextledger.domain.ports import Notification, ProjectionStore
 
@@ -148,7 +149,7 @@ def list_calls(store: ProjectionStore, session_id: str, *, name: str = CALLS_VIE
     return sorted((r for r in rows if r.session_id == session_id), key=lambda r: r.seq)
 
 
-class CallsView:
+class CallsView(SideStreamView):
     """Keeps one row per recorded model call, folded from the sessions' ``<session>::calls`` streams.
 
     A usage report updates its call's row (read back when the record came in an earlier batch); a
@@ -159,51 +160,22 @@ class CallsView:
         name: The name of the rows and checkpoint (another name builds a second copy beside it).
     """
 
+    kind = _KIND
+
     def __init__(self, store: ProjectionStore, *, name: str = CALLS_VIEW) -> None:
         """Keep the store; nothing is read until the first batch."""
-        self.store = store
-        self.name = name
-        self.failed: dict[str, str] = {}
-        self.known = KnownRows()
+        super().__init__(store, name=name)
 
-    def begin(self, tracking: int) -> None:
-        """Note whether every row is known: the view starts empty, or resumes where this instance left it."""
-        self.known.begin(tracking)
+    def row_keys(self, session_id: str, notes: list[Notification]) -> list[str]:
+        """The rows of the calls the notes record or report usage of."""
+        return [
+            call_key(session_id, n.event.call_id)
+            for n in notes
+            if isinstance(n.event, ModelCallRecorded | ModelCallUsageReported)
+        ]
 
-    def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
-        """Fold the call records and usage reports of a batch into their calls' rows."""
-        del after
-        self.known.folded_upto = upto
-        touched: dict[str, list[Notification]] = {}
-        for note in batch:
-            session_id, _, kind = note.stream_id.partition("::")
-            if kind == _KIND and isinstance(note.event, ModelCallRecorded | ModelCallUsageReported):
-                touched.setdefault(session_id, []).append(note)
-        keys = sorted(
-            {
-                call_key(session_id, note.event.call_id)
-                for session_id, notes in touched.items()
-                if self.known.may_exist(session_id)
-                for note in notes
-                if isinstance(note.event, ModelCallRecorded | ModelCallUsageReported)
-            }
-        )
-        stored = self.store.load_rows(self.name, keys) if keys else {}
-        rows: Rows = {}
-        for session_id, notes in touched.items():
-            try:
-                folded = self._fold_session(session_id, notes, stored)
-            except ContextLedgerError as error:
-                self.failed[session_id] = str(error)
-                log.warning("calls_view_session_failed", view=self.name, session_id=session_id)
-                continue
-            rows.update(folded)
-            if folded:
-                self.known.written.add(session_id)
-        return {self.name: rows}
-
-    @staticmethod
-    def _fold_session(session_id: str, notes: list[Notification], stored: Rows) -> Rows:
+    def fold_session(self, session_id: str, notes: list[Notification], stored: Rows) -> Rows:
+        """Fold records and usage reports into their calls' rows (a report joins a stored record)."""
         folded: dict[str, tuple[int, CallRow]] = {}
         for note in notes:
             event = note.event

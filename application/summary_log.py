@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from contextledger.domain.errors import ConcurrencyConflictError
 from contextledger.domain.events import (
@@ -19,7 +19,7 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import EventLog
 
-__all__ = ["RequestStatus", "SummaryStream", "summary_stream"]
+__all__ = ["RequestStatus", "SummaryStream", "request_status", "summary_stream"]
 
 Status = Literal["open", "running", "waiting", "done", "dead"]
 
@@ -27,6 +27,30 @@ Status = Literal["open", "running", "waiting", "done", "dead"]
 def summary_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's summary lifecycle and artifacts."""
     return f"{session_id}::summaries"
+
+
+class _StatusFields(Protocol):
+    @property
+    def summary_id(self) -> str | None: ...
+    @property
+    def dead(self) -> bool: ...
+    @property
+    def lease_until(self) -> datetime | None: ...
+    @property
+    def retry_after(self) -> datetime | None: ...
+
+
+def request_status(request: _StatusFields, now: datetime) -> Status:
+    """The one rule for where a compaction request stands at ``now`` (folded status or view row)."""
+    if request.summary_id is not None:
+        return "done"
+    if request.dead:
+        return "dead"
+    if request.lease_until is not None and request.lease_until > now:
+        return "running"
+    if request.retry_after is not None and request.retry_after > now:
+        return "waiting"
+    return "open"
 
 
 @dataclass
@@ -50,15 +74,7 @@ class RequestStatus:
 
     def status(self, now: datetime) -> Status:
         """Return the request's status at ``now``."""
-        if self.summary_id is not None:
-            return "done"
-        if self.dead:
-            return "dead"
-        if self.lease_until is not None and self.lease_until > now:
-            return "running"
-        if self.retry_after is not None and self.retry_after > now:
-            return "waiting"
-        return "open"
+        return request_status(self, now)
 
 
 class SummaryStream:

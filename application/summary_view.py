@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 
 import msgspec
 import structlog
-from contextledger.application.summary_log import Status
-from contextledger.application.view_runner import KnownRows, Rows
+from contextledger.application.side_stream_view import SideStreamView
+from contextledger.application.summary_log import Status, request_status
+from contextledger.application.view_runner import Rows
 from contextledger.domain.content import text_chars, text_preview
-from contextledger.domain.errors import ContextLedgerError, StoreError
+from contextledger.domain.errors import StoreError
 from contextledger.domain.events import (
     CompactionRequested,
     ContextOverflowReported,
@@ -89,16 +90,8 @@ class RequestRow(msgspec.Struct, frozen=True, array_like=True):
     failures: int = 0
 
     def status(self, now: datetime) -> Status:
-        """Return the request's status at ``now`` (as ``RequestStatus.status`` tells it)."""
-        if self.summary_id is not None:
-            return "done"
-        if self.dead:
-            return "dead"
-        if self.lease_until is not None and self.lease_until > now:
-            return "running"
-        if self.retry_after is not None and self.retry_after > now:
-            return "waiting"
-        return "open"
+        """Return the request's status at ``now`` (by the rule ``RequestStatus.status`` follows)."""
+        return request_status(self, now)
 
 
 class OverflowRow(msgspec.Struct, frozen=True, array_like=True):
@@ -238,7 +231,7 @@ def read_summaries(
     return decode_summary_row(found[1]) if found is not None else None
 
 
-class SummariesView:
+class SummariesView(SideStreamView):
     """Keeps one row per session folded from its ``<session>::summaries`` stream.
 
     Each batch reads back, in one call, the existing rows of the sessions it touches (none when the
@@ -250,37 +243,20 @@ class SummariesView:
         name: The name of the rows and checkpoint (another name builds a second copy beside it).
     """
 
+    kind = _KIND
+
     def __init__(self, store: ProjectionStore, *, name: str = SUMMARIES_VIEW) -> None:
         """Keep the store; nothing is read until the first batch."""
-        self.store = store
-        self.name = name
-        self.failed: dict[str, str] = {}
-        self.known = KnownRows()
+        super().__init__(store, name=name)
 
-    def begin(self, tracking: int) -> None:
-        """Note whether every row is known: the view starts empty, or resumes where this instance left it."""
-        self.known.begin(tracking)
+    def row_keys(self, session_id: str, notes: list[Notification]) -> list[str]:
+        """One row per session."""
+        del notes
+        return [session_id]
 
-    def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
-        """Fold the summary events of a batch into the rows of the sessions they belong to."""
-        del after
-        self.known.folded_upto = upto
-        touched: dict[str, list[Recorded]] = {}
-        for note in batch:
-            session_id, _, kind = note.stream_id.partition("::")
-            if kind == _KIND:
-                touched.setdefault(session_id, []).append(Recorded(note.position, note.event))
-        keys = [s for s in touched if self.known.may_exist(s)]
-        stored = self.store.load_rows(self.name, keys) if keys else {}
-        rows: Rows = {}
-        for session_id, events in touched.items():
-            found = stored.get(session_id)
-            try:
-                row = fold_summary_row(decode_summary_row(found[1]) if found else None, events)
-            except ContextLedgerError as error:
-                self.failed[session_id] = str(error)
-                log.warning("summaries_view_session_failed", view=self.name, session_id=session_id)
-                continue
-            rows[session_id] = (row.position, _ENCODE(row))
-            self.known.written.add(session_id)
-        return {self.name: rows}
+    def fold_session(self, session_id: str, notes: list[Notification], stored: Rows) -> Rows:
+        """Fold a session's summary events onto its stored row."""
+        found = stored.get(session_id)
+        events = [Recorded(note.position, note.event) for note in notes]
+        row = fold_summary_row(decode_summary_row(found[1]) if found else None, events)
+        return {session_id: (row.position, _ENCODE(row))}
