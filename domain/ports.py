@@ -204,6 +204,10 @@ class ProjectionStore(Protocol):
         """Return the last notification id folded into ``projection``, 0 when none."""
         ...
 
+    def checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint (views and their shards) with its position."""
+        ...
+
     def commit(self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]]) -> None:
         """Store ``rows`` (key -> position, bytes) and the tracking position together, or nothing."""
         ...

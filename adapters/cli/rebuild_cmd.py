@@ -123,8 +123,62 @@ def _follow(ledger: Ledger, store: RecorderProjections, spec: RebuildSpec) -> No
         waiter.close()
 
 
+def _checkpoint_rows(ledger: Ledger, *, json_output: bool) -> tuple[int, str | None, list[dict[str, object]]]:
+    """The head notification id, the active context version, and each checkpoint with its lag."""
+    from contextledger.application.context_versions import CONTEXT_VIEW  # noqa: PLC0415
+
+    store = _views_of(ledger, json_output=json_output)
+    head = int(store.store.recorder.max_notification_id() or 0)
+    active = store.active(CONTEXT_VIEW)
+    rows: list[dict[str, object]] = []
+    for name, position in store.checkpoints().items():
+        view, _, shard = name.partition("@")
+        rows.append(
+            {
+                "checkpoint": name,
+                "view": view,
+                "shard": shard or None,
+                "position": position,
+                "behind": head - position,
+                "active": view == active,
+            }
+        )
+    return head, active, rows
+
+
+def _register_projections(app: typer.Typer) -> None:
+    @command(app, "projections", example="contextledger projections --db sqlite:///agent.db --json")
+    def projections_command(db: DbOption = None, json_output: JsonOption = False) -> None:
+        """List every checkpointed view (context versions, summaries, model_calls, search; shards too).
+
+        Each with its position and how many notifications it is behind the ledger's head; the
+        active context version is marked. --json prints {"head", "active", "checkpoints": [...]}.
+        """
+
+        def body() -> None:
+            from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+            with ledger_for(db) as ledger:
+                head, active, rows = _checkpoint_rows(ledger, json_output=json_output)
+            if json_output:
+                emit_json({"head": head, "active": active, "checkpoints": rows})
+                return
+            table = Table("checkpoint", "position", "behind", "active", title=f"views at head {head:,}")
+            for row in rows:
+                table.add_row(
+                    cell(str(row["checkpoint"])),
+                    f"{row['position']:,}",
+                    f"{row['behind']:,}",
+                    "yes" if row["active"] else "",
+                )
+            out_console().print(table)
+
+        run_guarded(body, json_output=json_output)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``rebuild`` to ``app``."""
+    """Add ``rebuild`` and ``projections`` to ``app``."""
+    _register_projections(app)
 
     @command(
         app,

@@ -65,6 +65,16 @@ class PostgresProjectionTables:
             self._held_leases = leases
         return leases
 
+    def projection_checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint with its position."""
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(
+                SQL("SELECT projection, position FROM {} ORDER BY projection").format(
+                    self._ptable("projection_tracking")
+                )
+            ).fetchall()
+        return {str(row["projection"]): int(row["position"]) for row in rows}
+
     def projection_tracking(self, projection: str) -> int:
         """Return the tracking position."""
         with self.datastore.get_connection() as conn:

@@ -86,6 +86,10 @@ class ProjectionTables(Protocol):
         """Return the tracking position."""
         ...
 
+    def projection_checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint with its position."""
+        ...
+
     def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
         """Write every commit's rows and tracking atomically (renewing ``owner``'s leases)."""
         ...
@@ -147,6 +151,11 @@ class MemoryProjectionTables:
             tables = {"tracking": {}, "rows": {}, "active": {}, "leases": {}}
             self._ptables = tables
         return tables
+
+    def projection_checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint with its position."""
+        with self.database_lock:
+            return dict(sorted(self._projection_tables()["tracking"].items()))
 
     def projection_tracking(self, projection: str) -> int:
         """Return the tracking position."""
@@ -253,6 +262,12 @@ class SQLiteProjectionTables:
             )
             rows: list[NotificationRow] = cursor.fetchall()
             return rows
+
+    def projection_checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint with its position."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT projection, position FROM ledger_projection_tracking ORDER BY projection")
+            return {str(row[0]): int(row[1]) for row in c.fetchall()}
 
     def projection_tracking(self, projection: str) -> int:
         """Return the tracking position."""

@@ -65,6 +65,11 @@ class RecorderProjections:
         ]
         return NotificationBatch(rows[-1][0] if rows else 0, kept)
 
+    def checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint (views and their shards) with its position."""
+        with _translated("list checkpoints"):
+            return self._tables.projection_checkpoints()
+
     def load_tracking(self, projection: str) -> int:
         """Return the last notification id folded into ``projection``, 0 when none."""
         with _translated(f"load tracking of {projection}"):

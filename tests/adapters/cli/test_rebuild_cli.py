@@ -70,3 +70,22 @@ def test_render_from_projection_refuses_a_stale_config_and_names_the_rebuild(tmp
     error = json.loads(stale.stderr)["error"]
     assert error["type"] == "ProjectionConfigError"
     assert "contextledger rebuild --policy default --budget 9000 --switch" in error["message"]
+
+
+def test_projections_lists_every_checkpoint_and_how_far_behind_it_is(tmp_path):
+    """After a rebuild every view is at the head; an import later puts them behind by its events."""
+    db = f"sqlite:///{tmp_path / 'views.db'}"
+    assert _run("import", str(TRAJ), "--db", db, "--json").returncode == 0
+    built = json.loads(_run("rebuild", "--policy", "default", "--switch", "--db", db, "--json").stdout)
+    listed = json.loads(_run("projections", "--db", db, "--json").stdout)
+    views = {row["view"]: row for row in listed["checkpoints"]}
+    assert set(views) == {built["version"], "summaries/v1", "model_calls/v1", "search/v1"}
+    assert listed["active"] == built["version"]
+    assert all(row["behind"] == 0 for row in views.values())
+    more = TRAJ.with_name("mini-swe-agent__pylint-dev__pylint-6528.traj.json")
+    assert _run("import", str(more), "--db", db, "--json").returncode == 0
+    later = json.loads(_run("projections", "--db", db, "--json").stdout)
+    assert {row["behind"] for row in later["checkpoints"]} == {later["head"] - listed["head"]} != {0}
+    shown = _run("projections", "--db", db)
+    assert built["version"] in shown.stdout
+    assert "yes" in shown.stdout
