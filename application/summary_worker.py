@@ -128,18 +128,37 @@ class SummaryWorker:
         self.callbacks = tuple(callbacks)
         self._in_flight: set[str] = set()
         self._lock = threading.Lock()
+        self._scanned = 0
+        """The notification id up to which the store was scanned for summary streams."""
+        self._with_streams: dict[str, None] = {}
+        """Sessions that have a summary stream, in the order their streams began."""
 
     # -- what is there to do ------------------------------------------------------------------
 
     def requests(self) -> list[tuple[str, RequestStatus]]:
         """Return every session's compaction requests with their status."""
         found: list[tuple[str, RequestStatus]] = []
-        for info in self.ledger.sessions():
+        for session_id in self._sessions_with_streams():
             found.extend(
-                (info.session_id, s)
-                for s in SummaryStream(self.ledger.log, info.session_id).requests().values()
+                (session_id, s) for s in SummaryStream(self.ledger.log, session_id).requests().values()
             )
         return found
+
+    def _sessions_with_streams(self) -> list[str]:
+        """Sessions with a summary stream, from new notifications' stream names (not a read per session)."""
+        reader = self.ledger.ports.notifications
+        if reader is None:
+            return [info.session_id for info in self.ledger.sessions()]
+
+        def note(stream_id: str) -> bool:
+            session_id, _, kind = stream_id.partition("::")
+            if kind == "summaries":
+                self._with_streams[session_id] = None
+            return False  # nothing to decode
+
+        while (page := reader.read_batch(self._scanned, 10_000, note)).last_id:
+            self._scanned = page.last_id
+        return list(self._with_streams)
 
     def _takeable(self, status: RequestStatus) -> bool:
         state = status.status(self.ledger.clock.now())

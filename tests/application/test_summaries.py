@@ -411,3 +411,28 @@ def test_at_compaction_points_a_summary_planned_ahead_swaps_in_with_the_drop(set
     assert swaps >= 2
     assert changes <= swaps + 1  # each summary arrives at a compaction point, not as a change of its own
     assert all(p.tokens <= p.budget for p in prompts)
+
+
+def test_a_worker_pass_reads_only_the_summary_streams_that_exist(setup):
+    """With 30 quiet sessions beside it, a pass reads one summary stream; a later request is found too."""
+    ledger, session, renderer, compactor, extractive = setup
+    for number in range(30):
+        quiet = ledger.start_session(system_prompt=f"quiet {number}")
+        ledger.add_user_message(quiet, "nothing to summarize here")
+    assert compactor.plan(session, POLICY, budget=BUDGET) is not None
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="w")
+    reads: list[str] = []
+    inner = ledger.log.read
+
+    def spy(stream_id, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(stream_id)
+        return inner(stream_id, **kwargs)
+
+    ledger.log.read = spy  # type: ignore[method-assign]
+    statuses = worker.requests()
+    assert [s for s, _ in statuses] == [session]
+    assert [r for r in reads if r.endswith("::summaries")] == [f"{session}::summaries"]
+    other = ledger.start_session(system_prompt="a late one")
+    _turns(ledger, other, range(40))
+    assert compactor.plan(other, POLICY, budget=BUDGET) is not None
+    assert {s for s, _ in worker.requests()} == {session, other}
