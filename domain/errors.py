@@ -190,10 +190,14 @@ class ProjectionConfigError(ConfigError):
     """The active projection was built under another config than the running one: it refuses to serve."""
 
     def __init__(self, active: str, running: str, command: str) -> None:
-        super().__init__(
-            f"the active context projection {active!r} was built under another config than the running one "
-            f"({running!r}); rebuild it with: {command}"
-        )
+        if active == "(none)":
+            problem = f"no context projection is active (the running config's is {running!r})"
+        else:
+            problem = (
+                f"the active context projection {active!r} was built under another config than the "
+                f"running one ({running!r})"
+            )
+        super().__init__(f"{problem}; rebuild it with: {command}")
         self.active = active
         self.running = running
         self.command = command

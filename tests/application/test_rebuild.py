@@ -109,7 +109,7 @@ def test_require_active_refuses_a_config_the_active_version_was_not_built_under(
     """``require_active`` passes for the active version's config and names the rebuild command otherwise."""
     views = RecorderProjections(ledger.ports.log)
     renderer = Renderer(ledger)
-    with pytest.raises(contextledger.ProjectionConfigError, match=r"\(none\)"):
+    with pytest.raises(contextledger.ProjectionConfigError, match="no context projection is active"):
         renderer.require_active(renderer.projector("default", budget=16_000), "default", 16_000)
     built = build_version(ledger, views, views, policy=get_preset("default"), budget=16_000)
     views.activate(CONTEXT_VIEW, built.projection)
