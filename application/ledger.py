@@ -19,6 +19,7 @@ from contextledger.application.messages import (
     ToolSchemaIn,
     UserMessage,
     check_idempotency_key,
+    check_session_id,
     parse_messages,
 )
 from contextledger.application.rules_cache import RulesCache
@@ -173,6 +174,7 @@ class Ledger(LedgerControls):
         messages: Sequence[MessageLike] = (),
         at: datetime | None = None,
     ) -> tuple[list[AnyEvent], dict[str, str]]:
+        check_session_id(session_id)
         if metadata is not None and too_deep(dict(metadata)):
             msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
             raise InvalidMessageError(msg)

@@ -16,6 +16,7 @@ from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.limits import MAX_DEPTH, MAX_IDEMPOTENCY_KEY_CHARS, json_text_too_deep, too_deep
 
 __all__ = [
+    "SIDE_STREAM_SEPARATOR",
     "AssistantMessage",
     "Message",
     "ToolCallIn",
@@ -23,6 +24,7 @@ __all__ = [
     "ToolSchemaIn",
     "UserMessage",
     "check_idempotency_key",
+    "check_session_id",
     "parse_message",
     "parse_messages",
 ]
@@ -192,6 +194,35 @@ def _parse_one(raw: object) -> UserMessage | AssistantMessage | ToolResult:
     except pydantic.ValidationError as error:
         msg = f"invalid {role} message: {_problems(error, skip=1)}"
         raise InvalidMessageError(msg) from None
+
+
+SIDE_STREAM_SEPARATOR = "::"
+"""Reserved in session ids: ``<session>::summaries`` and ``<session>::calls`` are a session's side streams."""
+
+
+def check_session_id(session_id: object) -> str:
+    """Return ``session_id`` if a session may be started under it; raise ``InvalidMessageError`` if not.
+
+    An id is non-empty text that encodes as UTF-8, holds no NUL and no ``::`` (which separates a
+    session's id from its side streams' names, so every view can tell whose stream it reads).
+    """
+    if not isinstance(session_id, str) or not session_id:
+        msg = f"a session id must be non-empty text, not {session_id!r}"
+        raise InvalidMessageError(msg)
+    if SIDE_STREAM_SEPARATOR in session_id:
+        msg = (
+            f"a session id may not contain {SIDE_STREAM_SEPARATOR!r} (it names side streams): {session_id!r}"
+        )
+        raise InvalidMessageError(msg)
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as error:
+        msg = f"a session id must be valid UTF-8 text: {error.reason} at character {error.start}"
+        raise InvalidMessageError(msg) from None
+    if "\x00" in session_id:
+        msg = "a session id may not contain NUL (\\x00)"
+        raise InvalidMessageError(msg)
+    return session_id
 
 
 def check_idempotency_key(key: object) -> str | None:

@@ -241,3 +241,19 @@ def test_a_lone_surrogate_in_an_idempotency_key_is_a_typed_error_on_every_backen
         with pytest.raises(contextledger.InvalidMessageError):
             ledger.add_user_message(sid, "hi", idempotency_key="a\ud800b")
         assert ledger.version(sid) == 1
+
+
+@pytest.mark.parametrize("session_id", ["team::alice", "a::summaries", "x\x00y", "::"])
+def test_a_session_id_that_would_name_a_side_stream_is_refused_and_nothing_is_written(session_id):
+    """``::`` separates a session from its side streams (``::summaries``, ``::calls``): no id holds it."""
+    with contextledger.open_ledger("memory://") as ledger:
+        ledger.start_session(session_id="parent")
+        ledger.add_user_message("parent", "hi")
+        for start in (
+            lambda: ledger.start_session(session_id=session_id),
+            lambda: ledger.start_sessions([{"session_id": "fine"}, {"session_id": session_id}]),
+            lambda: ledger.fork("parent", 2, new_session_id=session_id),
+        ):
+            with pytest.raises(contextledger.InvalidMessageError):
+                start()
+        assert [s.session_id for s in ledger.sessions()] == ["parent"]
