@@ -214,14 +214,7 @@ def check_session_id(session_id: object) -> str:
             f"a session id may not contain {SIDE_STREAM_SEPARATOR!r} (it names side streams): {session_id!r}"
         )
         raise InvalidMessageError(msg)
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError as error:
-        msg = f"a session id must be valid UTF-8 text: {error.reason} at character {error.start}"
-        raise InvalidMessageError(msg) from None
-    if "\x00" in session_id:
-        msg = "a session id may not contain NUL (\\x00)"
-        raise InvalidMessageError(msg)
+    _check_storable(session_id, "a session id")
     return session_id
 
 
@@ -239,12 +232,17 @@ def check_idempotency_key(key: object) -> str | None:
     if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
         msg = f"an idempotency key must have 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters, not {len(key)}"
         raise InvalidMessageError(msg)
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError as error:
-        msg = f"an idempotency key must be valid UTF-8 text: {error.reason} at character {error.start}"
-        raise InvalidMessageError(msg) from None
-    if "\x00" in key:
-        msg = "an idempotency key may not contain NUL (\\x00)"
-        raise InvalidMessageError(msg)
+    _check_storable(key, "an idempotency key")
     return key
+
+
+def _check_storable(text: str, what: str) -> None:
+    """Refuse text every store would not keep alike: not valid UTF-8 (a lone surrogate), or with NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        msg = f"{what} must be valid UTF-8 text: {error.reason} at character {error.start}"
+        raise InvalidMessageError(msg) from None
+    if "\x00" in text:
+        msg = f"{what} may not contain NUL (\\x00)"
+        raise InvalidMessageError(msg)
