@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 from contextledger.application.ledger import Ledger
+from contextledger.application.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.renderer import Renderer
 from contextledger.application.summary_log import SummaryStream
 from contextledger.domain.content import content_address
@@ -26,6 +27,7 @@ from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 
 __all__ = [
+    "CALLS_KIND",
     "CallRecorder",
     "CallView",
     "calls_stream",
@@ -46,9 +48,13 @@ _ACTION: dict[str, Disposition] = {
 _KIND: dict[str, Disposition] = {"message": "verbatim", "truncated": "truncated", "stub": "stubbed"}
 
 
+CALLS_KIND = "calls"
+"""The suffix of a session's model-call stream: ``<session>::calls``."""
+
+
 def calls_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's model-call records."""
-    return f"{session_id}::calls"
+    return f"{session_id}{SIDE_STREAM_SEPARATOR}{CALLS_KIND}"
 
 
 def policy_hash(policy: Policy) -> str:

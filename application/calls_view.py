@@ -7,6 +7,7 @@ from datetime import datetime
 
 import msgspec
 import structlog
+from contextledger.application.call_recorder import CALLS_KIND
 from contextledger.application.side_stream_view import SideStreamView
 from contextledger.application.view_runner import Rows
 from contextledger.domain.errors import StoreError
@@ -30,8 +31,6 @@ log = structlog.get_logger(__name__)
 
 CALLS_VIEW = "model_calls/v1"
 """The name of the view's rows (one per call, keyed ``<session>/<call id>``); versioned."""
-
-_KIND = "calls"
 
 
 class Fates(msgspec.Struct, frozen=True, array_like=True):
@@ -160,7 +159,7 @@ class CallsView(SideStreamView):
         name: The name of the rows and checkpoint (another name builds a second copy beside it).
     """
 
-    kind = _KIND
+    kind = CALLS_KIND
 
     def __init__(self, store: ProjectionStore, *, name: str = CALLS_VIEW) -> None:
         """Keep the store; nothing is read until the first batch."""

@@ -126,10 +126,6 @@ class CountedReader:
         at = 0
         for recorded, group in zip(chunk, texts, strict=True):
             end = at + len(group)
-            counted = CountedEvent(seq=recorded.seq, event=recorded.event, tokens=tuple(flat[at:end]))
+            out.append(self.with_counts(projector, recorded.seq, recorded.event, tuple(flat[at:end])))
             at = end
-            content = getattr(recorded.event, "content", None)
-            if isinstance(content, BlobText) and projector.needs_text(counted):
-                counted = msgspec.structs.replace(counted, full_text=self.resolve(content))
-            out.append(counted)
         return out

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
+from contextledger.application.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.summary_log import SummaryStream
 from contextledger.domain.errors import ConcurrencyConflictError, ValidationError
 from contextledger.domain.events import AnyEvent, ForkParent, Recorded, SessionStarted, SummaryRecorded
@@ -41,7 +42,7 @@ class ForkAwareLog:
 
     def parent_of(self, stream_id: str) -> ForkParent | None:
         """Return the fork parent of a session stream, or None (a root session, or not a session)."""
-        if "::" in stream_id:
+        if SIDE_STREAM_SEPARATOR in stream_id:
             return None
         if stream_id in self._links:
             return self._links[stream_id]
@@ -59,7 +60,11 @@ class ForkAwareLog:
         ``event`` is the stored event itself: a session's first event (``SessionStarted``) teaches
         the link without a read, so folding notifications in store order reads no stream twice.
         """
-        if stream_position == 1 and isinstance(event, SessionStarted) and "::" not in stream_id:
+        if (
+            stream_position == 1
+            and isinstance(event, SessionStarted)
+            and SIDE_STREAM_SEPARATOR not in stream_id
+        ):
             self._links[stream_id] = event.parent
         link = self.parent_of(stream_id)
         return stream_position if link is None else self._to_virtual(link, stream_position)

@@ -9,6 +9,7 @@ import structlog
 from contextledger.application.context_versions import CONTEXT_VIEW, projection_version
 from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
+from contextledger.application.summary_log import SUMMARIES_KIND
 from contextledger.application.token_rows import TokenRows
 from contextledger.application.view_runner import (
     BATCH_SIZE,
@@ -19,6 +20,7 @@ from contextledger.application.view_runner import (
     Shard,
     View,
     ViewRunner,
+    split_stream,
 )
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, SummaryRecorded
@@ -44,8 +46,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger(__name__)
-
-_SUMMARIES = "summaries"
 
 
 class ContextView:
@@ -101,12 +101,12 @@ class ContextView:
         mains: list[tuple[Notification, int]] = []
         virtual = self.renderer.ledger.forks.virtual_position
         for note in batch:
-            stream, _, kind = note.stream_id.partition("::")
+            stream, kind = split_stream(note.stream_id)
             if not kind:
                 position = virtual(stream, note.position, note.event)  # a fork's follow its parent's
                 touched[stream] = _session_head(position, note.event)
                 mains.append((note, position))
-            elif kind == _SUMMARIES:
+            elif kind == SUMMARIES_KIND:
                 touched.setdefault(stream, 0)
                 if isinstance(note.event, SummaryRecorded):
                     self._artifacts.setdefault(stream, []).append(note.event)

@@ -19,7 +19,7 @@ from contextledger.application.ledger import Ledger
 from contextledger.application.projection_runner import BatchDone, ProjectionRunner
 from contextledger.application.renderer import Renderer
 from contextledger.application.view_runner import BATCH_SIZE, Shard
-from contextledger.domain.errors import ConfigError, ContextLedgerError, ProjectionConfigError
+from contextledger.domain.errors import ConfigError, ContextLedgerError
 from contextledger.domain.ports import NotificationReader, ProjectionStore
 from contextledger.projections.policy import Policy
 from contextledger.projections.state import RenderState
@@ -193,10 +193,8 @@ def active_state(
     Raises:
         ProjectionConfigError: the active version was built under another config (names the rebuild command).
     """
-    projector = Renderer(ledger, tokenizer=tokenizer, snapshots=False).projector(policy, budget=budget)
-    running = projection_version(projector)
-    active = views.active(CONTEXT_VIEW)
-    if active != running:
-        raise ProjectionConfigError(active or "(none)", running, rebuild_command(policy_spec, budget))
-    row = views.load_row(active, session_id)
+    renderer = Renderer(ledger, tokenizer=tokenizer, snapshots=False)
+    projector = renderer.projector(policy, budget=budget)
+    renderer.require_active(projector, policy_spec, budget)
+    row = views.load_row(projection_version(projector), session_id)
     return None if row is None else row_state(ledger, session_id, row[1])

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import structlog
 from contextledger.application.ledger import Ledger
 from contextledger.application.text_index import CHUNK, SEARCH_VIEW, chunk_key, event_words, sketch_bytes
-from contextledger.application.view_runner import Rows
+from contextledger.application.view_runner import Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import Notification, ProjectionStore
 
@@ -67,7 +67,7 @@ class SearchView:
         completing: dict[str, dict[int, Notification]] = {}
         virtual = self.ledger.forks.virtual_position
         for note in batch:
-            if "::" not in note.stream_id:
+            if not split_stream(note.stream_id)[1]:
                 position = virtual(note.stream_id, note.position, note.event)  # a fork's follow its parent's
                 completing.setdefault(note.stream_id, {})[position] = note
         rows: Rows = {}

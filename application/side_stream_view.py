@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import structlog
-from contextledger.application.view_runner import KnownRows, Rows
+from contextledger.application.view_runner import KnownRows, Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import Notification, ProjectionStore
 
@@ -47,7 +47,7 @@ class SideStreamView:
         self.known.folded_upto = upto
         touched: dict[str, list[Notification]] = {}
         for note in batch:
-            session_id, _, kind = note.stream_id.partition("::")
+            session_id, kind = split_stream(note.stream_id)
             if kind == self.kind:
                 touched.setdefault(session_id, []).append(note)
         keys = sorted(

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from contextledger.application.messages import SIDE_STREAM_SEPARATOR
 from contextledger.domain.errors import ConcurrencyConflictError
 from contextledger.domain.events import (
     AnyEvent,
@@ -19,14 +20,18 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import EventLog
 
-__all__ = ["RequestStatus", "SummaryStream", "request_status", "summary_stream"]
+__all__ = ["SUMMARIES_KIND", "RequestStatus", "SummaryStream", "request_status", "summary_stream"]
 
 Status = Literal["open", "running", "waiting", "done", "dead"]
 
 
+SUMMARIES_KIND = "summaries"
+"""The suffix of a session's summary stream: ``<session>::summaries``."""
+
+
 def summary_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's summary lifecycle and artifacts."""
-    return f"{session_id}::summaries"
+    return f"{session_id}{SIDE_STREAM_SEPARATOR}{SUMMARIES_KIND}"
 
 
 class _StatusFields(Protocol):

@@ -8,7 +8,7 @@ from datetime import datetime
 import msgspec
 import structlog
 from contextledger.application.side_stream_view import SideStreamView
-from contextledger.application.summary_log import Status, request_status
+from contextledger.application.summary_log import SUMMARIES_KIND, Status, request_status
 from contextledger.application.view_runner import Rows
 from contextledger.domain.content import text_chars, text_preview
 from contextledger.domain.errors import StoreError
@@ -42,8 +42,6 @@ SUMMARIES_VIEW = "summaries/v1"
 
 PREVIEW_CHARS = 160
 """Leading characters of an artifact's text kept in its row (the full text stays in the log)."""
-
-_KIND = "summaries"
 
 
 class ArtifactRow(msgspec.Struct, frozen=True, array_like=True):
@@ -243,7 +241,7 @@ class SummariesView(SideStreamView):
         name: The name of the rows and checkpoint (another name builds a second copy beside it).
     """
 
-    kind = _KIND
+    kind = SUMMARIES_KIND
 
     def __init__(self, store: ProjectionStore, *, name: str = SUMMARIES_VIEW) -> None:
         """Keep the store; nothing is read until the first batch."""

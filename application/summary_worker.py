@@ -13,7 +13,8 @@ import structlog
 from contextledger.application.compaction import policy_key
 from contextledger.application.ledger import Ledger
 from contextledger.application.renderer import Renderer
-from contextledger.application.summary_log import RequestStatus, SummaryStream
+from contextledger.application.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
+from contextledger.application.view_runner import split_stream
 from contextledger.domain.content import BlobText, InlineText, content_address
 from contextledger.domain.errors import ContextLedgerError, SummarizerError, SummaryRejectedError
 from contextledger.domain.events import (
@@ -151,8 +152,8 @@ class SummaryWorker:
             return [info.session_id for info in self.ledger.sessions()]
 
         def note(stream_id: str) -> bool:
-            session_id, _, kind = stream_id.partition("::")
-            if kind == "summaries":
+            session_id, kind = split_stream(stream_id)
+            if kind == SUMMARIES_KIND:
                 self._with_streams[session_id] = None
             return False  # nothing to decode
 

@@ -19,6 +19,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Protocol
 
 import msgspec
+from contextledger.application.messages import SIDE_STREAM_SEPARATOR
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.ports import (
     Notification,
@@ -28,7 +29,17 @@ from contextledger.domain.ports import (
     ProjectionStore,
 )
 
-__all__ = ["BATCH_SIZE", "BatchDone", "KnownRows", "RunStats", "Shard", "View", "ViewRunner", "session_of"]
+__all__ = [
+    "BATCH_SIZE",
+    "BatchDone",
+    "KnownRows",
+    "RunStats",
+    "Shard",
+    "View",
+    "ViewRunner",
+    "session_of",
+    "split_stream",
+]
 
 BATCH_SIZE = 5_000
 """Notifications folded and committed per transaction (one per event measured ~20x slower; 5,000
@@ -40,7 +51,13 @@ Rows = dict[str, tuple[int, bytes]]
 
 def session_of(stream_id: str) -> str:
     """The session a stream belongs to: ``<session>`` or ``<session>::<kind>``."""
-    return stream_id.partition("::")[0]
+    return stream_id.partition(SIDE_STREAM_SEPARATOR)[0]
+
+
+def split_stream(stream_id: str) -> tuple[str, str]:
+    """A stream's session and kind: ``("s", "")`` for session ``s``, ``("s", "calls")`` for ``s::calls``."""
+    session_id, _, kind = stream_id.partition(SIDE_STREAM_SEPARATOR)
+    return session_id, kind
 
 
 @functools.lru_cache(maxsize=65_536)

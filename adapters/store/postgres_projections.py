@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import psycopg
-from contextledger.adapters.store.projection_tables import NotificationRow
+from contextledger.adapters.store.projection_tables import NotificationRow, rows_of_recorder
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from contextledger.domain.ports import ProjectionCommit
 from eventsourcing.postgres import PostgresDatastore
@@ -49,10 +49,7 @@ class PostgresProjectionTables:
 
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
         """Return stored events after ``after`` through the recorder's notification read (gaps skipped)."""
-        return [
-            (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
-            for n in cast("Any", self).select_notifications(after + 1, limit)  # the recorder's
-        ]
+        return rows_of_recorder(self, after, limit)
 
     def _ptable(self, name: str) -> Composable:
         prefix = self.meta_table.removesuffix("_meta")

@@ -23,6 +23,7 @@ __all__ = [
     "SQLiteProjectionTables",
     "holder_alive",
     "new_owner",
+    "rows_of_recorder",
 ]
 
 LEASE_SECONDS = 30.0
@@ -73,6 +74,14 @@ def _stale_tracking(projection: str, current: int, tracking: int) -> StoreError:
 
 NotificationRow = tuple[int, str, int, str, bytes]
 """A stored event in store order: notification id, stream, position, topic, payload."""
+
+
+def rows_of_recorder(recorder: object, after: int, limit: int) -> list[NotificationRow]:
+    """Stored events after ``after`` as tuples, via a recorder's ``select_notifications``."""
+    return [
+        (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
+        for n in cast("Any", recorder).select_notifications(after + 1, limit)
+    ]
 
 
 class ProjectionTables(Protocol):
@@ -140,10 +149,7 @@ class MemoryProjectionTables:
 
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
         """Return stored events after ``after`` through the recorder's own notification read."""
-        return [
-            (n.id, str(n.originator_id), n.originator_version, n.topic, n.state)
-            for n in cast("Any", self).select_notifications(after + 1, limit)  # the recorder's
-        ]
+        return rows_of_recorder(self, after, limit)
 
     def _projection_tables(self) -> dict[str, Any]:
         tables: dict[str, Any] | None = getattr(self, "_ptables", None)

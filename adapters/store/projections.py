@@ -43,13 +43,7 @@ class RecorderProjections:
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
-        with _translated("read notifications"):
-            rows = self._tables.notification_rows(after, limit)
-        decode = self.store.mapper.decode
-        return [
-            Notification(row_id, stream, position, decode(stream, position, topic, state))
-            for row_id, stream, position, topic, state in rows
-        ]
+        return self.read_batch(after, limit).notifications
 
     def read_batch(
         self, after: int, limit: int, keep: Callable[[str], bool] | None = None
