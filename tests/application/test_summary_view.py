@@ -27,7 +27,7 @@ from contextledger.application.summary_view import (
 from contextledger.application.summary_worker import SummaryWorker, WorkerSettings
 from contextledger.application.view_runner import Shard, ViewRunner
 from contextledger.domain.content import InlineText
-from contextledger.domain.errors import StoreError, SummarizerUnavailableError
+from contextledger.domain.errors import StoreError
 from contextledger.domain.events import (
     CompactionRequested,
     ContextOverflowReported,
@@ -36,51 +36,10 @@ from contextledger.domain.events import (
     SummaryAttemptStarted,
     SummaryRecorded,
 )
-from contextledger.projections.presets import PRESETS
-from contextledger.projections.summary_requests import SummaryDraft, SummaryRequest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-BUDGET = 6_000
-POLICY = PRESETS["threshold"].model_copy(
-    update={
-        "name": "threshold-on-arrival",
-        "summary": PRESETS["threshold"].summary.model_copy(update={"on_arrival": True}),
-    }
-)
-
-
-class ManualClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self) -> None:
-        self.now_ = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.now_
-
-    def advance(self, **delta: float) -> None:
-        self.now_ += timedelta(**delta)
-
-
-class Ids:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def new_id(self) -> str:
-        self.n += 1
-        return f"id-{self.n}"
-
-
-class Failing:
-    """A summarizer that is always unavailable."""
-
-    name = "failing"
-    config_sha = "f"
-
-    def summarize(self, request: SummaryRequest) -> SummaryDraft:
-        raise SummarizerUnavailableError("model server down")
-
+from tests.application.test_summaries import BUDGET, POLICY, Failing, Ids, ManualClock
 
 SESSIONS = [f"s{i}" for i in range(6)]
 
