@@ -9,9 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from contextledger.application.call_recorder import CallRecorder, CallView
-from contextledger.application.ledger import Ledger
-from contextledger.application.summary_log import SummaryStream
+from contextledger.application.audit.call_recorder import CallRecorder, CallView
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.domain.errors import StoreError
 from contextledger.domain.events import (
     CompactionRequested,

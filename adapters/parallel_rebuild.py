@@ -13,9 +13,9 @@ from typing import Any
 import msgspec
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.application.ledger import Ledger
-from contextledger.application.rebuild import RebuildSpec
-from contextledger.application.view_runner import BatchDone, RunStats, Shard
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.views.view_runner import BatchDone, RunStats, Shard
 from contextledger.domain.errors import ConfigError, StoreError
 from contextledger.domain.ports import ProjectionCommit
 

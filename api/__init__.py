@@ -22,26 +22,26 @@ if TYPE_CHECKING:
     from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
     from contextledger.adapters.summarizers.factory import make_summarizer
     from contextledger.adapters.summarizers.models import AnthropicSummarizer, OpenAICompatibleSummarizer
-    from contextledger.application.agent_types import AgentRequest, ToolCallRequest
-    from contextledger.application.call_recorder import CallRecorder
-    from contextledger.application.compaction import Compactor
-    from contextledger.application.follower import Follower, FollowReport
-    from contextledger.application.forensics import WhyAnswer, why
-    from contextledger.application.fork import fork_session
-    from contextledger.application.ledger import Ledger
-    from contextledger.application.lineage import compaction_turns
-    from contextledger.application.messages import (
+    from contextledger.application.agent.agent_types import AgentRequest, ToolCallRequest
+    from contextledger.application.agent.follower import Follower, FollowReport
+    from contextledger.application.audit.call_recorder import CallRecorder
+    from contextledger.application.audit.forensics import WhyAnswer, why
+    from contextledger.application.kernel.fork import fork_session
+    from contextledger.application.kernel.ledger import Ledger
+    from contextledger.application.kernel.messages import (
         AssistantMessage,
         ToolCallIn,
         ToolResult,
         ToolSchemaIn,
         UserMessage,
     )
-    from contextledger.application.recall import RecallTool, recall_tool
-    from contextledger.application.renderer import Renderer
-    from contextledger.application.search import search_session
-    from contextledger.application.simulator import Simulation, simulate
-    from contextledger.application.summary_worker import SummaryWorker, WorkerSettings
+    from contextledger.application.rebuild.simulator import Simulation, simulate
+    from contextledger.application.render.renderer import Renderer
+    from contextledger.application.search.log_search import search_session
+    from contextledger.application.summaries.compaction import Compactor
+    from contextledger.application.summaries.lineage import compaction_turns
+    from contextledger.application.summaries.recall import RecallTool, recall_tool
+    from contextledger.application.summaries.summary_worker import SummaryWorker, WorkerSettings
     from contextledger.bootstrap import open_ledger
     from contextledger.domain.content import BlobText, InlineText, Text
     from contextledger.domain.errors import (
@@ -99,13 +99,13 @@ _LAZY: dict[str, str] = {
     "import_files": "contextledger.adapters.importers.service",
     "load_policy_file": "contextledger.adapters.policy_files",
     "resolve_policy": "contextledger.adapters.policy_files",
-    "Ledger": "contextledger.application.ledger",
-    "AssistantMessage": "contextledger.application.messages",
-    "ToolCallIn": "contextledger.application.messages",
-    "ToolResult": "contextledger.application.messages",
-    "ToolSchemaIn": "contextledger.application.messages",
-    "UserMessage": "contextledger.application.messages",
-    "Renderer": "contextledger.application.renderer",
+    "Ledger": "contextledger.application.kernel.ledger",
+    "AssistantMessage": "contextledger.application.kernel.messages",
+    "ToolCallIn": "contextledger.application.kernel.messages",
+    "ToolResult": "contextledger.application.kernel.messages",
+    "ToolSchemaIn": "contextledger.application.kernel.messages",
+    "UserMessage": "contextledger.application.kernel.messages",
+    "Renderer": "contextledger.application.render.renderer",
     "open_ledger": "contextledger.bootstrap",
     "BlobText": "contextledger.domain.content",
     "InlineText": "contextledger.domain.content",
@@ -158,16 +158,16 @@ _LAZY: dict[str, str] = {
     "ReplayMismatchError": "contextledger.domain.errors",
     "CompactionRequested": "contextledger.domain.events",
     "ModelCallRecorded": "contextledger.domain.events",
-    "Compactor": "contextledger.application.compaction",
-    "SummaryWorker": "contextledger.application.summary_worker",
-    "WorkerSettings": "contextledger.application.summary_worker",
-    "CallRecorder": "contextledger.application.call_recorder",
-    "why": "contextledger.application.forensics",
-    "WhyAnswer": "contextledger.application.forensics",
-    "compaction_turns": "contextledger.application.lineage",
-    "search_session": "contextledger.application.search",
-    "Simulation": "contextledger.application.simulator",
-    "simulate": "contextledger.application.simulator",
+    "Compactor": "contextledger.application.summaries.compaction",
+    "SummaryWorker": "contextledger.application.summaries.summary_worker",
+    "WorkerSettings": "contextledger.application.summaries.summary_worker",
+    "CallRecorder": "contextledger.application.audit.call_recorder",
+    "why": "contextledger.application.audit.forensics",
+    "WhyAnswer": "contextledger.application.audit.forensics",
+    "compaction_turns": "contextledger.application.summaries.lineage",
+    "search_session": "contextledger.application.search.log_search",
+    "Simulation": "contextledger.application.rebuild.simulator",
+    "simulate": "contextledger.application.rebuild.simulator",
     "ProviderCache": "contextledger.projections.provider_cache",
     "provider_cache": "contextledger.projections.provider_cache",
     "ExtractiveSummarizer": "contextledger.adapters.summarizers.extractive",
@@ -178,13 +178,13 @@ _LAZY: dict[str, str] = {
     "to_openai_responses": "contextledger.adapters.formats.openai_responses",
     "AgentContext": "contextledger.adapters.providers.agent",
     "AsyncAgentContext": "contextledger.adapters.providers.agent",
-    "AgentRequest": "contextledger.application.agent_types",
-    "ToolCallRequest": "contextledger.application.agent_types",
-    "RecallTool": "contextledger.application.recall",
-    "recall_tool": "contextledger.application.recall",
-    "fork_session": "contextledger.application.fork",
-    "Follower": "contextledger.application.follower",
-    "FollowReport": "contextledger.application.follower",
+    "AgentRequest": "contextledger.application.agent.agent_types",
+    "ToolCallRequest": "contextledger.application.agent.agent_types",
+    "RecallTool": "contextledger.application.summaries.recall",
+    "recall_tool": "contextledger.application.summaries.recall",
+    "fork_session": "contextledger.application.kernel.fork",
+    "Follower": "contextledger.application.agent.follower",
+    "FollowReport": "contextledger.application.agent.follower",
     "EventsourcingUpstream": "contextledger.adapters.follow.eventsourcing_upstream",
 }
 """Each public name and the module that defines it; the module is imported on first access."""

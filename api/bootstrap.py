@@ -6,8 +6,8 @@ from contextledger.adapters.store.factory import open_store, resolve_url
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.adapters.system import SystemClock, UuidSource
 from contextledger.adapters.tokenizers import get_counter
-from contextledger.application.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
-from contextledger.application.wiring import Ports
+from contextledger.application.kernel.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
+from contextledger.application.kernel.wiring import Ports
 from contextledger.domain.ports import Clock, IdSource, TokenizerFactory
 
 __all__ = ["open_ledger"]

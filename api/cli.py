@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NoReturn
 from contextledger.adapters.cli.app import run
 
 if TYPE_CHECKING:
-    from contextledger.application.ledger import Ledger
+    from contextledger.application.kernel.ledger import Ledger
 
 __all__ = ["main"]
 

@@ -38,9 +38,9 @@ import msgspec
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.parallel_rebuild import projections_of, rebuild_in_shards
 from contextledger.adapters.store.mapper import MsgspecMapper
-from contextledger.application.audit_views import AUDIT_VIEWS
-from contextledger.application.rebuild import RebuildSpec
-from contextledger.application.view_runner import BATCH_SIZE
+from contextledger.application.rebuild.audit_views import AUDIT_VIEWS
+from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.views.view_runner import BATCH_SIZE
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
 from contextledger.projections.presets import get_preset

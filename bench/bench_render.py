@@ -20,7 +20,7 @@ from typing import Any
 import contextledger
 import msgspec
 from contextledger.adapters.formats.openai import to_openai
-from contextledger.application.renderer import Renderer
+from contextledger.application.render.renderer import Renderer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from floor import WarmFloor, cold_render_floor

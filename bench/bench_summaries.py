@@ -20,8 +20,8 @@ from pathlib import Path
 import contextledger
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
-from contextledger.application.session_replay import replay_calls
-from contextledger.application.summary_log import SummaryStream
+from contextledger.application.audit.session_replay import replay_calls
+from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.domain.content import text_chars
 from contextledger.projections.cache_metrics import ANTHROPIC_LIKE, OPENAI_LIKE, measure, units_of
 from contextledger.projections.presets import PRESETS

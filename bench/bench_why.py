@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import contextledger
-from contextledger.application.call_recorder import CallRecorder
+from contextledger.application.audit.call_recorder import CallRecorder
 from harness import save
 
 FACT = "the staging database password rotates on Thursdays (ticket OPS-4471)"
@@ -101,8 +101,8 @@ CHILD = """
 import sys, time, json
 t0 = time.perf_counter()
 import contextledger
-from contextledger.application.forensics import why
-from contextledger.application.renderer import Renderer
+from contextledger.application.audit.forensics import why
+from contextledger.application.render.renderer import Renderer
 t1 = time.perf_counter()
 db, session, mode, arg = sys.argv[1:5]
 with contextledger.open_ledger("sqlite:///" + db) as ledger:
@@ -163,7 +163,7 @@ def main() -> None:
     print("session", meta, flush=True)
     by_position = time_why(args.db, meta["session"], "position", str(meta["planted_at"]), args.runs)
     print("why --position", by_position, flush=True)
-    # The first text query of a session builds its chunk word sketches (application/text_index.py)
+    # The first text query of a session builds its chunk word sketches (application/search/text_index.py)
     # from the log, once; later queries, in any process, load them.
     first_text = time_why(args.db, meta["session"], "text", "OPS-4471", 1)
     print("why TEXT, first query (builds the word sketches)", first_text, flush=True)

@@ -21,7 +21,7 @@ from contextledger.adapters.cli import (
 )
 
 if TYPE_CHECKING:
-    from contextledger.application.ledger import Ledger
+    from contextledger.application.kernel.ledger import Ledger
 
 __all__ = ["app", "run"]
 

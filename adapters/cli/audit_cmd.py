@@ -39,7 +39,7 @@ def _register_calls(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from contextledger.application.call_recorder import CallRecorder  # noqa: PLC0415
+            from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:
@@ -108,8 +108,8 @@ def _register_replay(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415
             from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415
-            from contextledger.application.call_recorder import CallRecorder, payload_sha  # noqa: PLC0415
-            from contextledger.application.renderer import Renderer  # noqa: PLC0415
+            from contextledger.application.audit.call_recorder import CallRecorder, payload_sha  # noqa: PLC0415
+            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
             from contextledger.domain.errors import ReplayMismatchError, ValidationError  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
@@ -218,8 +218,8 @@ def _register_why(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415
-            from contextledger.application.forensics import why  # noqa: PLC0415
-            from contextledger.application.renderer import Renderer  # noqa: PLC0415
+            from contextledger.application.audit.forensics import why  # noqa: PLC0415
+            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
                 chosen = resolve_policy(policy) if policy else None

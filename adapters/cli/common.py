@@ -37,7 +37,7 @@ from contextledger.domain.errors import (
 )
 
 if TYPE_CHECKING:
-    from contextledger.application.ledger import Ledger
+    from contextledger.application.kernel.ledger import Ledger
     from rich.console import Console
     from rich.text import Text
 

@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
                 print_context,
                 render_document,
             )
-            from contextledger.application.renderer import Renderer  # noqa: PLC0415 - loaded on use
+            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415 - loaded on use
             from rich.text import Text  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:

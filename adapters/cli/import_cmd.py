@@ -24,7 +24,7 @@ from contextledger.adapters.cli.common import (
 
 if TYPE_CHECKING:
     from contextledger.adapters.importers.service import FileImport
-    from contextledger.application.ledger import Ledger
+    from contextledger.application.kernel.ledger import Ledger
     from rich.progress import Progress, TaskID
 
 __all__ = ["LARGE_FILE_BYTES", "FormatName", "register"]

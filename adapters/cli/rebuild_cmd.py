@@ -22,8 +22,8 @@ from contextledger.domain.errors import ConfigError
 
 if TYPE_CHECKING:
     from contextledger.adapters.store.projections import RecorderProjections
-    from contextledger.application.ledger import Ledger
-    from contextledger.application.rebuild import Comparison, RebuildSpec
+    from contextledger.application.kernel.ledger import Ledger
+    from contextledger.application.rebuild.blue_green import Comparison, RebuildSpec
 
 __all__ = ["register"]
 
@@ -67,7 +67,7 @@ def _build(
     (the lowest, when sharded) and the one it reached, and the number of workers.
     """
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
-    from contextledger.application.rebuild import record_config  # noqa: PLC0415
+    from contextledger.application.rebuild.blue_green import record_config  # noqa: PLC0415
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
 
     runner = spec.runner(ledger, store, store)
@@ -125,7 +125,7 @@ def _follow(ledger: Ledger, store: RecorderProjections, spec: RebuildSpec) -> No
 
 def _checkpoint_rows(ledger: Ledger, *, json_output: bool) -> tuple[int, str | None, list[dict[str, object]]]:
     """The head notification id, the active context version, and each checkpoint with its lag."""
-    from contextledger.application.context_versions import CONTEXT_VIEW  # noqa: PLC0415
+    from contextledger.application.render.context_versions import CONTEXT_VIEW  # noqa: PLC0415
 
     store = _views_of(ledger, json_output=json_output)
     head = int(store.store.recorder.max_notification_id() or 0)
@@ -222,8 +222,8 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
-            from contextledger.application.context_versions import CONTEXT_VIEW  # noqa: PLC0415
-            from contextledger.application.rebuild import RebuildSpec, compare_versions  # noqa: PLC0415
+            from contextledger.application.rebuild.blue_green import RebuildSpec, compare_versions  # noqa: PLC0415
+            from contextledger.application.render.context_versions import CONTEXT_VIEW  # noqa: PLC0415
 
             chosen = resolve_policy(policy)
             kept = tuple(v for v in views.split(",") if v)

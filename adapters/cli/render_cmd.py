@@ -45,7 +45,7 @@ def render_document(context: RenderedContext, wire: WireFormat) -> dict[str, Any
     """Return ``render --json``: the context's fields (API names), decisions, exact dispositions, payload."""
     from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415 - loaded on use
     from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415 - loaded on use
-    from contextledger.application.call_recorder import dispositions_of  # noqa: PLC0415 - loaded on use
+    from contextledger.application.audit.call_recorder import dispositions_of  # noqa: PLC0415 - loaded on use
 
     payload = to_openai(context) if wire == "openai" else to_anthropic(context)
     return {
@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
-            from contextledger.application.renderer import Renderer  # noqa: PLC0415 - loaded on use
+            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415 - loaded on use
 
             chosen = resolve_policy(policy)
             call_id = None
@@ -159,7 +159,7 @@ def register(app: typer.Typer) -> None:
                 context = renderer.render(session_id, chosen, at=at, budget=budget)
                 document = render_document(context, wire)
                 if record:
-                    from contextledger.application.call_recorder import CallRecorder  # noqa: PLC0415
+                    from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415
 
                     recorder = CallRecorder(ledger)
                     call_id = recorder.record(

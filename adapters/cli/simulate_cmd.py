@@ -19,7 +19,7 @@ from contextledger.adapters.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from contextledger.application.simulator import Simulation
+    from contextledger.application.rebuild.simulator import Simulation
     from rich.table import Table
 
 __all__ = ["CSV_COLUMNS", "register", "write_csv"]
@@ -254,7 +254,7 @@ def register(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
             from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415
-            from contextledger.application.simulator import simulate  # noqa: PLC0415
+            from contextledger.application.rebuild.simulator import simulate  # noqa: PLC0415
             from contextledger.projections.provider_cache import provider_cache  # noqa: PLC0415
 
             if not policy:

@@ -69,8 +69,8 @@ def _register_compact(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
-            from contextledger.application.compaction import Compactor  # noqa: PLC0415
-            from contextledger.application.renderer import Renderer  # noqa: PLC0415
+            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
+            from contextledger.application.summaries.compaction import Compactor  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
                 renderer = Renderer(ledger, tokenizer=tokenizer)
@@ -125,8 +125,8 @@ def _register_worker(app: typer.Typer) -> None:
             import socket  # noqa: PLC0415
 
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
-            from contextledger.application.renderer import Renderer  # noqa: PLC0415
-            from contextledger.application.summary_worker import SummaryWorker  # noqa: PLC0415
+            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
+            from contextledger.application.summaries.summary_worker import SummaryWorker  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
                 renderer = Renderer(ledger, tokenizer=tokenizer)
@@ -161,7 +161,7 @@ def _register_summaries(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from contextledger.application.lineage import compaction_turns  # noqa: PLC0415
+            from contextledger.application.summaries.lineage import compaction_turns  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
@@ -210,7 +210,7 @@ def _register_search(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from contextledger.application.search import search_session  # noqa: PLC0415
+            from contextledger.application.search.log_search import search_session  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
@@ -228,7 +228,7 @@ def _register_search(app: typer.Typer) -> None:
 
 
 def _print_status(worker: object, *, json_output: bool) -> None:
-    from contextledger.application.summary_worker import SummaryWorker  # noqa: PLC0415
+    from contextledger.application.summaries.summary_worker import SummaryWorker  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     if not isinstance(worker, SummaryWorker):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextledger.application.follower import UpstreamNotification
+from contextledger.application.agent.follower import UpstreamNotification
 from contextledger.domain.errors import EventDecodeError
 from eventsourcing.application import Application
 from eventsourcing.utils import TopicError

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
-from contextledger.application.agent_loop import AgentLoop
-from contextledger.application.ledger import Ledger
-from contextledger.application.renderer import Renderer
+from contextledger.application.agent.agent_loop import AgentLoop
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.render.renderer import Renderer
 from contextledger.projections.policy import Policy
 from pydantic_ai.messages import (
     ModelMessage,

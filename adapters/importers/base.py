@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from contextledger.application.messages import AssistantMessage, ToolResult, UserMessage, parse_message
+from contextledger.application.kernel.messages import AssistantMessage, ToolResult, UserMessage, parse_message
 from contextledger.domain.errors import (
     DuplicateToolCallError,
     DuplicateToolResultError,

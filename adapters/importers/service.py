@@ -16,7 +16,7 @@ from contextledger.adapters.importers.openai_chat import parse_openai, parse_tau
 from contextledger.adapters.importers.openhands_events import parse_openhands
 from contextledger.adapters.importers.source import Source
 from contextledger.adapters.importers.swe_agent import parse_swe_agent
-from contextledger.application.ledger import Ledger
+from contextledger.application.kernel.ledger import Ledger
 from contextledger.domain.errors import ConfigError, TranscriptImportError, ValidationError
 
 __all__ = ["FORMATS", "PARSERS", "FileImport", "Progress", "import_file", "import_files", "parse_file"]

@@ -8,10 +8,10 @@ from typing import Any, Self
 from contextledger.adapters.providers.anthropic_messages import AnthropicFormat
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
-from contextledger.application.agent_loop import AgentLoop, AsyncAgentLoop
-from contextledger.application.agent_types import ProviderFormat
-from contextledger.application.ledger import Ledger
-from contextledger.application.renderer import Renderer
+from contextledger.application.agent.agent_loop import AgentLoop, AsyncAgentLoop
+from contextledger.application.agent.agent_types import ProviderFormat
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import ConfigError
 from contextledger.projections.policy import Policy
 

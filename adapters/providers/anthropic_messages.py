@@ -8,8 +8,8 @@ from typing import Any
 
 from contextledger.adapters.formats.anthropic import anthropic_call_ids, to_anthropic
 from contextledger.adapters.providers.common import count, mapping, reply_dict
-from contextledger.application.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
-from contextledger.application.wire_shapes import THINKING_BLOCKS, ledger_messages
+from contextledger.application.agent.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
+from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS, ledger_messages
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextledger.application.wire_shapes import as_plain
+from contextledger.application.kernel.wire_shapes import as_plain
 from contextledger.domain.errors import InvalidMessageError
 
 __all__ = ["count", "mapping", "reply_dict"]

@@ -7,8 +7,8 @@ from typing import Any
 
 from contextledger.adapters.formats.openai import openai_call_id, to_openai
 from contextledger.adapters.providers.common import count, mapping, reply_dict
-from contextledger.application.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
-from contextledger.application.wire_shapes import ledger_messages
+from contextledger.application.agent.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
+from contextledger.application.kernel.wire_shapes import ledger_messages
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 

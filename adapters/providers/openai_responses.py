@@ -9,8 +9,8 @@ from typing import Any
 from contextledger.adapters.formats.anthropic import anthropic_call_ids
 from contextledger.adapters.formats.openai_responses import to_openai_responses
 from contextledger.adapters.providers.common import count, mapping, reply_dict
-from contextledger.application.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
-from contextledger.application.wire_shapes import ledger_tool_call
+from contextledger.application.agent.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
+from contextledger.application.kernel.wire_shapes import ledger_tool_call
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 

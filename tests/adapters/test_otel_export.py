@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from contextledger.adapters.otel import export_otlp, otlp_document, span_id, trace_id
-from contextledger.application.call_recorder import CallRecorder
-from contextledger.application.renderer import Renderer
-from contextledger.application.summary_log import SummaryStream
+from contextledger.application.audit.call_recorder import CallRecorder
+from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.render.renderer import Renderer
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import CompactionRequested, SummaryAttemptFailed, SummaryRecorded
 from contextledger.projections.presets import get_preset

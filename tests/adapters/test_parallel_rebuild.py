@@ -11,8 +11,8 @@ import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.parallel_rebuild import auto_workers, projections_of, rebuild_in_shards
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.application.rebuild import RebuildSpec
-from contextledger.application.view_runner import Shard
+from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.views.view_runner import Shard
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, StoreError, ValidationError
 from contextledger.projections.presets import get_preset
 

@@ -14,7 +14,7 @@ import pytest
 from contextledger.adapters import tokenizers
 from contextledger.adapters.importers.service import parse_file
 from contextledger.adapters.tokenizers import HeuristicCounter, get_counter
-from contextledger.application.token_cache import CachedTokenCounter
+from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.domain.content import InlineText
 from hypothesis import given, settings
 from hypothesis import strategies as st

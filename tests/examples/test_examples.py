@@ -23,7 +23,7 @@ from contextledger.adapters.formats.pairing import (
     check_openai_pairing,
     check_openai_structure,
 )
-from contextledger.application.call_recorder import payload_sha
+from contextledger.application.audit.call_recorder import payload_sha
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

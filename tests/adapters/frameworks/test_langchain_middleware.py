@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("langchain.agents")
 
 from contextledger.adapters.frameworks.langchain import LANGCHAIN_ID, ContextLedgerMiddleware
-from contextledger.application.call_recorder import CallRecorder
+from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from contextledger.adapters.frameworks.pydantic_ai import MARK, ContextLedgerHistory
-from contextledger.application.call_recorder import CallRecorder
+from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from pydantic_ai import Agent
 from pydantic_ai.messages import (

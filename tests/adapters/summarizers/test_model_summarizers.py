@@ -12,7 +12,7 @@ from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.summarizers.http import HttpPolicy
 from contextledger.adapters.summarizers.models import AnthropicSummarizer, OpenAICompatibleSummarizer
-from contextledger.application.renderer import Renderer
+from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import SummarizerError, SummarizerUnavailableError, SummaryRejectedError
 from contextledger.projections.summary_requests import SpanEntry, SummaryRequest
 

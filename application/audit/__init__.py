@@ -1,0 +1,1 @@
+"""The audit: model-call records, the calls view, forensics (why) and session replay."""

@@ -1,0 +1,1 @@
+"""The ledger kernel: append and read sessions, their inputs, forks, pins, snapshots and token caches."""

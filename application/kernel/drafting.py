@@ -1,0 +1,127 @@
+"""Turns validated boundary messages into domain events, moving large texts into blobs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import pydantic
+from contextledger.application.kernel.messages import (
+    AssistantMessage,
+    ToolCallIn,
+    ToolResult,
+    ToolSchemaIn,
+    UserMessage,
+)
+from contextledger.application.kernel.wire_shapes import ledger_tool_call, ledger_tool_schema
+from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text, content_address
+from contextledger.domain.errors import InvalidMessageError
+from contextledger.domain.events import (
+    AnyEvent,
+    AssistantMessageAdded,
+    ToolCall,
+    ToolResultRecorded,
+    ToolSchema,
+    UserMessageAdded,
+)
+from contextledger.domain.ports import Clock
+from contextledger.domain.session import SessionState
+
+__all__ = ["EventDrafter", "tool_call", "tool_schema"]
+
+
+class EventDrafter:
+    """Builds the events of an append: stamps times from the clock and stores large texts apart.
+
+    Args:
+        clock: Where ``at`` comes from when a message carries none.
+        blob_threshold: Texts larger than this many UTF-8 bytes become content-addressed blobs.
+    """
+
+    def __init__(self, clock: Clock, blob_threshold: int) -> None:
+        self.clock = clock
+        self.blob_threshold = blob_threshold
+
+    def event(
+        self,
+        message: UserMessage | AssistantMessage | ToolResult,
+        state: SessionState,
+        issued: dict[str, str],
+        blobs: dict[str, str],
+    ) -> AnyEvent:
+        """Return the event for ``message``; ``issued`` collects call ids issued earlier in the batch."""
+        at = message.at or self.clock.now()
+        if isinstance(message, UserMessage):
+            return UserMessageAdded(content=self.text(message.content, blobs), at=at, meta=message.meta)
+        if isinstance(message, AssistantMessage):
+            calls = tuple(
+                ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments))
+                for c in message.tool_calls
+            )
+            issued.update({c.id: c.name for c in calls})
+            return AssistantMessageAdded(
+                content=None if message.content is None else self.text(message.content, blobs),
+                reasoning=message.reasoning,
+                reasoning_signature=message.reasoning_signature,
+                tool_calls=calls,
+                model=message.model,
+                at=at,
+                meta=message.meta,
+            )
+        tool_name = (
+            message.tool_name or issued.get(message.call_id) or state.calls.name_of(message.call_id) or ""
+        )
+        return ToolResultRecorded(
+            call_id=message.call_id,
+            tool_name=tool_name,
+            content=self.text(message.content, blobs),
+            is_error=message.is_error,
+            at=at,
+            meta=message.meta,
+        )
+
+    def text(self, text: str, blobs: dict[str, str]) -> Text:
+        """Return inline text, or a blob reference (adding the blob to ``blobs``) when it is large."""
+        encoded = text.encode("utf-8", "surrogatepass")
+        if len(encoded) <= self.blob_threshold:
+            return InlineText(text)
+        sha = content_address(text)
+        blobs[sha] = text
+        return BlobText(sha256=sha, chars=len(text), preview=text[:PREVIEW_CHARS])
+
+
+def tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
+    """Validate a tool schema given as a model or a mapping, in the ledger's or a provider's shape."""
+    schema = (
+        raw
+        if isinstance(raw, ToolSchemaIn)
+        else _validated(ToolSchemaIn, ledger_tool_schema(raw), "tool schema")
+    )
+    return ToolSchema(name=schema.name, description=schema.description, parameters=dict(schema.parameters))
+
+
+def tool_call(raw: ToolCallIn | Mapping[str, Any]) -> ToolCallIn:
+    """Validate a tool call given as a model or a mapping, in the ledger's or a provider's shape."""
+    return raw if isinstance(raw, ToolCallIn) else _validated(ToolCallIn, ledger_tool_call(raw), "tool call")
+
+
+_M = TypeVar("_M", ToolSchemaIn, ToolCallIn)
+
+
+def _validated(model: type[_M], raw: Mapping[str, Any], what: str) -> _M:
+    try:
+        return model.model_validate(dict(raw))
+    except pydantic.ValidationError as error:
+        msg = f"invalid {what}: {error.errors()[0]['msg']} at {error.errors()[0]['loc']}"
+        raise InvalidMessageError(msg) from None
+
+
+def _arguments_json(arguments: str | dict[str, Any]) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        msg = f"tool call arguments must be JSON (strings, numbers, lists, objects): {error}"
+        raise InvalidMessageError(msg) from None

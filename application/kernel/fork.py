@@ -1,0 +1,229 @@
+"""Forked sessions (seed 000): a child continues a parent's history up to a position, without copying it.
+
+A fork's stream stores only its own events: its ``SessionStarted`` (with ``parent``) and what comes
+after. ``ForkAwareLog`` presents it as one history in *virtual positions*: position 1 is the child's
+``SessionStarted``, positions ``2..P`` are the parent's (read from the parent, itself possibly a
+fork), and the child's own event at stream version ``v >= 2`` is position ``P + v - 1``. Everything
+above the log (rules, renders, pins, search, why) sees that one history; the parent is never written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.domain.errors import ConcurrencyConflictError, ValidationError
+from contextledger.domain.events import AnyEvent, ForkParent, Recorded, SessionStarted, SummaryRecorded
+from contextledger.domain.ports import AppendOutcome, EventLog, SessionInfo, StreamAppend
+from contextledger.projections.fold import FORK_START
+
+if TYPE_CHECKING:
+    from contextledger.application.kernel.ledger import Ledger
+
+__all__ = ["ForkAwareLog", "fork_session", "summary_in_force"]
+
+
+class ForkAwareLog:
+    """An ``EventLog`` that shows each forked session as its parent's prefix followed by its own events.
+
+    Streams that are not sessions (``<session>::summaries``, ``::calls``) and sessions without a parent
+    pass through unchanged. A stream's parent is read once (its first event never changes).
+    """
+
+    def __init__(self, inner: EventLog) -> None:
+        """Wrap ``inner``."""
+        self.inner = inner
+        self._links: dict[str, ForkParent | None] = {}
+
+    # -- the fork link ------------------------------------------------------------------------
+
+    def parent_of(self, stream_id: str) -> ForkParent | None:
+        """Return the fork parent of a session stream, or None (a root session, or not a session)."""
+        if SIDE_STREAM_SEPARATOR in stream_id:
+            return None
+        if stream_id in self._links:
+            return self._links[stream_id]
+        first = self.inner.read(stream_id, after=0, upto=1)
+        if not first:
+            return None  # not started yet: nothing to remember
+        event = first[0].event
+        link = event.parent if isinstance(event, SessionStarted) else None
+        self._links[stream_id] = link
+        return link
+
+    def virtual_position(self, stream_id: str, stream_position: int, event: AnyEvent) -> int:
+        """Return the session position of a stored event (a fork's own events follow its parent's prefix).
+
+        ``event`` is the stored event itself: a session's first event (``SessionStarted``) teaches
+        the link without a read, so folding notifications in store order reads no stream twice.
+        """
+        if (
+            stream_position == 1
+            and isinstance(event, SessionStarted)
+            and SIDE_STREAM_SEPARATOR not in stream_id
+        ):
+            self._links[stream_id] = event.parent
+        link = self.parent_of(stream_id)
+        return stream_position if link is None else self._to_virtual(link, stream_position)
+
+    def _learn(self, stream_id: str, events: Sequence[AnyEvent], expected_version: int) -> ForkParent | None:
+        if expected_version == 0 and events and isinstance(events[0], SessionStarted):
+            self._links[stream_id] = events[0].parent
+        return self.parent_of(stream_id)
+
+    @staticmethod
+    def _to_virtual(link: ForkParent, stream_position: int) -> int:
+        return stream_position if stream_position <= 1 else stream_position + link.position - 1
+
+    @staticmethod
+    def _to_stream(stream_id: str, link: ForkParent, version: int) -> int:
+        if version == 0:
+            return 0
+        if version < link.position:
+            raise ConcurrencyConflictError(stream_id, version)
+        return version - link.position + 1
+
+    # -- EventLog -----------------------------------------------------------------------------
+
+    def append(
+        self,
+        stream_id: str,
+        expected_version: int,
+        events: Sequence[AnyEvent],
+        *,
+        blobs: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> AppendOutcome:
+        """Append after a virtual ``expected_version``; return virtual positions."""
+        link = self._learn(stream_id, events, expected_version)
+        if link is None:
+            return self.inner.append(
+                stream_id, expected_version, events, blobs=blobs, idempotency_key=idempotency_key
+            )
+        outcome = self.inner.append(
+            stream_id,
+            self._to_stream(stream_id, link, expected_version),
+            events,
+            blobs=blobs,
+            idempotency_key=idempotency_key,
+        )
+        positions = tuple(self._to_virtual(link, p) for p in outcome.positions)
+        return AppendOutcome(positions, replayed=outcome.replayed)
+
+    def append_streams(
+        self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
+    ) -> None:
+        """Append to several streams in one transaction, translating forked streams' versions."""
+        translated = []
+        for item in appends:
+            link = self._learn(item.stream_id, item.events, item.expected_version)
+            if link is not None:
+                version = self._to_stream(item.stream_id, link, item.expected_version)
+                item = msgspec.structs.replace(item, expected_version=version)  # noqa: PLW2901
+            translated.append(item)
+        self.inner.append_streams(translated, blobs=blobs)
+
+    def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
+        """Return the events at virtual positions ``(after, upto]``: the parent's prefix, then the child's."""
+        link = self.parent_of(stream_id)
+        if link is None:
+            return self.inner.read(stream_id, after=after, upto=upto)
+        fork_at = link.position
+        out: list[Recorded] = []
+        if after < 1 and (upto is None or upto >= 1):
+            out.extend(self.inner.read(stream_id, after=0, upto=1))
+        if after < fork_at and (upto is None or upto > 1):
+            prefix_upto = fork_at if upto is None else min(upto, fork_at)
+            out.extend(r for r in self.read(link.session_id, after=max(after, 1), upto=prefix_upto))
+        if upto is None or upto > fork_at:
+            own_after = max(after - fork_at + 1, 1)
+            own_upto = None if upto is None else upto - fork_at + 1
+            out.extend(
+                Recorded(r.seq + fork_at - 1, r.event)
+                for r in self.inner.read(stream_id, after=own_after, upto=own_upto)
+            )
+        return out
+
+    def version(self, stream_id: str) -> int:
+        """Return the virtual position of the stream's last event (0 when it has none)."""
+        version = self.inner.version(stream_id)
+        link = self.parent_of(stream_id) if version else None
+        return version if link is None else self._to_virtual(link, version) if version > 1 else link.position
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every started session (event counts are each stream's own events)."""
+        return self.inner.sessions()
+
+    def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
+        """Return the virtual positions an earlier append with ``key`` stored, or None."""
+        found = self.inner.lookup_idempotency_key(stream_id, key)
+        link = self.parent_of(stream_id)
+        if found is None or link is None:
+            return found
+        return tuple(self._to_virtual(link, p) for p in found)
+
+
+def summary_in_force(ledger: Ledger, session_id: str, position: int) -> SummaryRecorded | None:
+    """Return the artifact in force at ``position``: available by then, reaching furthest (latest wins)."""
+    best: SummaryRecorded | None = None
+    for summary in ledger.summaries(session_id):
+        due = summary.produced_at <= position and summary.covers_through <= position
+        if due and (best is None or summary.covers_through >= best.covers_through):
+            best = summary
+    return best
+
+
+def fork_session(
+    ledger: Ledger,
+    session_id: str,
+    at: int,
+    *,
+    from_summary: bool = False,
+    new_session_id: str | None = None,
+    metadata: Mapping[str, object] | None = None,
+) -> str:
+    """Start a session that continues ``session_id`` after position ``at``; return its id.
+
+    The child references the parent's events ``1..at`` (nothing is copied; the parent is not
+    written). With ``from_summary``, the child starts from the summary in force at ``at``: that
+    artifact is recorded in the child's summary stream, produced at the fork point, and is applied
+    there at once (under policies that use summaries), instead of the full history it covers.
+
+    Raises:
+        SessionNotFoundError: The parent does not exist.
+        ValidationError: ``at`` is outside the parent, or ``from_summary`` and no summary is in force.
+    """
+    head = ledger.version(session_id)
+    if not 1 <= at <= head:
+        raise ValidationError(f"fork position {at} is outside session {session_id!r} (1..{head})")
+    summary = summary_in_force(ledger, session_id, at) if from_summary else None
+    if from_summary and summary is None:
+        raise ValidationError(f"no summary of session {session_id!r} is in force at position {at}")
+    root = ledger.events(session_id, upto=1)[0].event
+    assert isinstance(root, SessionStarted)  # noqa: S101 - position 1 of a session is its start
+    child = ledger.start_session(
+        session_id=new_session_id,
+        system_prompt=root.system_prompt,
+        model=root.model,
+        tools=[
+            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in root.tools
+        ],
+        metadata=dict(metadata or {}),
+        parent=(session_id, at),
+    )
+    if summary is not None:
+        copy = msgspec.structs.replace(
+            summary,
+            summary_id=ledger.ids.new_id(),
+            session_id=child,
+            produced_at=at,
+            previous_summary_id=summary.summary_id,
+            producer="api",
+            meta={**summary.meta, FORK_START: True, "forked_from": session_id},
+            at=ledger.clock.now(),
+        )
+        SummaryStream(ledger.log, child).append(copy)
+    return child

@@ -1,0 +1,363 @@
+"""The ledger service: the append API over an event store, with validation at the boundary."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Self
+
+import structlog
+from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
+from contextledger.application.kernel.fork import ForkAwareLog
+from contextledger.application.kernel.ledger_controls import LedgerControls
+from contextledger.application.kernel.messages import (
+    AssistantMessage,
+    ToolCallIn,
+    ToolResult,
+    ToolSchemaIn,
+    UserMessage,
+    check_idempotency_key,
+    check_session_id,
+    parse_messages,
+)
+from contextledger.application.kernel.rules_cache import RulesCache
+from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.kernel.wiring import Ports
+from contextledger.domain.content import InlineText, Text
+from contextledger.domain.errors import (
+    ConcurrencyConflictError,
+    InvalidMessageError,
+    SessionExistsError,
+    SessionNotFoundError,
+)
+from contextledger.domain.events import (
+    AnyEvent,
+    ForkParent,
+    Recorded,
+    SessionStarted,
+    SummaryRecorded,
+)
+from contextledger.domain.limits import MAX_DEPTH, too_deep
+from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
+from contextledger.domain.session import SessionState
+
+__all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger"]
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_BLOB_THRESHOLD = 8 * 1024
+"""Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""
+
+MessageLike = UserMessage | AssistantMessage | ToolResult | dict[str, Any]
+
+
+def _id_for(idempotency_key: str | None) -> str | None:
+    """A session id derived from an idempotency key, so a retried start finds its first session."""
+    if idempotency_key is None:
+        return None
+    return "s-" + hashlib.sha256(idempotency_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Ledger(LedgerControls):
+    """Append and read agent sessions as immutable event streams.
+
+    Every write validates first and then appends in one transaction, so a rejected write
+    changes nothing. ``expected_version`` gives optimistic concurrency; ``idempotency_key``
+    makes a retried write a no-op that returns the positions of the first.
+    """
+
+    def __init__(
+        self,
+        ports: Ports,
+        *,
+        blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+        cache_size: int = 1024,
+    ) -> None:
+        """Wire the ledger to its ports (built by the composition root, ``contextledger.open_ledger``)."""
+        self.ports = ports
+        self.forks = ForkAwareLog(ports.log)
+        self.log = self.forks
+        """The event log; a forked session reads as its parent's prefix then its own events."""
+        self.clock = ports.clock
+        self.ids = ports.ids
+        self._drafts = EventDrafter(ports.clock, blob_threshold)
+        self._rules = RulesCache(self.log, ports.snapshots, cache_size)
+        self._lock = threading.RLock()
+        """Serializes read-check-append-apply, so threads sharing this ledger never race on rules state."""
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        *,
+        session_id: str | None = None,
+        system_prompt: str = "",
+        model: str | None = None,
+        tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        parent: tuple[str, int] | None = None,
+        messages: Sequence[MessageLike] = (),
+        at: datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Start a session (optionally with its first messages, atomically) and return its id.
+
+        With an ``idempotency_key`` and no ``session_id``, the id is derived from the key, so a retried
+        call returns the same session instead of starting a second one.
+        """
+        idempotency_key = check_idempotency_key(idempotency_key)
+        session_id = session_id or _id_for(idempotency_key) or self.ids.new_id()
+        events, blobs = self._session_events(
+            session_id=session_id,
+            system_prompt=system_prompt,
+            model=model,
+            tools=tools,
+            metadata=metadata,
+            parent=parent,
+            messages=messages,
+            at=at,
+        )
+        with self._lock:
+            self._append(session_id, events, blobs, idempotency_key=idempotency_key)
+        return session_id
+
+    def start_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Start several sessions in ONE transaction: all are stored, or none (e.g. one transcript file).
+
+        Each mapping takes the keyword arguments of ``start_session``. Every session is validated
+        before anything is written; a session whose idempotency key is already stored is skipped (a
+        retry), another that already exists raises ``SessionExistsError``.
+        """
+        with self._lock:
+            ids: list[str] = []
+            appends: list[StreamAppend] = []
+            blobs: dict[str, str] = {}
+            states: list[SessionState] = []
+            for spec in sessions:
+                options = dict(spec)
+                key = check_idempotency_key(options.pop("idempotency_key", None))
+                options["session_id"] = options.get("session_id") or _id_for(key) or self.ids.new_id()
+                session_id = options["session_id"]
+                ids.append(session_id)
+                if key is not None and self.log.lookup_idempotency_key(session_id, key) is not None:
+                    continue  # stored by an earlier call with the same key: a retry stores nothing new
+                events, session_blobs = self._session_events(**options)
+                if any(a.stream_id == session_id for a in appends):
+                    raise SessionExistsError(session_id)
+                state = self._state(session_id)
+                state.check(events)
+                states.append(state)
+                blobs.update(session_blobs)
+                appends.append(
+                    StreamAppend(
+                        stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
+                    )
+                )
+            self.log.append_streams(appends, blobs=blobs)
+            for state, append in zip(states, appends, strict=True):
+                for event in append.events:
+                    state.apply(event)
+                self._remember(state)
+        return ids
+
+    def _session_events(
+        self,
+        *,
+        session_id: str,
+        system_prompt: str = "",
+        model: str | None = None,
+        tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        parent: tuple[str, int] | None = None,
+        messages: Sequence[MessageLike] = (),
+        at: datetime | None = None,
+    ) -> tuple[list[AnyEvent], dict[str, str]]:
+        check_session_id(session_id)
+        if metadata is not None and too_deep(dict(metadata)):
+            msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
+            raise InvalidMessageError(msg)
+        started = SessionStarted(
+            session_id=session_id,
+            system_prompt=system_prompt,
+            model=model,
+            tools=tuple(tool_schema(t) for t in tools),
+            metadata=dict(metadata or {}),
+            parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
+            at=at or self.clock.now(),
+        )
+        state = SessionState(session_id)
+        blobs: dict[str, str] = {}
+        issued: dict[str, str] = {}
+        events: list[AnyEvent] = [started]
+        parsed = [one for raw in messages for one in parse_messages(raw)]
+        events.extend(self._drafts.event(message, state, issued, blobs) for message in parsed)
+        return events, blobs
+
+    def append(
+        self,
+        session_id: str,
+        message: MessageLike,
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> int:
+        """Validate and append one message; return its position."""
+        return self.append_many(
+            session_id, [message], expected_version=expected_version, idempotency_key=idempotency_key
+        )[0]
+
+    def append_many(
+        self,
+        session_id: str,
+        messages: Sequence[MessageLike],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[int, ...]:
+        """Validate and append several messages in one transaction; return their positions."""
+        parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
+        with self._lock:
+            state = self._state(session_id)
+            if not state.exists:
+                raise SessionNotFoundError(session_id)
+            blobs: dict[str, str] = {}
+            issued: dict[str, str] = {}
+            events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
+            return self._append(
+                session_id,
+                events,
+                blobs,
+                expected_version=expected_version,
+                idempotency_key=idempotency_key,
+                state=state,
+            ).positions
+
+    def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
+        """Append what the user said; return its position."""
+        return self.append(session_id, UserMessage(content=content), **options)
+
+    def add_assistant_message(
+        self,
+        session_id: str,
+        content: str | None = None,
+        *,
+        tool_calls: Sequence[ToolCallIn | Mapping[str, Any]] = (),
+        reasoning: str | None = None,
+        model: str | None = None,
+        **options: Any,
+    ) -> int:
+        """Append the model's answer with its tool calls; return its position."""
+        calls = tuple(tool_call(c) for c in tool_calls)
+        message = AssistantMessage(content=content, tool_calls=calls, reasoning=reasoning, model=model)
+        return self.append(session_id, message, **options)
+
+    def add_tool_result(
+        self,
+        session_id: str,
+        call_id: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        tool_name: str | None = None,
+        **options: Any,
+    ) -> int:
+        """Append the result of a tool call the session issued; return its position."""
+        message = ToolResult(call_id=call_id, content=content, is_error=is_error, tool_name=tool_name)
+        return self.append(session_id, message, **options)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def store_url(self) -> str:
+        """The URL of the database this ledger writes to."""
+        return self.ports.url
+
+    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
+        """Return the session's events with positions in ``(after, upto]``."""
+        events = self.log.read(session_id, after=after, upto=upto)
+        if not events and self.log.version(session_id) == 0:
+            raise SessionNotFoundError(session_id)
+        return events
+
+    def summaries(self, session_id: str) -> list[SummaryRecorded]:
+        """Return the summary artifacts stored for a session, oldest first."""
+        return SummaryStream(self.log, session_id).artifacts()
+
+    def version(self, session_id: str) -> int:
+        """Return the position of the session's last event; raise if the session does not exist."""
+        version = self.log.version(session_id)
+        if version == 0:
+            raise SessionNotFoundError(session_id)
+        return version
+
+    def sessions(self) -> list[SessionInfo]:
+        """Return every session in the ledger, oldest first."""
+        return self.log.sessions()
+
+    def text(self, text: Text | None) -> str:
+        """Return the full text of an event's content, reading the blob if it is stored apart."""
+        if text is None:
+            return ""
+        if isinstance(text, InlineText):
+            return text.text
+        return self.ports.blobs.read_blob(text.sha256)
+
+    def stored_text(self, text: str, blobs: dict[str, str]) -> Text:
+        """Return ``text`` as an event stores it: inline, or a blob reference whose blob joins ``blobs``."""
+        return self._drafts.text(text, blobs)
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.ports.close()
+
+    def __enter__(self) -> Self:
+        """Use the ledger as a context manager that closes it."""
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Close the ledger."""
+        self.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _append_events(self, session_id: str, events: list[AnyEvent], **options: Any) -> int:
+        with self._lock:
+            return self._append(session_id, events, {}, **options).positions[0]
+
+    def _append(
+        self,
+        session_id: str,
+        events: list[AnyEvent],
+        blobs: dict[str, str],
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+        state: SessionState | None = None,
+    ) -> AppendOutcome:
+        idempotency_key = check_idempotency_key(idempotency_key)
+        if idempotency_key is not None:
+            earlier = self.log.lookup_idempotency_key(session_id, idempotency_key)
+            if earlier is not None:
+                return AppendOutcome(earlier, replayed=True)
+        state = state or self._state(session_id)
+        if expected_version is not None and expected_version != state.version:
+            raise ConcurrencyConflictError(session_id, expected_version)
+        state.check(events)
+        outcome = self.log.append(
+            session_id, state.version, events, blobs=blobs, idempotency_key=idempotency_key
+        )
+        if outcome.replayed:
+            return outcome
+        for event in events:
+            state.apply(event)
+        self._remember(state)
+        return outcome
+
+    def _state(self, session_id: str) -> SessionState:
+        """Return the cached rules state of a session, caught up with the store."""
+        return self._rules.get(session_id)
+
+    def _remember(self, state: SessionState) -> None:
+        self._rules.remember(state)

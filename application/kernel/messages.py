@@ -1,0 +1,248 @@
+"""Boundary models of the append API: messages as callers send them, validated by pydantic.
+
+Every validation failure is an ``InvalidMessageError`` (never a raw ``pydantic.ValidationError``),
+whether a model is built directly (``UserMessage(content=None)``) or parsed from a dict. ``meta``,
+tool-call arguments (an object or JSON text) and tool parameters may nest at most ``MAX_DEPTH`` levels.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+import pydantic
+from contextledger.application.kernel.wire_shapes import ledger_messages
+from contextledger.domain.errors import InvalidMessageError
+from contextledger.domain.limits import MAX_DEPTH, MAX_IDEMPOTENCY_KEY_CHARS, json_text_too_deep, too_deep
+
+__all__ = [
+    "SIDE_STREAM_SEPARATOR",
+    "AssistantMessage",
+    "Message",
+    "ToolCallIn",
+    "ToolResult",
+    "ToolSchemaIn",
+    "UserMessage",
+    "check_idempotency_key",
+    "check_session_id",
+    "parse_message",
+    "parse_messages",
+]
+
+_STRICT = pydantic.ConfigDict(extra="forbid", frozen=True)
+Str = pydantic.StrictStr
+"""Text fields accept only strings: no numbers, lists or content blocks coerced into text."""
+
+_V = TypeVar("_V")
+_WHAT = {
+    "UserMessage": "user message",
+    "AssistantMessage": "assistant message",
+    "ToolResult": "tool message",
+    "ToolCallIn": "tool call",
+    "ToolSchemaIn": "tool schema",
+}
+
+
+def _explain(error: Any) -> str:
+    if error["type"] in {"string_type", "str_type"}:
+        return "must be text (a string); non-text content such as images or content blocks is not accepted"
+    if error["type"] == "value_error" and "error" in error.get("ctx", {}):
+        return str(error["ctx"]["error"])
+    return str(error["msg"])
+
+
+def _problems(error: pydantic.ValidationError, skip: int = 0) -> str:
+    """Name each failing field and what was wrong, without printing the (possibly huge) input."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc'][skip:]) or 'message'}: {_explain(e)}" for e in error.errors()
+    )
+
+
+def _shallow(value: _V, what: str) -> _V:
+    """Refuse a value nested deeper than ``MAX_DEPTH`` (checked without recursion)."""
+    if too_deep(value, MAX_DEPTH):
+        msg = f"{what} nests lists and objects more than {MAX_DEPTH} levels deep (the limit)"
+        raise ValueError(msg)
+    return value
+
+
+class _Boundary(pydantic.BaseModel):
+    """A boundary model whose construction raises ``InvalidMessageError`` on bad input."""
+
+    model_config = _STRICT
+
+    def __init__(self, **data: Any) -> None:
+        """Validate ``data``; a failure is an ``InvalidMessageError`` naming every bad field."""
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as error:
+            msg = f"invalid {_WHAT.get(type(self).__name__, 'message')}: {_problems(error)}"
+            raise InvalidMessageError(msg) from None
+
+
+Meta = Annotated[dict[str, Any], pydantic.AfterValidator(lambda v: _shallow(v, "meta"))]
+"""Free-form metadata: a JSON-like object of at most ``MAX_DEPTH`` levels."""
+
+
+def _arguments(value: str | dict[str, Any]) -> str | dict[str, Any]:
+    if isinstance(value, str):
+        if json_text_too_deep(value, MAX_DEPTH):
+            msg = f"arguments JSON nests arrays and objects more than {MAX_DEPTH} levels deep (the limit)"
+            raise ValueError(msg)
+        return value
+    return _shallow(value, "arguments")
+
+
+class ToolCallIn(_Boundary):
+    """A tool call as the model issued it; ``arguments`` is JSON text or an object."""
+
+    id: Annotated[Str, pydantic.Field(min_length=1)]
+    name: Annotated[Str, pydantic.Field(min_length=1)]
+    arguments: Annotated[Str | dict[str, Any], pydantic.AfterValidator(_arguments)] = "{}"
+
+
+class ToolSchemaIn(_Boundary):
+    """A tool the model may call."""
+
+    name: Annotated[Str, pydantic.Field(min_length=1)]
+    description: str = ""
+    parameters: Annotated[dict[str, Any], pydantic.AfterValidator(lambda v: _shallow(v, "parameters"))] = (
+        pydantic.Field(default_factory=dict)
+    )
+
+
+class UserMessage(_Boundary):
+    """Something the user said."""
+
+    role: Literal["user"] = "user"
+    content: Str
+    at: datetime | None = None
+    meta: Meta = pydantic.Field(default_factory=dict)
+
+
+class AssistantMessage(_Boundary):
+    """The model's answer: text, optional reasoning, tool calls."""
+
+    role: Literal["assistant"] = "assistant"
+    content: Str | None = None
+    reasoning: Str | None = None
+    reasoning_signature: Str | None = None
+    tool_calls: tuple[ToolCallIn, ...] = ()
+    model: str | None = None
+    at: datetime | None = None
+    meta: Meta = pydantic.Field(default_factory=dict)
+
+
+class ToolResult(_Boundary):
+    """The result of one tool call; ``tool_name`` defaults to the name of the call."""
+
+    role: Literal["tool"] = "tool"
+    call_id: Annotated[Str, pydantic.Field(min_length=1)]
+    content: Str
+    tool_name: str | None = None
+    is_error: pydantic.StrictBool = False
+    at: datetime | None = None
+    meta: Meta = pydantic.Field(default_factory=dict)
+
+
+Message = Annotated[UserMessage | AssistantMessage | ToolResult, pydantic.Field(discriminator="role")]
+"""Any message the append API takes, told apart by ``role``."""
+
+_ADAPTER: pydantic.TypeAdapter[UserMessage | AssistantMessage | ToolResult] = pydantic.TypeAdapter(Message)
+_ROLES = ("user", "assistant", "tool")
+
+
+def parse_messages(raw: object) -> list[UserMessage | AssistantMessage | ToolResult]:
+    """Validate one message given in the ledger's or a provider's shape; return its ledger messages.
+
+    Provider shapes (see ``wire_shapes.ledger_messages``): an OpenAI ``tool`` message, an assistant
+    message with OpenAI ``tool_calls`` or Anthropic blocks, a Responses ``function_call_output``, the
+    SDK objects of these. An Anthropic user message of ``tool_result`` blocks gives one tool result
+    per block, then its text, so the list may hold several messages.
+    """
+    if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
+        return [raw]
+    return [_parse_one(m) for m in ledger_messages(raw)]
+
+
+def parse_message(raw: object) -> UserMessage | AssistantMessage | ToolResult:
+    """Validate a message given as a model or a dict (either provider's shape too); raise on bad input.
+
+    Raises:
+        InvalidMessageError: The message is invalid, or holds several (an Anthropic user message
+            with many ``tool_result`` blocks: use ``parse_messages`` or ``Ledger.append_many``).
+    """
+    parsed = parse_messages(raw)
+    if len(parsed) != 1:
+        msg = f"this message holds {len(parsed)} messages (results, text): append them with parse_messages"
+        raise InvalidMessageError(msg)
+    return parsed[0]
+
+
+def _parse_one(raw: object) -> UserMessage | AssistantMessage | ToolResult:
+    if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
+        return raw
+    if not isinstance(raw, dict):
+        msg = f"a message must be a dict or a message model, not {type(raw).__name__}"
+        raise InvalidMessageError(msg)
+    role = raw.get("role")
+    if role not in _ROLES:
+        msg = f"unknown role {role!r}: expected one of {', '.join(_ROLES)}"
+        raise InvalidMessageError(msg)
+    try:
+        return _ADAPTER.validate_python(raw)
+    except pydantic.ValidationError as error:
+        msg = f"invalid {role} message: {_problems(error, skip=1)}"
+        raise InvalidMessageError(msg) from None
+
+
+SIDE_STREAM_SEPARATOR = "::"
+"""Reserved in session ids: ``<session>::summaries`` and ``<session>::calls`` are a session's side streams."""
+
+
+def check_session_id(session_id: object) -> str:
+    """Return ``session_id`` if a session may be started under it; raise ``InvalidMessageError`` if not.
+
+    An id is non-empty text that encodes as UTF-8, holds no NUL and no ``::`` (which separates a
+    session's id from its side streams' names, so every view can tell whose stream it reads).
+    """
+    if not isinstance(session_id, str) or not session_id:
+        msg = f"a session id must be non-empty text, not {session_id!r}"
+        raise InvalidMessageError(msg)
+    if SIDE_STREAM_SEPARATOR in session_id:
+        msg = (
+            f"a session id may not contain {SIDE_STREAM_SEPARATOR!r} (it names side streams): {session_id!r}"
+        )
+        raise InvalidMessageError(msg)
+    _check_storable(session_id, "a session id")
+    return session_id
+
+
+def check_idempotency_key(key: object) -> str | None:
+    r"""Return ``key`` if it is a usable idempotency key (or None); raise ``InvalidMessageError`` if not.
+
+    A key is non-empty text of at most ``MAX_IDEMPOTENCY_KEY_CHARS`` characters that encodes as UTF-8
+    (a lone surrogate such as ``"\ud800"`` does not) and holds no NUL, so every store keeps it alike.
+    """
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        msg = f"an idempotency key must be text, not {type(key).__name__}"
+        raise InvalidMessageError(msg)
+    if not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY_CHARS:
+        msg = f"an idempotency key must have 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters, not {len(key)}"
+        raise InvalidMessageError(msg)
+    _check_storable(key, "an idempotency key")
+    return key
+
+
+def _check_storable(text: str, what: str) -> None:
+    """Refuse text every store would not keep alike: not valid UTF-8 (a lone surrogate), or with NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        msg = f"{what} must be valid UTF-8 text: {error.reason} at character {error.start}"
+        raise InvalidMessageError(msg) from None
+    if "\x00" in text:
+        msg = f"{what} may not contain NUL (\\x00)"
+        raise InvalidMessageError(msg)

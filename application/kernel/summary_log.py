@@ -1,0 +1,158 @@
+"""A session's summary stream: compaction requests, attempts, failures and artifacts, and their status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.domain.errors import ConcurrencyConflictError
+from contextledger.domain.events import (
+    AnyEvent,
+    CompactionRequested,
+    ContextOverflowReported,
+    Recorded,
+    SummaryAttemptFailed,
+    SummaryAttemptStarted,
+    SummaryRecorded,
+)
+from contextledger.domain.ports import EventLog
+
+__all__ = ["SUMMARIES_KIND", "RequestStatus", "SummaryStream", "request_status", "summary_stream"]
+
+Status = Literal["open", "running", "waiting", "done", "dead"]
+
+
+SUMMARIES_KIND = "summaries"
+"""The suffix of a session's summary stream: ``<session>::summaries``."""
+
+
+def summary_stream(session_id: str) -> str:
+    """Return the id of the stream that holds a session's summary lifecycle and artifacts."""
+    return f"{session_id}{SIDE_STREAM_SEPARATOR}{SUMMARIES_KIND}"
+
+
+class _StatusFields(Protocol):
+    @property
+    def summary_id(self) -> str | None: ...
+    @property
+    def dead(self) -> bool: ...
+    @property
+    def lease_until(self) -> datetime | None: ...
+    @property
+    def retry_after(self) -> datetime | None: ...
+
+
+def request_status(request: _StatusFields, now: datetime) -> Status:
+    """The one rule for where a compaction request stands at ``now`` (folded status or view row)."""
+    if request.summary_id is not None:
+        return "done"
+    if request.dead:
+        return "dead"
+    if request.lease_until is not None and request.lease_until > now:
+        return "running"
+    if request.retry_after is not None and request.retry_after > now:
+        return "waiting"
+    return "open"
+
+
+@dataclass
+class RequestStatus:
+    """Where one compaction request stands, folded from its stream.
+
+    ``open``: nobody is on it; ``running``: an attempt holds a lease; ``waiting``: it failed and
+    may be retried after ``retry_after``; ``done``: its artifact is recorded; ``dead``: it failed
+    too often (dead-lettered) and will not be tried again.
+    """
+
+    request: CompactionRequested
+    attempts: int = 0
+    lease_until: datetime | None = None
+    lease_holder: str | None = None
+    retry_after: datetime | None = None
+    last_error: str | None = None
+    summary_id: str | None = None
+    dead: bool = False
+    failures: list[SummaryAttemptFailed] = field(default_factory=list)
+
+    def status(self, now: datetime) -> Status:
+        """Return the request's status at ``now``."""
+        return request_status(self, now)
+
+
+class SummaryStream:
+    """Reads and appends one session's summary stream; the store's ordering is the stream's ordering.
+
+    Every append names the version it expects, so two workers cannot both start one attempt, and
+    an artifact carries the idempotency key ``artifact:<request_id>``: however many workers finish
+    the same request, one artifact is stored.
+    """
+
+    def __init__(self, log: EventLog, session_id: str) -> None:
+        self.log = log
+        self.session_id = session_id
+        self.stream_id = summary_stream(session_id)
+
+    def events(self) -> list[Recorded]:
+        """Return the stream's events in order."""
+        return self.log.read(self.stream_id)
+
+    def artifacts(self) -> list[SummaryRecorded]:
+        """Return the summary artifacts, oldest first."""
+        return [r.event for r in self.events() if isinstance(r.event, SummaryRecorded)]
+
+    def overflows(self) -> list[ContextOverflowReported]:
+        """Return the context overflows the agent reported."""
+        return [r.event for r in self.events() if isinstance(r.event, ContextOverflowReported)]
+
+    def requests(self) -> dict[str, RequestStatus]:
+        """Return every request with its folded status, in the order they were made."""
+        return fold_requests(r.event for r in self.events())
+
+    def append(
+        self,
+        event: AnyEvent,
+        *,
+        expected_version: int | None = None,
+        idempotency_key: str | None = None,
+        blobs: dict[str, str] | None = None,
+    ) -> int:
+        """Append one event after ``expected_version`` (default: the current head); return its position."""
+        version = self.log.version(self.stream_id) if expected_version is None else expected_version
+        outcome = self.log.append(
+            self.stream_id, version, [event], blobs=blobs, idempotency_key=idempotency_key
+        )
+        return outcome.positions[0]
+
+    def try_append(self, event: AnyEvent, *, expected_version: int) -> bool:
+        """Append if the stream is still at ``expected_version``; return whether it was."""
+        try:
+            self.append(event, expected_version=expected_version)
+        except ConcurrencyConflictError:
+            return False
+        return True
+
+
+def fold_requests(events: Iterable[AnyEvent]) -> dict[str, RequestStatus]:
+    """Fold a summary stream's events into the status of each request."""
+    found: dict[str, RequestStatus] = {}
+    for event in events:
+        if isinstance(event, CompactionRequested):
+            found.setdefault(event.request_id, RequestStatus(request=event))
+        elif isinstance(event, SummaryAttemptStarted) and event.request_id in found:
+            status = found[event.request_id]
+            status.attempts = max(status.attempts, event.attempt)
+            status.lease_until = event.lease_until
+            status.lease_holder = event.worker
+        elif isinstance(event, SummaryAttemptFailed) and event.request_id in found:
+            status = found[event.request_id]
+            status.lease_until = None
+            status.retry_after = event.retry_after
+            status.last_error = f"{event.error_type}: {event.message}"
+            status.dead = status.dead or event.dead_lettered
+            status.failures.append(event)
+        elif isinstance(event, SummaryRecorded) and event.request_id in found:
+            found[event.request_id].summary_id = event.summary_id
+    return found

@@ -1,0 +1,1 @@
+"""Rebuilds: the projection runner, blue/green versions, the what-if simulator and view sets."""

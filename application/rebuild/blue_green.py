@@ -1,0 +1,200 @@
+"""Blue/green context projections: build a version beside the live one, compare, switch, serve a match."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+
+import msgspec
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.rebuild.audit_views import audit_views
+from contextledger.application.rebuild.projection_runner import BatchDone, ProjectionRunner
+from contextledger.application.render.context_rows import row_state
+from contextledger.application.render.context_versions import (
+    CONFIG_PREFIX,
+    CONTEXT_VIEW,
+    projection_version,
+    rebuild_command,
+)
+from contextledger.application.render.renderer import Renderer
+from contextledger.application.views.view_runner import BATCH_SIZE, Shard
+from contextledger.domain.errors import ConfigError, ContextLedgerError
+from contextledger.domain.ports import NotificationReader, ProjectionStore
+from contextledger.projections.policy import Policy
+from contextledger.projections.state import RenderState
+
+__all__ = [
+    "CONFIG_PREFIX",
+    "Comparison",
+    "RebuildSpec",
+    "VersionSummary",
+    "active_state",
+    "build_version",
+    "compare_versions",
+    "rebuild_command",
+    "record_config",
+]
+
+_EVICTING = {"stubbed", "truncated", "summarized", "dropped"}
+
+
+class VersionSummary(msgspec.Struct, frozen=True):
+    """One projection version rendered: sessions, total tokens, evicted events by rule, failed sessions."""
+
+    version: str
+    policy: str
+    sessions: int
+    tokens: int
+    evictions: dict[str, int]
+    failed: dict[str, str]
+
+
+class Comparison(msgspec.Struct, frozen=True):
+    """A candidate version against the live one: both summaries and the sessions whose renders differ."""
+
+    live: VersionSummary | None
+    candidate: VersionSummary
+    differing: list[str]
+
+
+class RebuildSpec(msgspec.Struct, frozen=True):
+    """What a (shard of a) rebuild folds: one context version, plus the policy-free views if asked.
+
+    Plain data, so that worker processes can be handed one.
+    """
+
+    policy: str
+    """The policy as JSON (``Policy.model_dump_json``)."""
+    budget: int | None = None
+    tokenizer: str = "cl100k_base"
+    projection: str | None = None
+    """The version's name (default: derived from policy, budget and tokenizer)."""
+    audit_views: tuple[str, ...] = ()
+    """Further views kept by the same pass: any of ``summaries``, ``calls``, ``search``."""
+    batch_size: int = BATCH_SIZE
+    """Notifications per transaction."""
+    views_suffix: str = ""
+    """Appended to those views' names (a benchmark or test rebuilds them under fresh names)."""
+
+    def runner(
+        self,
+        ledger: Ledger,
+        reader: NotificationReader,
+        views: ProjectionStore,
+        *,
+        shard: Shard | None = None,
+        on_batch: Callable[[BatchDone], None] | None = None,
+    ) -> ProjectionRunner:
+        """Return the runner of this spec (one shard of it) over ``ledger``'s store."""
+        policy = Policy.model_validate_json(self.policy)
+        return ProjectionRunner(
+            ledger,
+            reader,
+            views,
+            policy=policy,
+            budget=self.budget,
+            tokenizer=self.tokenizer,
+            projection=self.projection,
+            shard=shard,
+            on_batch=on_batch,
+            batch_size=self.batch_size,
+            also=audit_views(ledger, views, self.audit_views, suffix=self.views_suffix),
+        )
+
+
+def record_config(
+    views: ProjectionStore, version: str, policy: Policy, budget: int | None, tokenizer: str
+) -> None:
+    """Record the config a version is built under (``compare_versions`` and serving read it)."""
+    config = {"policy": policy.fingerprint(), "budget": budget, "tokenizer": tokenizer}
+    views.activate(CONFIG_PREFIX + version, json.dumps(config, sort_keys=True))
+
+
+def build_version(
+    ledger: Ledger,
+    reader: NotificationReader,
+    views: ProjectionStore,
+    *,
+    policy: Policy,
+    budget: int | None = None,
+    tokenizer: str = "cl100k_base",
+    on_batch: Callable[[BatchDone], None] | None = None,
+) -> ProjectionRunner:
+    """Record the version's config, then build (or catch up) its rows; readers keep the active version."""
+    runner = ProjectionRunner(ledger, reader, views, policy=policy, budget=budget, tokenizer=tokenizer)
+    runner.on_batch = on_batch
+    record_config(views, runner.projection, policy, budget, tokenizer)
+    runner.run()
+    return runner
+
+
+def _config(views: ProjectionStore, version: str) -> tuple[Policy, int | None, str]:
+    raw = views.active(CONFIG_PREFIX + version)
+    if raw is None:
+        msg = f"projection version {version!r} has no recorded config (build it with `contextledger rebuild`)"
+        raise ConfigError(msg)
+    config = json.loads(raw)
+    return Policy.model_validate_json(config["policy"]), config["budget"], str(config["tokenizer"])
+
+
+def _renders(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[VersionSummary, dict[str, bytes]]:
+    """Render every row of a version; return its summary and each session's messages (encoded)."""
+    policy, budget, tokenizer = _config(views, version)
+    projector = Renderer(ledger, tokenizer=tokenizer, snapshots=False).projector(policy, budget=budget)
+    tokens = 0
+    evictions: Counter[str] = Counter()
+    failed: dict[str, str] = {}
+    messages: dict[str, bytes] = {}
+    keys = views.row_keys(version)
+    for key in keys:
+        row = views.load_row(version, key)
+        if row is None:
+            continue
+        try:
+            context = projector.render(row_state(ledger, key, row[1]), ledger.text)
+        except ContextLedgerError as error:
+            failed[key] = str(error)
+            continue
+        tokens += context.tokens
+        for decision in context.decisions:
+            if decision.action in _EVICTING:
+                evictions[decision.rule] += decision.last - decision.first + 1
+        messages[key] = msgspec.msgpack.encode(context.messages)
+    summary = VersionSummary(version, policy.name, len(keys), tokens, dict(sorted(evictions.items())), failed)
+    return summary, messages
+
+
+def compare_versions(ledger: Ledger, views: ProjectionStore, candidate: str) -> Comparison:
+    """Compare ``candidate`` with the active version (if any): tokens, evictions, differing renders."""
+    new, new_messages = _renders(ledger, views, candidate)
+    live_version = views.active(CONTEXT_VIEW)
+    if live_version is None or live_version == candidate:
+        return Comparison(None, new, [])
+    live, live_messages = _renders(ledger, views, live_version)
+    differing = sorted(
+        k for k in new_messages.keys() | live_messages.keys() if new_messages.get(k) != live_messages.get(k)
+    )
+    return Comparison(live, new, differing)
+
+
+def active_state(
+    ledger: Ledger,
+    views: ProjectionStore,
+    session_id: str,
+    *,
+    policy: Policy,
+    policy_spec: str,
+    budget: int | None = None,
+    tokenizer: str = "cl100k_base",
+) -> RenderState | None:
+    """Return a session's state from the active context projection, which must match the running config.
+
+    Raises:
+        ProjectionConfigError: the active version was built under another config (names the rebuild command).
+    """
+    renderer = Renderer(ledger, tokenizer=tokenizer, snapshots=False)
+    projector = renderer.projector(policy, budget=budget)
+    renderer.require_active(projector, policy_spec, budget)
+    row = views.load_row(projection_version(projector), session_id)
+    return None if row is None else row_state(ledger, session_id, row[1])

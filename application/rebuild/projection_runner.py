@@ -1,0 +1,294 @@
+"""The checkpointed context view: every session's render state under one policy, budget and tokenizer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import structlog
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.summary_log import SUMMARIES_KIND
+from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
+from contextledger.application.render.renderer import Renderer
+from contextledger.application.views.token_rows import TokenRows
+from contextledger.application.views.view_runner import (
+    BATCH_SIZE,
+    BatchDone,
+    KnownRows,
+    Rows,
+    RunStats,
+    Shard,
+    View,
+    ViewRunner,
+    split_stream,
+)
+from contextledger.domain.errors import ContextLedgerError
+from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, SummaryRecorded
+from contextledger.domain.ports import (
+    Notification,
+    NotificationReader,
+    NotificationWaiter,
+    ProjectionStore,
+    TokenCounter,
+)
+from contextledger.projections.counting import CountedEvent
+from contextledger.projections.fold import Projector
+from contextledger.projections.policy import Policy
+
+__all__ = [
+    "BATCH_SIZE",
+    "CONTEXT_VIEW",
+    "BatchDone",
+    "ContextView",
+    "ProjectionRunner",
+    "RunStats",
+    "projection_version",
+]
+
+log = structlog.get_logger(__name__)
+
+
+class ContextView:
+    """Folds every session's render state with the Renderer's own fold into one row per session.
+
+    Summary artifacts come from the ``<session>::summaries`` notifications of the same batches;
+    token counts from the per-event token rows (written as events are first counted).
+
+    Args:
+        ledger: The ledger whose sessions are folded (events before a batch, blobs, forks).
+        store: Where the view's rows (read back after a restart) and the token rows are.
+        policy: A preset name or ``Policy``.
+        budget: Prompt budget override.
+        tokenizer: Tokenizer name or counter.
+        projection: The version name (default: ``projection_version`` of the projector).
+        max_states: Folded states kept in memory (others are reloaded from their rows).
+        shard: The share of the sessions this view folds (names its token rows).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        store: ProjectionStore,
+        *,
+        policy: Policy | str = "default",
+        budget: int | None = None,
+        tokenizer: str | TokenCounter = "cl100k_base",
+        projection: str | None = None,
+        max_states: int = 8_192,
+        shard: Shard | None = None,
+    ) -> None:
+        """Build the projector; nothing is read until the first batch."""
+        self.store = store
+        self.renderer = Renderer(ledger, tokenizer=tokenizer, max_states=max_states, snapshots=False)
+        self.projector = self.renderer.projector(policy, budget=budget)
+        self.name = projection or projection_version(self.projector)
+        self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
+        self.failed: dict[str, str] = {}
+        self.known = KnownRows()
+        self._artifacts: dict[str, list[SummaryRecorded]] = {}
+        """Summary artifacts read from the notifications and not yet folded, by session."""
+
+    def begin(self, tracking: int) -> None:
+        """Note where the view resumes; forget what memory holds if another runner moved it since."""
+        if not self.known.begin(tracking):
+            self._artifacts.clear()
+            self.renderer.forget()
+
+    def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
+        """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
+        self.known.folded_upto = upto
+        touched: dict[str, int] = {}
+        mains: list[tuple[Notification, int]] = []
+        virtual = self.renderer.ledger.forks.virtual_position
+        for note in batch:
+            stream, kind = split_stream(note.stream_id)
+            if not kind:
+                position = virtual(stream, note.position, note.event)  # a fork's follow its parent's
+                touched[stream] = _session_head(position, note.event)
+                mains.append((note, position))
+            elif kind == SUMMARIES_KIND:
+                touched.setdefault(stream, 0)
+                if isinstance(note.event, SummaryRecorded):
+                    self._artifacts.setdefault(stream, []).append(note.event)
+        read, fresh_tokens = self._counted(after, upto, mains)
+        stored = self._stored([s for s in touched if self._may_have_row(s)])
+        rows: Rows = {}
+        for session_id, seen in touched.items():
+            row = stored.get(session_id)
+            at = max(seen, self.renderer.position_of(session_id, self.projector), row[0] if row else 0)
+            if at == 0:
+                continue  # an artifact of a session with no events yet
+            data = self._fold_session(session_id, at, row, read.get(session_id, []))
+            if data is not None:
+                rows[session_id] = (at, data)
+        return {self.name: rows, self.tokens.name: fresh_tokens}
+
+    def _counted(
+        self, after: int, upto: int, mains: list[tuple[Notification, int]]
+    ) -> tuple[dict[str, list[CountedEvent]], Rows]:
+        """Count a batch's session events: from the token rows, the rest through the token cache at once."""
+        reader = self.renderer.reader
+        known = self.tokens.load(after, upto) if mains else {}
+        counted: dict[int, CountedEvent] = {}
+        missing: list[tuple[Notification, int]] = []
+        for note, position in mains:
+            found = known.get(note.id)
+            if found is None:
+                missing.append((note, position))
+            else:
+                counted[note.id] = reader.with_counts(self.projector, position, note.event, found)
+        fresh: dict[int, tuple[int, ...]] = {}
+        if missing:
+            records = [Recorded(position, note.event) for note, position in missing]
+            for (note, _), done in zip(missing, reader.count(self.projector, records), strict=True):
+                counted[note.id] = done
+                fresh[note.id] = done.tokens
+        read: dict[str, list[CountedEvent]] = {}
+        for note, _ in mains:
+            read.setdefault(note.stream_id, []).append(counted[note.id])
+        return read, self.tokens.rows(fresh) if fresh else {}
+
+    def _fold_session(
+        self, session_id: str, at: int, row: tuple[int, bytes] | None, events: list[CountedEvent]
+    ) -> bytes | None:
+        # The artifacts seen in the notifications are all there are when the state is in memory, or
+        # when the view started empty and this session has no row; after reading a row back (a
+        # restart, an eviction) every artifact is read, since some may not have been due yet.
+        in_memory = self.renderer.position_of(session_id, self.projector) > 0
+        complete = in_memory or (row is None and self.known.complete)
+        pending = self._artifacts.get(session_id, [])
+        last = events[-1].seq if events else 0
+        contiguous = last == at and last - events[0].seq == len(events) - 1
+        try:
+            data = self.renderer.fold_row(
+                session_id,
+                self.projector,
+                at,
+                row[1] if row else None,
+                events=events if contiguous else (),
+                summaries=pending if complete else None,
+            )
+        except ContextLedgerError as error:
+            self.failed[session_id] = str(error)
+            log.warning("projection_session_failed", projection=self.name, session_id=session_id)
+            return None
+        later = [s for s in pending if s.produced_at > at]  # not due yet: kept until the state gets there
+        if later:
+            self._artifacts[session_id] = later
+        else:
+            self._artifacts.pop(session_id, None)
+        self.known.written.add(session_id)
+        return data
+
+    def _stored(self, keys: list[str]) -> Rows:
+        return self.store.load_rows(self.name, keys) if keys else {}
+
+    def _may_have_row(self, session_id: str) -> bool:
+        """Whether a row must be read: not in memory, nor known absent (empty at start, not written since)."""
+        in_memory = self.renderer.position_of(session_id, self.projector) > 0
+        return not in_memory and self.known.may_exist(session_id)
+
+
+def _session_head(position: int, event: AnyEvent) -> int:
+    """The session's position after an event: a fork's first event already brings its parent's prefix."""
+    if isinstance(event, SessionStarted) and event.parent is not None:
+        return max(position, event.parent.position)
+    return position
+
+
+class ProjectionRunner:
+    """Keeps one context projection version (policy, budget, tokenizer) up to date, checkpointed.
+
+    A ``ViewRunner`` over one ``ContextView``: each batch of notifications is folded per touched
+    session, then the touched sessions' rows and the checkpoint are committed in ONE transaction;
+    after a crash the runner resumes after the last committed batch. One runner per checkpoint.
+
+    Args:
+        ledger: The ledger whose sessions are folded.
+        reader: Notifications of every stream in store order.
+        views: Where rows, tracking and the lease live.
+        policy: A preset name or ``Policy``.
+        budget: Prompt budget override.
+        tokenizer: Tokenizer name or counter.
+        batch_size: Notifications per transaction.
+        projection: The version name (default: ``projection_version`` of the projector).
+        on_batch: Called after each committed batch (progress bars).
+        max_states: Folded states kept in memory (others are reloaded from their rows).
+        shard: Which share of the sessions this runner folds (several processes rebuild at once).
+        also: Further views kept by the same reads and transactions (summaries, calls, search).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        reader: NotificationReader,
+        views: ProjectionStore,
+        *,
+        policy: Policy | str = "default",
+        budget: int | None = None,
+        tokenizer: str | TokenCounter = "cl100k_base",
+        batch_size: int = BATCH_SIZE,
+        projection: str | None = None,
+        on_batch: Callable[[BatchDone], None] | None = None,
+        max_states: int = 8_192,
+        shard: Shard | None = None,
+        also: Sequence[View] = (),
+    ) -> None:
+        """Wire the runner; nothing is read until ``run``."""
+        self.context = ContextView(
+            ledger,
+            views,
+            policy=policy,
+            budget=budget,
+            tokenizer=tokenizer,
+            projection=projection,
+            max_states=max_states,
+            shard=shard,
+        )
+        self.runner = ViewRunner(
+            reader, views, [self.context, *also], batch_size=batch_size, shard=shard, on_batch=on_batch
+        )
+
+    @property
+    def projection(self) -> str:
+        """The context version's name."""
+        return self.context.name
+
+    @property
+    def projector(self) -> Projector:
+        """The projector the view folds with."""
+        return self.context.projector
+
+    @property
+    def renderer(self) -> Renderer:
+        """The renderer whose fold the view uses."""
+        return self.context.renderer
+
+    @property
+    def on_batch(self) -> Callable[[BatchDone], None] | None:
+        """The progress callback."""
+        callback: Callable[[BatchDone], None] | None = self.runner.on_batch
+        return callback
+
+    @on_batch.setter
+    def on_batch(self, callback: Callable[[BatchDone], None] | None) -> None:
+        self.runner.on_batch = callback
+
+    def run(self) -> RunStats:
+        """Take the leases, fold every notification after the checkpoints, release the leases."""
+        return self.runner.run()
+
+    def catch_up(self) -> RunStats:
+        """Fold and commit batches until nothing is left after the checkpoints."""
+        return self.runner.catch_up()
+
+    def follow(
+        self,
+        *,
+        stop: Callable[[], bool],
+        waiter: NotificationWaiter | None = None,
+        poll: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> RunStats:
+        """Catch up, then tail new notifications until ``stop()``."""
+        return self.runner.follow(stop=stop, waiter=waiter, poll=poll, sleep=sleep)

@@ -1,0 +1,369 @@
+"""What-if simulation: replay recorded sessions under several policies and price every call's prompt cache."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+
+import msgspec
+from contextledger.application.audit.session_replay import replay_calls
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.search.log_search import event_texts
+from contextledger.domain.errors import ValidationError
+from contextledger.domain.events import AssistantMessageAdded
+from contextledger.domain.ports import TokenCounter
+from contextledger.projections.cache_metrics import units_of
+from contextledger.projections.context import RenderedContext
+from contextledger.projections.policy import Policy
+from contextledger.projections.provider_cache import CacheSimulator, ProviderCache
+from contextledger.projections.summary_requests import Summarizer
+
+__all__ = [
+    "FactDifference",
+    "FactFate",
+    "PolicyTotals",
+    "SimulatedCall",
+    "Simulation",
+    "simulate",
+]
+
+_EVICTED = frozenset({"stubbed", "truncated", "summarized", "dropped"})
+
+
+class SimulatedCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One model-call point of a recorded session as ``policy`` would have sent it.
+
+    ``cost`` is in input-token equivalents under the provider cache model (``ProviderCache.cost``);
+    ``evictions`` counts the positions this call is the first to show evicted, by rule.
+    """
+
+    policy: str
+    session_id: str
+    position: int
+    at: datetime | None
+    gap_seconds: float | None
+    input_tokens: int
+    budget: int
+    cached_tokens: int
+    written_tokens: int
+    cost: float
+    prefix_break: bool
+    cache_expired: bool
+    over_budget: bool
+    summary_call: bool
+    summary_input_tokens: int
+    summary_id: str | None
+    evictions: dict[str, int]
+
+
+class PolicyTotals(msgspec.Struct, kw_only=True):
+    """Sums over every simulated call of one policy.
+
+    ``effective_cost`` = Σ call cost + Σ summary-call input tokens (a summarizer call reads its span
+    once, uncached); output tokens are the recorded ones under every policy and are left out.
+    """
+
+    policy: str
+    sessions: int = 0
+    calls: int = 0
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    written_tokens: int = 0
+    cache_hit_ratio: float = 0.0
+    call_cost: float = 0.0
+    summary_input_tokens: int = 0
+    effective_cost: float = 0.0
+    uncached_cost: float = 0.0
+    """What the calls would cost with no prompt cache at all (every input token at 1x)."""
+    prefix_breaks: int = 0
+    expired_calls: int = 0
+    over_budget_calls: int = 0
+    summary_calls: int = 0
+    evictions: dict[str, int] = msgspec.field(default_factory=dict)
+
+    def add(self, call: SimulatedCall) -> None:
+        """Add one call's figures."""
+        self.calls += 1
+        self.input_tokens += call.input_tokens
+        self.cached_tokens += call.cached_tokens
+        self.written_tokens += call.written_tokens
+        self.call_cost += call.cost
+        self.summary_input_tokens += call.summary_input_tokens
+        self.uncached_cost += call.input_tokens
+        self.prefix_breaks += call.prefix_break
+        self.expired_calls += call.cache_expired
+        self.over_budget_calls += call.over_budget
+        self.summary_calls += call.summary_call
+        for rule, count in call.evictions.items():
+            self.evictions[rule] = self.evictions.get(rule, 0) + count
+        self.effective_cost = self.call_cost + self.summary_input_tokens
+        self.cache_hit_ratio = self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+class FactFate(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether a fact (``--fact``) stayed in the context of one session under one policy.
+
+    ``left_calls`` counts the calls where the fact was in the log but not in the rendered context;
+    ``rule`` is the rule that removed the position it entered at, in the first such call.
+    """
+
+    fact: str
+    policy: str
+    session_id: str
+    entered_at: int | None
+    left_calls: int = 0
+    first_left_position: int | None = None
+    rule: str | None = None
+
+
+class FactDifference(msgspec.Struct, frozen=True, kw_only=True):
+    """A fact that leaves the context under some policies and never under others (same session)."""
+
+    fact: str
+    session_id: str
+    left_under: tuple[str, ...]
+    kept_under: tuple[str, ...]
+
+
+class Simulation(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything ``simulate`` measured: per call, per policy totals, fact fates and differences."""
+
+    provider: str
+    ttl_seconds: float
+    budget: int | None
+    policies: tuple[str, ...]
+    sessions: tuple[str, ...]
+    calls: tuple[SimulatedCall, ...]
+    totals: dict[str, PolicyTotals]
+    facts: tuple[FactFate, ...] = ()
+    fact_differences: tuple[FactDifference, ...] = ()
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _entered(source: Ledger, session_id: str, facts: Sequence[str]) -> dict[str, int]:
+    """Return the first position whose text holds each fact (facts never logged are absent)."""
+    wanted = {fact: _normalized(fact) for fact in facts}
+    found: dict[str, int] = {}
+    for recorded in source.events(session_id):
+        if len(found) == len(wanted):
+            break
+        texts = [_normalized(text) for text, _ in event_texts(source, recorded.event)]
+        for fact, needle in wanted.items():
+            if fact not in found and any(needle in text for text in texts):
+                found[fact] = recorded.seq
+    return found
+
+
+def _context_text(context: RenderedContext) -> str:
+    parts = [context.system]
+    for message in context.messages:
+        parts.append(message.text)
+        parts.extend(f"{call.name}({call.arguments})" for call in message.tool_calls)
+    return _normalized("\n".join(parts))
+
+
+def _evicted(context: RenderedContext) -> dict[int, str]:
+    """Return the evicted positions of a render, each with the rule that evicted it."""
+    out: dict[int, str] = {}
+    for decision in context.decisions:
+        if decision.action in _EVICTED:
+            for position in range(decision.first, decision.last + 1):
+                out[position] = decision.rule
+    return out
+
+
+class _FactTracker:
+    """Follows each fact of one session under one policy, call by call."""
+
+    def __init__(self, policy: str, session_id: str, entered: dict[str, int], facts: Sequence[str]) -> None:
+        self.policy = policy
+        self.session_id = session_id
+        self.entered = entered
+        self.facts = facts
+        self.left: dict[str, int] = dict.fromkeys(facts, 0)
+        self.first: dict[str, tuple[int, str | None]] = {}
+
+    def see(self, position: int, context: RenderedContext, evicted: dict[int, str]) -> None:
+        logged = [f for f in self.facts if self.entered.get(f, position) < position]
+        if not logged:
+            return
+        text = _context_text(context)
+        for fact in logged:
+            if _normalized(fact) not in text:
+                self.left[fact] += 1
+                self.first.setdefault(fact, (position, evicted.get(self.entered[fact])))
+
+    def fates(self) -> list[FactFate]:
+        return [
+            FactFate(
+                fact=fact,
+                policy=self.policy,
+                session_id=self.session_id,
+                entered_at=self.entered.get(fact),
+                left_calls=self.left[fact],
+                first_left_position=self.first[fact][0] if fact in self.first else None,
+                rule=self.first[fact][1] if fact in self.first else None,
+            )
+            for fact in self.facts
+        ]
+
+
+def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
+    source: Ledger,
+    session_id: str,
+    label: str,
+    policy: Policy,
+    cache: ProviderCache,
+    scratch: Ledger,
+    budget: int | None,
+    make_summarizer: Callable[[TokenCounter], Summarizer] | None,
+    tokenizer: str | TokenCounter,
+    tracker: _FactTracker,
+) -> list[SimulatedCall]:
+    times = {
+        r.seq: r.event.at for r in source.events(session_id) if isinstance(r.event, AssistantMessageAdded)
+    }
+    simulator = CacheSimulator(cache)
+    seen: set[tuple[int, str]] = set()
+    calls: list[SimulatedCall] = []
+    for replayed in replay_calls(
+        source,
+        session_id,
+        scratch,
+        policy,
+        budget=budget,
+        make_summarizer=make_summarizer,
+        tokenizer=tokenizer,
+    ):
+        context = replayed.context
+        at = times.get(replayed.position)
+        priced = simulator.call(units_of(context), at, stable=context.stable_prefix)
+        evicted = _evicted(context)
+        fresh: dict[str, int] = {}
+        for position, rule in evicted.items():
+            if (position, rule) not in seen:
+                seen.add((position, rule))
+                fresh[rule] = fresh.get(rule, 0) + 1
+        tracker.see(replayed.position, context, evicted)
+        request = replayed.requested
+        calls.append(
+            SimulatedCall(
+                policy=label,
+                session_id=session_id,
+                position=replayed.position,
+                at=at,
+                gap_seconds=priced.gap_seconds,
+                input_tokens=priced.input_tokens,
+                budget=context.budget,
+                cached_tokens=priced.cached_tokens,
+                written_tokens=priced.written_tokens,
+                cost=priced.cost,
+                prefix_break=priced.prefix_break,
+                cache_expired=priced.expired,
+                over_budget=context.tokens > context.budget,
+                summary_call=request is not None,
+                summary_input_tokens=request.tokens_before if request is not None else 0,
+                summary_id=context.summary_id,
+                evictions=fresh,
+            )
+        )
+    return calls
+
+
+def simulate(
+    source: Ledger,
+    session_ids: Iterable[str],
+    policies: Sequence[tuple[str, Policy]],
+    *,
+    cache: ProviderCache,
+    new_scratch: Callable[[], AbstractContextManager[Ledger]],
+    budget: int | None = None,
+    make_summarizer: Callable[[TokenCounter], Summarizer] | None = None,
+    tokenizer: str | TokenCounter = "cl100k_base",
+    facts: Sequence[str] = (),
+) -> Simulation:
+    """Replay every model-call point of ``session_ids`` under each labelled policy; price it under ``cache``.
+
+    No model is called: the summary worker runs alongside each replay with ``make_summarizer`` (the
+    extractive one, offline), in a fresh scratch ledger per session and policy (``new_scratch``).
+    A call's time is its assistant message's recorded ``at``, against which the cache TTL runs.
+
+    Args:
+        source: The ledger holding the recorded sessions (read only).
+        session_ids: The sessions to replay.
+        policies: ``(label, policy)`` pairs; labels name the policies in the result.
+        cache: The provider cache model (``provider_cache("anthropic", "5m")``).
+        new_scratch: Opens an empty ledger as a context manager (closed after each replay).
+        budget: Overrides each policy's prompt budget.
+        make_summarizer: Builds the summarizer from the replay's token counter; None: no summaries.
+        tokenizer: The tokenizer name (or counter) renders are counted with.
+        facts: Texts to follow: in which calls each is in the log but not in the context.
+
+    Returns:
+        Per-call rows (policy by policy, session by session), totals per policy and fact fates.
+
+    Raises:
+        ValidationError: If no policy is given, or a label twice.
+        SessionNotFoundError: If a session is not in ``source``.
+    """
+    labels = [label for label, _ in policies]
+    if not labels or len(set(labels)) != len(labels):
+        raise ValidationError(f"give one or more policies, each once (got {labels})")
+    sessions = tuple(session_ids)
+    for session_id in sessions:
+        source.version(session_id)  # SessionNotFoundError before any replay
+    calls: list[SimulatedCall] = []
+    totals: dict[str, PolicyTotals] = {}
+    fates: list[FactFate] = []
+    entered = {s: _entered(source, s, facts) for s in sessions} if facts else {}
+    for label, policy in policies:
+        total = totals.setdefault(label, PolicyTotals(policy=label))
+        for session_id in sessions:
+            tracker = _FactTracker(label, session_id, entered.get(session_id, {}), facts)
+            with new_scratch() as scratch:
+                rows = _simulate_session(
+                    source,
+                    session_id,
+                    label,
+                    policy,
+                    cache,
+                    scratch,
+                    budget,
+                    make_summarizer,
+                    tokenizer,
+                    tracker,
+                )
+            total.sessions += 1
+            for row in rows:
+                total.add(row)
+            calls.extend(rows)
+            fates.extend(tracker.fates())
+    return Simulation(
+        provider=cache.name,
+        ttl_seconds=cache.ttl,
+        budget=budget,
+        policies=tuple(label for label, _ in policies),
+        sessions=sessions,
+        calls=tuple(calls),
+        totals=totals,
+        facts=tuple(fates),
+        fact_differences=tuple(_differences(fates)),
+    )
+
+
+def _differences(fates: Sequence[FactFate]) -> list[FactDifference]:
+    """Return the facts that leave under some policies but under none of the others, per session."""
+    grouped: dict[tuple[str, str], list[FactFate]] = {}
+    for fate in fates:
+        grouped.setdefault((fate.fact, fate.session_id), []).append(fate)
+    out: list[FactDifference] = []
+    for (fact, session_id), group in grouped.items():
+        left = tuple(f.policy for f in group if f.left_calls)
+        kept = tuple(f.policy for f in group if not f.left_calls and f.entered_at is not None)
+        if left and kept:
+            out.append(FactDifference(fact=fact, session_id=session_id, left_under=left, kept_under=kept))
+    return out

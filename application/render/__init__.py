@@ -1,0 +1,1 @@
+"""Rendering: the budgeted context of a session, its counted reader, context rows and versions."""

@@ -1,0 +1,131 @@
+"""Reads a session's events counted through the token cache, with due summary artifacts interleaved."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+
+import msgspec
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.token_cache import CachedTokenCounter
+from contextledger.domain.content import BlobText, InlineText, Text
+from contextledger.domain.events import (
+    AnyEvent,
+    AssistantMessageAdded,
+    Recorded,
+    SummaryRecorded,
+    ToolResultRecorded,
+)
+from contextledger.projections.counting import CountedEvent, event_texts
+from contextledger.projections.fold import Projector
+
+__all__ = ["CHUNK", "CountedReader", "Seen"]
+
+CHUNK = 2_000
+"""Events read and counted per batch while catching up."""
+
+
+class Seen(msgspec.Struct):
+    """What one catch-up folded besides events: summary ids and the tool names called or answered."""
+
+    summaries: set[str] = msgspec.field(default_factory=set)
+    tools: set[str] = msgspec.field(default_factory=set)
+
+
+class CountedReader:
+    """Yields the counted events of a session span: read in chunks (or handed in), counted per batch.
+
+    Blobs are read only when the projector must cut one (``Projector.needs_text``) or to render a
+    message verbatim (``resolve``), and the last ``max_blobs`` texts are kept.
+    """
+
+    def __init__(self, ledger: Ledger, counter: CachedTokenCounter, *, max_blobs: int = 256) -> None:
+        """Read from ``ledger``, count through ``counter``."""
+        self.ledger = ledger
+        self.counter = counter
+        self._blobs: OrderedDict[str, str] = OrderedDict()
+        self._max_blobs = max_blobs
+        self.preread: dict[str, list[CountedEvent]] = {}
+        """Events a caller already read and counted, by session (contiguous, ending at the span's end)."""
+
+    def counted(
+        self,
+        session_id: str,
+        projector: Projector,
+        span: tuple[int, int],
+        due: dict[int, list[SummaryRecorded]],
+        seen: Seen,
+    ) -> Iterator[CountedEvent]:
+        """Yield the counted events in ``span`` (after, upto] with each due artifact after its position."""
+        after, position = span
+        yield from self._summaries(due.pop(after, []), seen)
+        for chunk in self._counted_chunks(session_id, projector, after, position):
+            for counted in chunk:
+                event = counted.event
+                if isinstance(event, AssistantMessageAdded):
+                    seen.tools.update(call.name for call in event.tool_calls)
+                elif isinstance(event, ToolResultRecorded) and event.tool_name:
+                    seen.tools.add(event.tool_name)
+                yield counted
+                if due:
+                    yield from self._summaries(due.pop(counted.seq, []), seen)
+
+    def resolve(self, text: Text) -> str:
+        """Return a text's full content, reading (and keeping) a blob."""
+        if isinstance(text, InlineText):
+            return text.text
+        cached = self._blobs.get(text.sha256)
+        if cached is None:
+            cached = self._blobs[text.sha256] = self.ledger.text(text)
+            while len(self._blobs) > self._max_blobs:
+                self._blobs.popitem(last=False)
+        else:
+            self._blobs.move_to_end(text.sha256)
+        return cached
+
+    def _summaries(self, summaries: list[SummaryRecorded], seen: Seen) -> list[CountedEvent]:
+        if not summaries:
+            return []
+        counts = self.counter.count_texts([s.content for s in summaries])
+        seen.summaries.update(s.summary_id for s in summaries)
+        return [
+            CountedEvent(seq=s.produced_at, event=s, tokens=(tokens,))
+            for s, tokens in zip(summaries, counts, strict=True)
+        ]
+
+    def _counted_chunks(
+        self, session_id: str, projector: Projector, after: int, upto: int
+    ) -> Iterator[list[CountedEvent]]:
+        read = self.preread.get(session_id)
+        if read and read[0].seq <= after + 1 and read[-1].seq == upto:
+            yield read[after + 1 - read[0].seq :]
+            return
+        while after < upto:
+            end = min(after + CHUNK, upto)
+            chunk = self.ledger.events(session_id, after=after, upto=end)
+            if not chunk:
+                return
+            yield self.count(projector, chunk)
+            after = chunk[-1].seq
+
+    def with_counts(
+        self, projector: Projector, seq: int, event: AnyEvent, tokens: tuple[int, ...]
+    ) -> CountedEvent:
+        """Return an event with counts known already, its blob text resolved if the policy must cut it."""
+        counted = CountedEvent(seq=seq, event=event, tokens=tokens)
+        content = getattr(event, "content", None)
+        if isinstance(content, BlobText) and projector.needs_text(counted):
+            counted = msgspec.structs.replace(counted, full_text=self.resolve(content))
+        return counted
+
+    def count(self, projector: Projector, chunk: Sequence[Recorded]) -> list[CountedEvent]:
+        """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut."""
+        texts = [event_texts(r.event) for r in chunk]
+        flat = self.counter.count_texts([t for group in texts for t in group])
+        out: list[CountedEvent] = []
+        at = 0
+        for recorded, group in zip(chunk, texts, strict=True):
+            end = at + len(group)
+            out.append(self.with_counts(projector, recorded.seq, recorded.event, tuple(flat[at:end])))
+            at = end
+        return out

@@ -1,0 +1,1 @@
+"""Search: scanning a session's texts, the word-sketch index and its persistent view."""

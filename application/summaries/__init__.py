@@ -1,0 +1,1 @@
+"""Summaries: compaction planning, the worker, the summaries view, clip-archive, lineage and recall."""

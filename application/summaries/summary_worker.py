@@ -1,0 +1,400 @@
+"""The summary worker: takes compaction requests, calls the summarizer off the render path, stores results."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+import structlog
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
+from contextledger.application.render.renderer import Renderer
+from contextledger.application.summaries.compaction import policy_key
+from contextledger.application.views.view_runner import split_stream
+from contextledger.domain.content import BlobText, InlineText, content_address
+from contextledger.domain.errors import ContextLedgerError, SummarizerError, SummaryRejectedError
+from contextledger.domain.events import (
+    AssistantMessageAdded,
+    CompactionRequested,
+    SummaryAttemptFailed,
+    SummaryAttemptStarted,
+    SummaryRecorded,
+    ToolResultRecorded,
+    UserMessageAdded,
+)
+from contextledger.projections.context import RenderedContext
+from contextledger.projections.fidelity import facts_of, fidelity
+from contextledger.projections.policy import Policy
+from contextledger.projections.presets import PRESETS
+from contextledger.projections.summary_requests import (
+    SpanEntry,
+    Summarizer,
+    SummaryRequest,
+    check_summary_text,
+)
+
+__all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
+
+log = structlog.get_logger(__name__)
+
+
+class CompactionCallbacks(Protocol):
+    """Seed 002's hooks around a compaction: called by the worker, never on the render path."""
+
+    def before_compaction(self, request: CompactionRequested) -> None:
+        """Called when an attempt starts."""
+        ...
+
+    def after_compaction(
+        self, request: CompactionRequested, outcome: SummaryRecorded | SummaryAttemptFailed
+    ) -> None:
+        """Called with the artifact recorded, or the failure recorded."""
+        ...
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a worker retries: lease per attempt, attempts before dead-lettering, backoff, entry size."""
+
+    lease: timedelta = timedelta(minutes=5)
+    max_attempts: int = 5
+    backoff: timedelta = timedelta(seconds=10)
+    """The first retry waits this long, each later one twice as long."""
+    entry_chars: int = 4_000
+    """How much of one event's text a summary request carries (head and tail of longer ones)."""
+    max_summary_tokens: int = 800
+    """The size bound of one summary when the policy sets none; larger answers are rejected."""
+
+
+_READ_FACTOR = 64
+"""Blobs longer than this many times ``entry_chars`` are represented by their stored preview."""
+
+
+def _clipped(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[… {len(text) - limit:,} characters omitted …]\n{text[-half:]}"
+
+
+def _within_bound(tokens: int, limit: int) -> int:
+    """Return ``tokens`` when a summary of that size may be applied; reject it otherwise."""
+    if tokens > limit:
+        raise SummaryRejectedError(f"the summary has {tokens:,} tokens, over its bound of {limit:,}")
+    return tokens
+
+
+class SummaryWorker:
+    """Consumes compaction requests of every session and records one artifact per request.
+
+    Resumable: requests, attempts (with leases) and outcomes are events in each session's summary
+    stream, so a restarted worker sees what was in flight; a lease held by this worker's id from an
+    earlier process, or an expired lease, is taken over. Several workers may run: starting an
+    attempt appends at the version the worker read (one wins), and the artifact's idempotency key
+    stores one artifact per request however many finish. A failure records ``SummaryAttemptFailed``
+    (retry after a backoff, dead-lettered after ``max_attempts``) and changes nothing in any
+    projection.
+
+    Args:
+        ledger: The ledger.
+        renderer: Renders the live prefix a model summarizer sends first (cache reads).
+        summarizer: The summarizer port.
+        worker_id: This worker's name in attempts and leases.
+        policies: Policies by ``policy_key``/name for rendering prefixes (presets by default).
+        callbacks: Hooks before and after each compaction.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        renderer: Renderer,
+        summarizer: Summarizer,
+        *,
+        worker_id: str = "worker",
+        settings: WorkerSettings | None = None,
+        policies: Mapping[str, Policy] | None = None,
+        callbacks: Sequence[CompactionCallbacks] = (),
+    ) -> None:
+        self.ledger = ledger
+        self.renderer = renderer
+        self.summarizer = summarizer
+        self.worker_id = worker_id
+        self.settings = settings or WorkerSettings()
+        known = dict(policies or PRESETS)
+        self.policies = {**known, **{policy_key(p): p for p in known.values()}}
+        self.callbacks = tuple(callbacks)
+        self._in_flight: set[str] = set()
+        self._lock = threading.Lock()
+        self._scanned = 0
+        """The notification id up to which the store was scanned for summary streams."""
+        self._with_streams: dict[str, None] = {}
+        """Sessions that have a summary stream, in the order their streams began."""
+
+    # -- what is there to do ------------------------------------------------------------------
+
+    def requests(self) -> list[tuple[str, RequestStatus]]:
+        """Return every session's compaction requests with their status."""
+        found: list[tuple[str, RequestStatus]] = []
+        for session_id in self._sessions_with_streams():
+            found.extend(
+                (session_id, s) for s in SummaryStream(self.ledger.log, session_id).requests().values()
+            )
+        return found
+
+    def _sessions_with_streams(self) -> list[str]:
+        """Sessions with a summary stream, from new notifications' stream names (not a read per session)."""
+        reader = self.ledger.ports.notifications
+        if reader is None:
+            return [info.session_id for info in self.ledger.sessions()]
+
+        def note(stream_id: str) -> bool:
+            session_id, kind = split_stream(stream_id)
+            if kind == SUMMARIES_KIND:
+                self._with_streams[session_id] = None
+            return False  # nothing to decode
+
+        while (page := reader.read_batch(self._scanned, 10_000, note)).last_id:
+            self._scanned = page.last_id
+        return list(self._with_streams)
+
+    def _takeable(self, status: RequestStatus) -> bool:
+        state = status.status(self.ledger.clock.now())
+        if state == "open":
+            return True
+        holder = status.lease_holder
+        return (
+            state == "running"
+            and holder == self.worker_id
+            and status.request.request_id not in self._in_flight
+        )
+
+    def run_once(self, limit: int | None = None) -> int:
+        """Process the requests that can be taken now (at most ``limit``); return how many were tried."""
+        done = 0
+        for session_id, status in self.requests():
+            if limit is not None and done >= limit:
+                break
+            if self._takeable(status):
+                self.process(session_id, status)
+                done += 1
+        return done
+
+    # -- one request --------------------------------------------------------------------------
+
+    def process(
+        self, session_id: str, status: RequestStatus
+    ) -> SummaryRecorded | SummaryAttemptFailed | None:
+        """Attempt one request; return the artifact or failure recorded, or None if another worker took it."""
+        request = status.request
+        stream = SummaryStream(self.ledger.log, session_id)
+        attempt = status.attempts + 1
+        now = self.ledger.clock.now()
+        started = SummaryAttemptStarted(
+            request_id=request.request_id,
+            attempt=attempt,
+            worker=self.worker_id,
+            lease_until=now + self.settings.lease,
+            at=now,
+        )
+        version = self.ledger.log.version(stream.stream_id)
+        current = stream.requests().get(request.request_id)
+        if (
+            current is None
+            or not self._takeable(current)
+            or not stream.try_append(started, expected_version=version)
+        ):
+            return None
+        with self._lock:
+            self._in_flight.add(request.request_id)
+        try:
+            for callback in self.callbacks:
+                callback.before_compaction(request)
+            outcome = self._attempt(session_id, stream, request, attempt)
+            for callback in self.callbacks:
+                callback.after_compaction(request, outcome)
+            return outcome
+        finally:
+            with self._lock:
+                self._in_flight.discard(request.request_id)
+
+    def _attempt(
+        self, session_id: str, stream: SummaryStream, request: CompactionRequested, attempt: int
+    ) -> SummaryRecorded | SummaryAttemptFailed:
+        artifacts = {a.summary_id: a for a in stream.artifacts()}
+        previous = artifacts.get(request.previous_summary_id or "")
+        policy = self.policies.get(request.policy) or self.policies.get(request.policy.split("@")[0])
+        limit = (
+            policy.summary.max_tokens if policy and policy.summary.max_tokens else None
+        ) or self.settings.max_summary_tokens
+        try:
+            summary_request = self._request(session_id, request, previous, policy, limit)
+            draft = self.summarizer.summarize(summary_request)
+            text = check_summary_text(draft.text)
+            tokens = _within_bound(self.renderer.counter.count(text), limit)
+        except (SummarizerError, ContextLedgerError) as error:
+            return self._failed(stream, request, attempt, type(error).__name__, str(error))
+        except Exception as error:
+            log.exception("summarizer_crashed", request_id=request.request_id)
+            return self._failed(stream, request, attempt, type(error).__name__, str(error))
+        blobs: dict[str, str] = {}
+        content = self.ledger.stored_text(text, blobs)
+        span_tokens = sum(self.renderer.counter.count(e.text) for e in summary_request.entries)
+        artifact = SummaryRecorded(
+            summary_id="sum-" + content_address(request.request_id)[:24],
+            session_id=session_id,
+            covers_from=request.covers_from,
+            covers_through=request.covers_through,
+            content=content,
+            produced_at=self.ledger.version(session_id) + 1,  # applies from the next event on
+            model=draft.model,
+            prompt_sha=draft.prompt_sha,
+            config_sha=self.summarizer.config_sha,
+            request_id=request.request_id,
+            round=request.round,
+            depth=request.depth,
+            previous_summary_id=request.previous_summary_id,
+            summarizer=self.summarizer.name,
+            producer="worker",
+            tokens=tokens,
+            tokens_before=request.tokens_before,
+            tokens_after=max(0, request.tokens_before - span_tokens + tokens),
+            fidelity=fidelity(facts_of(summary_request.entries), text),
+            at=self.ledger.clock.now(),
+        )
+        stream.append(artifact, idempotency_key=f"artifact:{request.request_id}", blobs=blobs)
+        log.info("summary_recorded", request_id=request.request_id, tokens=tokens, session_id=session_id)
+        return artifact
+
+    def _failed(
+        self, stream: SummaryStream, request: CompactionRequested, attempt: int, kind: str, message: str
+    ) -> SummaryAttemptFailed:
+        dead = attempt >= self.settings.max_attempts
+        now = self.ledger.clock.now()
+        failure = SummaryAttemptFailed(
+            request_id=request.request_id,
+            attempt=attempt,
+            worker=self.worker_id,
+            error_type=kind,
+            message=message[:500],
+            retry_after=None if dead else now + self.settings.backoff * 2 ** (attempt - 1),
+            dead_lettered=dead,
+            at=now,
+        )
+        stream.append(failure)
+        log.warning("summary_failed", request_id=request.request_id, attempt=attempt, dead=dead, error=kind)
+        return failure
+
+    def _request(
+        self,
+        session_id: str,
+        request: CompactionRequested,
+        previous: SummaryRecorded | None,
+        policy: Policy | None,
+        limit: int,
+    ) -> SummaryRequest:
+        """Build what the summarizer reads: only the events the previous round did not cover."""
+        if request.depth > 0:  # clip-archive: fold the batches of the span into one, a level deeper
+            entries = self._batches(session_id, request)
+        else:
+            first_new = previous.covers_through + 1 if previous is not None else request.covers_from
+            events = self.ledger.events(session_id, after=first_new - 1, upto=request.covers_through)
+            entries = tuple(e for e in (self._entry(r.seq, r.event) for r in events) if e is not None)
+        prefix: RenderedContext | None = None
+        if policy is not None:
+            prefix = self.renderer.render(
+                session_id, policy, at=request.planned_at, budget=request.budget or None
+            )
+        return SummaryRequest(
+            session_id=session_id,
+            covers_from=request.covers_from,
+            covers_through=request.covers_through,
+            round=request.round,
+            depth=request.depth,
+            original_task=self._original_task(session_id),
+            entries=entries,
+            previous=self.ledger.text(previous.content) if previous is not None else None,
+            max_tokens=limit,
+            prefix=prefix,
+        )
+
+    def _batches(self, session_id: str, request: CompactionRequested) -> tuple[SpanEntry, ...]:
+        """The shallower batches inside the request's span, as summary entries in log order."""
+        inside = [
+            a
+            for a in SummaryStream(self.ledger.log, session_id).artifacts()
+            if request.covers_from <= a.covers_from
+            and a.covers_through <= request.covers_through
+            and a.depth < request.depth
+            and a.config_sha == self.summarizer.config_sha
+        ]
+        inside.sort(key=lambda a: (a.covers_from, -a.depth))
+        return tuple(
+            SpanEntry(position=a.covers_through, role="summary", text=self.ledger.text(a.content))
+            for a in inside
+        )
+
+    def _entry(self, position: int, event: object) -> SpanEntry | None:
+        limit = self.settings.entry_chars
+        if isinstance(event, UserMessageAdded):
+            return SpanEntry(
+                position=position, role="user", text=_clipped(self.ledger.text(event.content), limit)
+            )
+        if isinstance(event, AssistantMessageAdded):
+            text = _clipped(self.ledger.text(event.content), limit)
+            return SpanEntry(position=position, role="assistant", text=text, tool_calls=event.tool_calls)
+        if isinstance(event, ToolResultRecorded):
+            text = _clipped(self._head_tail(event.content, limit), limit)
+            return SpanEntry(
+                position=position, role="tool", text=text, tool_name=event.tool_name, is_error=event.is_error
+            )
+        return None
+
+    def _head_tail(self, content: InlineText | BlobText, limit: int) -> str:
+        """The text of a result; a huge blob is not read at all (its preview stands for it)."""
+        if isinstance(content, BlobText) and content.chars > limit * _READ_FACTOR:
+            return f"{content.preview}\n[… {content.chars:,} characters in the log …]"
+        return self.ledger.text(content)
+
+    def _original_task(self, session_id: str) -> str:
+        for recorded in self.ledger.events(session_id, upto=50):
+            if isinstance(recorded.event, UserMessageAdded):
+                return self.ledger.text(recorded.event.content)
+        return ""
+
+
+def run_in_thread(worker: SummaryWorker, *, poll: float = 1.0) -> tuple[threading.Thread, Callable[[], None]]:
+    """Run ``worker`` in a daemon thread until the returned ``stop`` is called; return (thread, stop)."""
+    stopping = threading.Event()
+
+    def loop() -> None:
+        while not stopping.is_set():
+            try:
+                busy = worker.run_once()
+            except ContextLedgerError as error:  # the store may be briefly unavailable: try again later
+                log.warning("worker_pass_failed", error=str(error))
+                busy = 0
+            if not busy:
+                stopping.wait(poll)
+
+    thread = threading.Thread(target=loop, name=f"contextledger-{worker.worker_id}", daemon=True)
+    thread.start()
+    return thread, stopping.set
+
+
+async def run_async(worker: SummaryWorker, stop: asyncio.Event, *, poll: float = 1.0) -> None:
+    """Run ``worker`` as an asyncio task until ``stop`` is set; summarizer calls run in a thread."""
+    while not stop.is_set():
+        try:
+            busy = await asyncio.to_thread(worker.run_once)
+        except ContextLedgerError as error:
+            log.warning("worker_pass_failed", error=str(error))
+            busy = 0
+        if not busy:
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=poll)
+            except TimeoutError:
+                continue

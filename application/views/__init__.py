@@ -1,0 +1,1 @@
+"""Checkpointed views: the catch-up runner over store notifications, side-stream views, token rows."""

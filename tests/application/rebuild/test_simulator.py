@@ -1,0 +1,132 @@
+"""`simulate` on real transcripts: rows and totals agree, facts, and cache-aware compaction's effect."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import contextledger
+import pytest
+from contextledger.adapters.importers.service import import_file
+from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
+from contextledger.application.rebuild.simulator import Simulation, simulate
+from contextledger.domain.errors import SessionNotFoundError, ValidationError
+from contextledger.projections.policy import Policy
+from contextledger.projections.presets import PRESETS
+from contextledger.projections.provider_cache import provider_cache
+
+LONGEST = "mini-swe-agent__django__django-16560.traj.json"
+"""The real session with the most model-call points (145 calls, 292 events)."""
+GAPS = "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl"
+"""The real session with recorded gaps longer than 5 minutes (5 of them, up to 645 s)."""
+TASK = "seems like a typo in the description"
+"""The agent's remark at position 5, in the first turn: default keeps the first turn, nexus does not."""
+BUDGET = 32_000
+TRANSCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
+
+
+def _simulate(source, policies, **options) -> Simulation:
+    [info] = source.sessions()
+    return simulate(
+        source,
+        [info.session_id],
+        policies,
+        cache=options.pop("cache", provider_cache("anthropic", "5m")),
+        new_scratch=lambda: contextledger.open_ledger("memory://"),
+        budget=BUDGET,
+        make_summarizer=lambda counter: ExtractiveSummarizer(counter=counter),
+        tokenizer="heuristic",
+        **options,
+    )
+
+
+def _source(transcripts, name: str):
+    ledger = contextledger.open_ledger("memory://")
+    assert import_file(ledger, transcripts / name).ok
+    return ledger
+
+
+@pytest.fixture(scope="module")
+def longest():
+    """The longest real session, simulated under default and nexus, following two facts."""
+    source = _source(TRANSCRIPTS, LONGEST)
+    policies = [("default", PRESETS["default"]), ("nexus", PRESETS["nexus"])]
+    return _simulate(source, policies, facts=[TASK, "no such text in the session 42"])
+
+
+def test_totals_are_the_sums_of_the_per_call_rows(longest):
+    """Every total of each policy equals the sum over its call rows; every call is within budget."""
+    assert set(longest.totals) == {"default", "nexus"}
+    for label, totals in longest.totals.items():
+        rows = [c for c in longest.calls if c.policy == label]
+        assert totals.calls == len(rows) == 145
+        assert totals.input_tokens == sum(c.input_tokens for c in rows)
+        assert totals.cached_tokens == sum(c.cached_tokens for c in rows)
+        assert totals.written_tokens == sum(c.written_tokens for c in rows)
+        assert totals.summary_calls == sum(c.summary_call for c in rows) > 0
+        assert totals.over_budget_calls == sum(c.over_budget for c in rows) == 0
+        assert totals.prefix_breaks == sum(c.prefix_break for c in rows)
+        assert math.isclose(totals.cache_hit_ratio, totals.cached_tokens / totals.input_tokens)
+        expected = sum(c.cost for c in rows) + sum(c.summary_input_tokens for c in rows)
+        assert math.isclose(totals.effective_cost, expected)
+        assert totals.effective_cost < totals.uncached_cost
+        evictions: dict[str, int] = {}
+        for c in rows:
+            for rule, n in c.evictions.items():
+                evictions[rule] = evictions.get(rule, 0) + n
+        assert totals.evictions == evictions
+        assert all(c.input_tokens <= c.budget <= BUDGET for c in rows)
+        assert all(c.cached_tokens + c.written_tokens <= c.input_tokens for c in rows)
+
+
+def test_a_fact_that_leaves_under_one_policy_but_not_the_other(longest):
+    """A first-turn remark stays under default (keep_first 1 turn) and leaves under nexus (keep_first 0)."""
+    fates = {(f.fact, f.policy): f for f in longest.facts}
+    assert fates[TASK, "default"].left_calls == 0
+    nexus = fates[TASK, "nexus"]
+    assert nexus.left_calls > 0
+    assert nexus.entered_at == 5
+    assert nexus.rule is not None
+    assert [(d.fact, d.left_under, d.kept_under) for d in longest.fact_differences] == [
+        (TASK, ("nexus",), ("default",))
+    ]
+    missing = fates["no such text in the session 42", "default"]
+    assert missing.entered_at is None
+    assert missing.left_calls == 0
+
+
+def test_cache_aware_compaction_costs_less_on_a_session_with_long_gaps(transcripts):
+    """With compact_on_cache_expiry = 5m, the claude-code session costs less and never exceeds budget."""
+    source = _source(transcripts, GAPS)
+    aware = Policy.parse({"base": "default", "budget": {"compact_on_cache_expiry": "5m"}})
+    result = _simulate(source, [("plain", PRESETS["default"]), ("aware", aware)])
+    plain, cached = result.totals["plain"], result.totals["aware"]
+    assert plain.expired_calls == cached.expired_calls > 0
+    assert cached.effective_cost < plain.effective_cost
+    assert cached.over_budget_calls == plain.over_budget_calls == 0
+    assert cached.input_tokens < plain.input_tokens
+
+
+def test_an_unknown_session_is_session_not_found():
+    """An unknown session is reported before any replay starts."""
+    with pytest.raises(SessionNotFoundError):
+        simulate(
+            contextledger.open_ledger("memory://"),
+            ["nope"],
+            [("default", PRESETS["default"])],
+            cache=provider_cache("openai"),
+            new_scratch=lambda: contextledger.open_ledger("memory://"),
+        )
+
+
+def test_a_policy_label_given_twice_is_a_validation_error():
+    """Totals are keyed by label: the same label twice would merge two runs, so it is refused."""
+    twice = [("default", PRESETS["default"]), ("default", PRESETS["nexus"])]
+    with pytest.raises(ValidationError, match="each once"):
+        simulate(
+            contextledger.open_ledger("memory://"),
+            [],
+            twice,
+            cache=provider_cache("anthropic"),
+            new_scratch=lambda: contextledger.open_ledger("memory://"),
+        )

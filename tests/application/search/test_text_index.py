@@ -1,0 +1,84 @@
+"""The search projection: chunk word sketches skip chunks that cannot match, and never miss a match."""
+
+from __future__ import annotations
+
+import re
+
+from contextledger.application.audit.call_recorder import CallRecorder
+from contextledger.application.audit.forensics import why
+from contextledger.application.render.renderer import Renderer
+from contextledger.application.search.log_search import event_texts
+from contextledger.application.search.text_index import CHUNK, TextIndex
+from contextledger.projections.presets import get_preset
+
+FACT = "The staging PASSWORD rotates on Thursdays (ticket OPS-4471)"
+
+
+def _session(ledger) -> tuple[str, int]:
+    """About 2.2 chunks of events; the fact sits in the second chunk. Returns the session and its position."""
+    session = ledger.start_session(system_prompt="sys", tools=[{"name": "run"}])
+    messages: list[dict] = [{"role": "user", "content": "go"}]
+    for i in range(CHUNK + CHUNK // 8):
+        body = f"line {i} alpha beta gamma" if i != CHUNK // 2 + 300 else FACT
+        messages.append(
+            {"role": "assistant", "content": "next", "tool_calls": [{"id": f"c{i}", "name": "run"}]}
+        )
+        messages.append({"role": "tool", "call_id": f"c{i}", "content": body})
+    ledger.append_many(session, messages)
+    [planted] = [
+        r.seq for r in ledger.events(session) if any(FACT in t for t, _ in event_texts(ledger, r.event))
+    ]
+    return session, planted
+
+
+def _first(events, pattern: re.Pattern[str], ledger) -> int | None:
+    for recorded in events:
+        if any(pattern.search(t) for t, _ in event_texts(ledger, recorded.event)):
+            return recorded.seq
+    return None
+
+
+def test_scan_skips_chunks_without_the_words_and_finds_the_fact(ledger):
+    """Only the chunk holding every word of the query (and the open tail) is read; the match is the same."""
+    session, planted = _session(ledger)
+    assert CHUNK < planted <= 2 * CHUNK
+    index = TextIndex(ledger)
+    for query in ("ops-4471", "ASSWORD rot", "thursdays (ticket"):
+        pattern = re.compile(re.escape(query), re.IGNORECASE)
+        scanned = list(index.scan(session, query))
+        assert {r.seq for r in scanned} >= {planted}
+        assert min(r.seq for r in scanned) > CHUNK  # the first chunk was skipped
+        assert _first(scanned, pattern, ledger) == _first(ledger.events(session), pattern, ledger) == planted
+    assert index.built == 2
+
+
+def test_sketches_persist_and_a_bad_one_is_rebuilt(ledger):
+    """A new index loads the sketches from the snapshot store; an unreadable one is rebuilt from the log."""
+    session, planted = _session(ledger)
+    list(TextIndex(ledger).scan(session, "OPS-4471"))
+    again = TextIndex(ledger)
+    assert next(r.seq for r in again.scan(session, "OPS-4471")) == CHUNK + 1
+    assert again.built == 0
+    ledger.ports.snapshots.save_snapshot(f"search/v1/{session}/1", 2 * CHUNK, b"not zlib")
+    rebuilt = TextIndex(ledger)
+    assert planted in {r.seq for r in rebuilt.scan(session, "OPS-4471")}
+    assert rebuilt.built == 1
+
+
+def test_words_absent_everywhere_read_only_the_tail_and_regex_reads_all(ledger):
+    """A query whose words no chunk holds reads only the open tail; a regular expression reads every chunk."""
+    session, _ = _session(ledger)
+    index = TextIndex(ledger)
+    assert min(r.seq for r in index.scan(session, "zebra-unicorn")) > 2 * CHUNK
+    assert min(r.seq for r in index.scan(session, r"OPS-\d+", regex=True)) == 1
+
+
+def test_why_by_text_uses_the_index_and_agrees_with_position(ledger):
+    """why(text) finds the fact where why(position) says it entered."""
+    session, planted = _session(ledger)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    CallRecorder(ledger).record(renderer.render(session, "default"), get_preset("default"))
+    by_text = why(ledger, session, "ops-4471", renderer=renderer)
+    assert by_text.entered_at == planted
+    assert why(ledger, session, "", renderer=renderer, position=planted).entered_at == planted
+    assert why(ledger, session, "never said", renderer=renderer).entered_at is None
