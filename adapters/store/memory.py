@@ -25,7 +25,7 @@ class MemoryRecorder(MemoryProjectionTables, InMemoryTable):
         self._snapshots: dict[str, tuple[int, bytes]] = {}
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Store the events, their blobs and idempotency keys at once, or nothing."""
+        """Store the events, their blobs and idempotency keys at once, or nothing; return notification ids."""
         with self.database_lock:
             keys = idempotency_rows(kwargs)
             used = [(k[0], k[1]) for k in keys if (k[0], k[1]) in self._idempotency]
@@ -38,11 +38,12 @@ class MemoryRecorder(MemoryProjectionTables, InMemoryTable):
                 head = next(reversed(index)) if index else 0
                 if head != first - 1:
                     raise gap(stream, head, first)
+            first_id = len(self.rows) + 1
             self.add_rows(stored_events)
             self._blobs.update(blob_rows(kwargs))
             for key in keys:
                 self._idempotency[(key[0], key[1])] = (key[2], key[3])
-        return None
+        return list(range(first_id, first_id + len(stored_events)))
 
     def select_events(
         self,

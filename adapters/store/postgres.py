@@ -148,9 +148,12 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
     # -- events --------------------------------------------------------------------------------
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Store events, blobs and idempotency keys in one transaction of plain statements (no pipeline)."""
+        """Store events, blobs and idempotency keys in one transaction of plain statements (no pipeline).
+
+        Returns the events' notification ids, as eventsourcing's ``ApplicationRecorder`` does.
+        """
         if not stored_events:
-            return None
+            return []
         with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
             # EXCLUSIVE (readers pass) keeps notification ids in commit order, as eventsourcing does;
             # the wait for it is bounded by lock_timeout. The NOTIFY is sent at commit: it wakes live tails.
@@ -171,7 +174,8 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
             curs.execute(
                 SQL(
                     "INSERT INTO {} (originator_id, originator_version, topic, state) "
-                    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[])"
+                    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[]) "
+                    "RETURNING notification_id"
                 ).format(self.events),
                 (
                     [str(s.originator_id) for s in stored_events],
@@ -180,6 +184,7 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
                     [s.state for s in stored_events],
                 ),
             )
+            notification_ids = sorted(int(row["notification_id"]) for row in curs.fetchall())
             rows = blob_rows(kwargs)
             if rows:
                 curs.execute(
@@ -198,7 +203,7 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
                     ).format(self._table(self.idempotency_table)),
                     tuple(list(column) for column in zip(*keys, strict=True)),
                 )
-        return None
+        return notification_ids
 
     def select_events(
         self,

@@ -112,7 +112,10 @@ class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
                 c.execute(statement)
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Store events, blobs and idempotency keys in one ``BEGIN IMMEDIATE`` transaction."""
+        """Store events, blobs and idempotency keys in one ``BEGIN IMMEDIATE`` transaction.
+
+        Returns the events' notification ids, as eventsourcing's ``ApplicationRecorder`` does.
+        """
         with self.writing() as c:
             for stream, first in first_positions(stored_events).items():
                 c.execute(
@@ -122,18 +125,21 @@ class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
                 head = c.fetchone()[0] or 0
                 if head != first - 1:
                     raise gap(stream, head, first)
-            # One executemany: the ledger never needs notification ids back (positions are versions).
+            # One executemany; the write lock is held, so the batch's rowids (notification ids) are
+            # consecutive and end at last_insert_rowid(): returned as eventsourcing's contract asks.
             c.executemany(
                 self.insert_events_statement,
                 [(s.originator_id, s.originator_version, s.topic, s.state) for s in stored_events],
             )
+            c.execute("SELECT last_insert_rowid()")
+            last = int(c.fetchone()[0])
             rows = blob_rows(kwargs)
             if rows:
                 c.executemany("INSERT OR IGNORE INTO ledger_blobs (sha256, text) VALUES (?, ?)", rows)
             keys = idempotency_rows(kwargs)
             if keys:
                 c.executemany("INSERT INTO ledger_idempotency VALUES (?, ?, ?, ?)", keys)
-        return None
+        return list(range(last - len(stored_events) + 1, last + 1))
 
     def read_blob(self, sha256: str) -> str | None:
         """Return the text stored under ``sha256``, or None."""
