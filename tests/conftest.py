@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import contextledger
 import psycopg
 import pytest
 import structlog
+from contextledger.testing import CountingIds, FixedClock
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
@@ -24,28 +24,6 @@ REPO = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_TRANSCRIPTS", REPO / "tests" / "fixtures" / "transcripts"))
 """The real transcripts carried in the repository (MIT, see their PROVENANCE.md); override to test others."""
 PG_BASE = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-class FixedClock:
-    """A clock that advances one second per reading, from a fixed start."""
-
-    def __init__(self) -> None:
-        self._now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        self._now += timedelta(seconds=1)
-        return self._now
-
-
-class CountingIds:
-    """Deterministic ids: id-1, id-2, ..."""
-
-    def __init__(self) -> None:
-        self._n = 0
-
-    def new_id(self) -> str:
-        self._n += 1
-        return f"id-{self._n}"
 
 
 def postgres_reason() -> str | None:

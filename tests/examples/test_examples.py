@@ -17,14 +17,14 @@ from typing import Any
 import contextledger
 import pytest
 import tiktoken
-from contextledger.adapters.formats.pairing import (
+from contextledger.application.audit.call_recorder import payload_sha
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
+from contextledger.testing import (
     check_anthropic_pairing,
     check_anthropic_structure,
     check_openai_pairing,
     check_openai_structure,
 )
-from contextledger.application.audit.call_recorder import payload_sha
-from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 BUDGET = 8_000

@@ -7,14 +7,14 @@ import os
 import msgspec
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.formats.pairing import (
+from contextledger.domain.errors import PinnedOverBudgetError
+from contextledger.projections.fold import Projector
+from contextledger.testing import (
     check_anthropic_pairing,
     check_anthropic_structure,
     check_openai_pairing,
     check_openai_structure,
 )
-from contextledger.domain.errors import PinnedOverBudgetError
-from contextledger.projections.fold import Projector
 from hypothesis import HealthCheck, given, settings
 from projection_helpers import Words, count_all, policies, resolve, sessions
 

@@ -15,8 +15,7 @@ from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.domain.content import InlineText
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from contextledger.domain.events import SessionStarted, UserMessageAdded
-
-from tests.conftest import FixedClock
+from contextledger.testing import FixedClock
 
 
 def _started(session_id: str) -> SessionStarted:

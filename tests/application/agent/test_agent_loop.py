@@ -8,12 +8,6 @@ from typing import Any
 import contextledger
 import pytest
 from anthropic.types import Message
-from contextledger.adapters.formats.pairing import (
-    check_anthropic_pairing,
-    check_anthropic_structure,
-    check_openai_pairing,
-    check_openai_structure,
-)
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     ToolResult,
@@ -22,6 +16,12 @@ from contextledger.application.kernel.messages import (
 )
 from contextledger.domain.errors import BudgetError, InvalidMessageError
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
+from contextledger.testing import (
+    check_anthropic_pairing,
+    check_anthropic_structure,
+    check_openai_pairing,
+    check_openai_structure,
+)
 from openai.types.chat import ChatCompletion
 
 OPENAI_TOOL = {

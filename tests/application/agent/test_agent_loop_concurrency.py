@@ -9,9 +9,9 @@ from typing import Any
 
 import contextledger
 import pytest
-from contextledger.adapters.formats.pairing import check_openai_pairing
 from contextledger.domain.errors import ConcurrencyConflictError
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
+from contextledger.testing import check_openai_pairing
 
 TOOL = {"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}
 

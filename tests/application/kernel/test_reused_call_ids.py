@@ -9,14 +9,14 @@ import pytest
 from contextledger import AssistantMessageAdded, ToolResultRecorded
 from contextledger.adapters.formats.anthropic import anthropic_call_ids, to_anthropic
 from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.formats.pairing import (
+from contextledger.application.render.renderer import Renderer
+from contextledger.projections.policy import Policy
+from contextledger.testing import (
     check_anthropic_pairing,
     check_anthropic_structure,
     check_openai_pairing,
     check_openai_structure,
 )
-from contextledger.application.render.renderer import Renderer
-from contextledger.projections.policy import Policy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -8,12 +8,12 @@ import contextledger
 import pytest
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.formats.pairing import check_anthropic_pairing, check_openai_pairing
 from contextledger.adapters.importers.service import import_file
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
 from contextledger.projections.counting import count_context
 from contextledger.projections.presets import PRESETS
+from contextledger.testing import check_anthropic_pairing, check_openai_pairing
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
 BUDGETS = [None, 32_000, 8_000]

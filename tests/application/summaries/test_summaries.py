@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import contextledger
 import msgspec
@@ -24,6 +24,7 @@ from contextledger.domain.errors import SummarizerUnavailableError
 from contextledger.domain.events import SummaryAttemptFailed, SummaryRecorded
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.summary_requests import SummaryDraft, SummaryRequest
+from contextledger.testing import CountingIds, FixedClock, ScriptedSummarizer
 
 BUDGET = 6_000
 AT_COMPACTION = PRESETS["threshold"]
@@ -37,40 +38,9 @@ POLICY = AT_COMPACTION.model_copy(
 """The same rules, applying a summary as soon as it exists: what most tests here look at."""
 
 
-class ManualClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self) -> None:
-        self.now_ = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.now_
-
-    def advance(self, **delta: float) -> None:
-        self.now_ += timedelta(**delta)
-
-
-class Ids:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def new_id(self) -> str:
-        self.n += 1
-        return f"id-{self.n}"
-
-
-class Failing:
-    """A summarizer that is always unavailable."""
-
-    name = "failing"
-    config_sha = "f"
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def summarize(self, request: SummaryRequest) -> SummaryDraft:
-        self.calls += 1
-        raise SummarizerUnavailableError("model server down")
+def failing() -> ScriptedSummarizer:
+    """A summarizer that is always unavailable (it records each request it was asked)."""
+    return ScriptedSummarizer(SummarizerUnavailableError("model server down"), name="failing", config_sha="f")
 
 
 class Gated:
@@ -96,15 +66,15 @@ class Gated:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
+def clock() -> FixedClock:
     """A clock the test moves by hand."""
-    return ManualClock()
+    return FixedClock(step=timedelta(0))
 
 
 @pytest.fixture
 def setup(clock):
     """A tool-heavy session far over the budget, a renderer, a compactor."""
-    ledger = contextledger.open_ledger("memory://", clock=clock, ids=Ids())
+    ledger = contextledger.open_ledger("memory://", clock=clock, ids=CountingIds())
     session = ledger.start_session(
         system_prompt="You are a coding agent.",
         tools=[{"name": "read_file", "description": "read", "parameters": {"type": "object"}}],
@@ -205,9 +175,9 @@ def test_a_failing_summarizer_changes_nothing_and_is_retried_then_dead_lettered(
     ledger, session, renderer, compactor, _ = setup
     before = renderer.render(session, POLICY, budget=BUDGET)
     request = compactor.plan(session, POLICY, budget=BUDGET)
-    failing = Failing()
+    down = failing()
     settings = WorkerSettings(max_attempts=3, backoff=timedelta(seconds=10))
-    worker = SummaryWorker(ledger, renderer, failing, worker_id="w", settings=settings)
+    worker = SummaryWorker(ledger, renderer, down, worker_id="w", settings=settings)
     assert worker.run_once() == 1
     assert worker.run_once() == 0  # waiting out the backoff
     clock.advance(seconds=11)
@@ -216,7 +186,10 @@ def test_a_failing_summarizer_changes_nothing_and_is_retried_then_dead_lettered(
     assert worker.run_once() == 1
     clock.advance(days=1)
     assert worker.run_once() == 0  # dead-lettered: never tried again
-    assert failing.calls == 3
+    assert len(down.requests) == 3
+    assert {(r.covers_from, r.covers_through) for r in down.requests} == {
+        (request.covers_from, request.covers_through)
+    }
     failures = [
         r.event
         for r in SummaryStream(ledger.log, session).events()

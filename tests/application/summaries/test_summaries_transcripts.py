@@ -8,13 +8,13 @@ import contextledger
 import pytest
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.formats.pairing import check_anthropic_pairing, check_openai_pairing
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.domain.content import text_chars
 from contextledger.projections.presets import PRESETS
+from contextledger.testing import check_anthropic_pairing, check_openai_pairing
 
 BUDGET = 32_000
 LONG_CHARS = 4 * BUDGET

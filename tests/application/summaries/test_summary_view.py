@@ -36,10 +36,11 @@ from contextledger.domain.events import (
     SummaryAttemptStarted,
     SummaryRecorded,
 )
+from contextledger.testing import CountingIds, FixedClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.application.summaries.test_summaries import BUDGET, POLICY, Failing, Ids, ManualClock
+from tests.application.summaries.test_summaries import BUDGET, POLICY, failing
 
 SESSIONS = [f"s{i}" for i in range(6)]
 
@@ -69,17 +70,17 @@ def _story(ledger, clock) -> Iterator[None]:
     for session in SESSIONS[:3]:
         assert compactor.plan(session, POLICY, budget=BUDGET) is not None
     yield
-    failing = SummaryWorker(
+    down = SummaryWorker(
         ledger,
         renderer,
-        Failing(),
+        failing(),
         worker_id="down",
         settings=WorkerSettings(max_attempts=2, backoff=timedelta(seconds=10)),
     )
-    assert failing.run_once() == 3  # every request waits out a backoff
+    assert down.run_once() == 3  # every request waits out a backoff
     yield
     clock.advance(seconds=11)
-    assert failing.run_once(limit=1) == 1  # one request dead-lettered
+    assert down.run_once(limit=1) == 1  # one request dead-lettered
     for session in SESSIONS[3:5]:
         assert compactor.plan(session, POLICY, budget=BUDGET) is not None
     yield
@@ -89,7 +90,7 @@ def _story(ledger, clock) -> Iterator[None]:
     _turns(ledger, SESSIONS[3], range(30, 36))
     compactor.report_overflow(SESSIONS[5], POLICY, budget=BUDGET, limit_tokens=4_000, sent_tokens=9_000)
     clock.advance(seconds=30)
-    failing.run_once(limit=1)
+    down.run_once(limit=1)
     yield
 
 
@@ -101,9 +102,9 @@ def _rows(store: RecorderProjections, name: str) -> dict[str, tuple[int, bytes] 
     return {key: store.load_row(name, key) for key in store.row_keys(name)}
 
 
-def _open(url: str) -> tuple[contextledger.Ledger, ManualClock]:
-    clock = ManualClock()
-    return contextledger.open_ledger(url, clock=clock, ids=Ids()), clock
+def _open(url: str) -> tuple[contextledger.Ledger, FixedClock]:
+    clock = FixedClock(step=timedelta(0))
+    return contextledger.open_ledger(url, clock=clock, ids=CountingIds()), clock
 
 
 def _sqlite(tmp_path: Path) -> str:
