@@ -72,6 +72,7 @@ def test_a_fact_in_the_kept_head_of_a_truncated_result_is_still_in_context(ledge
     renderer = Renderer(ledger, tokenizer="heuristic")
     answer = why(ledger, session, FACT, renderer=renderer, policy=PRESETS["blocks"], budget=4_000)
     assert answer.entered_at == result
+    assert answer.first_left_call is None
     truncated = [f for f in answer.calls if f.disposition == "truncated"]
     assert truncated, "the result must be truncated at some call (else the test proves nothing)"
     assert all(f.shown == "truncated" for f in truncated)
@@ -107,6 +108,7 @@ def test_a_fact_carried_by_the_applied_summary_is_still_in_context(ledger):
         produced_at=before.first_left_position,
     )
     answer = why(ledger, session, FACT, renderer=renderer, policy=ON_ARRIVAL, budget=1_200)
+    assert answer.first_left_call is None
     later = [f for f in answer.calls if f.position >= before.first_left_position]
     assert later
     assert all(f.shown == "summary" for f in later)
