@@ -31,6 +31,7 @@ __all__ = [
     "CallRecorder",
     "CallView",
     "calls_stream",
+    "context_sha",
     "dispositions_of",
     "payload_sha",
     "policy_hash",

@@ -1,12 +1,19 @@
-"""The why-trace: where a fact entered the log, in which model call it left the context, by which rule."""
+"""The why-trace: which events carry a text, in which model call it left the context, by which rule."""
 
 from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterator
 
 import msgspec
-from contextledger.application.audit.call_recorder import CallRecorder, dispositions_of
+from contextledger.application.audit.call_recorder import (
+    CallRecorder,
+    CallView,
+    context_sha,
+    dispositions_of,
+)
+from contextledger.application.audit.text_trace import Sighting, shown_as, sightings
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
@@ -20,6 +27,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
@@ -33,16 +41,28 @@ _REDUCERS = (
     ("low-water", "guarantee (compaction down to the low-water mark)"),
     ("guarantee", "guarantee (hard budget)"),
 )
+_LISTED = 12
+"""How many carrying events a verdict names (the answer's ``carried_by`` has them all)."""
 
 
 class CallFate(msgspec.Struct, frozen=True, kw_only=True):
-    """The fact's fate in one model call."""
+    """The fact's fate in one model call.
+
+    ``shown`` says how the text shows in the payload (``verbatim``, ``truncated`` — in the kept
+    head —, ``stub``, ``summary``, ``injected``, ``system``, ``pinned``, joined by ``+``), None when
+    no message of the call holds it. ``disposition`` and ``rule`` are the fate, at this call, of the
+    event the text is followed through (``event``); ``summary_id`` is the summary applied at the call.
+    """
 
     call_id: str
     position: int
     disposition: str
     rule: str
     summary_id: str | None = None
+    shown: str | None = None
+    event: int | None = None
+    shown_from: tuple[int, ...] = ()
+    """The carrying events whose rendered message (or the summary covering them) shows the text."""
 
 
 class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,7 +75,8 @@ class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
     entered_kind: str | None = None
     snippet: str | None = None
     calls_source: str = "recorded"
-    """``recorded`` audit records, or ``computed``: the calls the policy would have made."""
+    """``recorded`` audit records (re-rendered to search their text), or ``computed``: the calls the
+    policy would have made."""
     calls: tuple[CallFate, ...] = ()
     first_left_call: str | None = None
     first_left_position: int | None = None
@@ -64,9 +85,24 @@ class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
     reducer: str | None = None
     policy: str | None = None
     summary_id: str | None = None
+    """The summary applied at the first-left call (None: none was)."""
     summary_contains: str | None = None
-    """``exact``, ``normalized`` (same words, other case or spacing) or ``no``."""
+    """Whether that summary holds the text: ``exact``, ``normalized`` (same words, other case or spacing)
+    or ``no``."""
     smallest_change: str | None = None
+    carried_by: tuple[int, ...] = ()
+    """Every log position whose event holds the text."""
+    left_event: int | None = None
+    """The carrying event the text was last shown from before it left."""
+    later_summary_id: str | None = None
+    """A summary produced after the text left that holds it (None: none does)."""
+    later_summary_call: str | None = None
+    """The first call that applied ``later_summary_id`` (None: no call has applied it yet)."""
+    later_summary_position: int | None = None
+    back_at_call: str | None = None
+    """The first call after it left whose payload holds the text again, in any form."""
+    calls_differ: int = 0
+    """Recorded calls whose re-render no longer hashes as recorded (searched as re-rendered all the same)."""
 
 
 def _normalized(text: str) -> str:
@@ -95,7 +131,16 @@ class _Entry(msgspec.Struct, frozen=True):
     tool_name: str | None
 
 
-def _entered(
+class _Call(msgspec.Struct, frozen=True):
+    call_id: str
+    position: int
+    runs: tuple[DispositionRun, ...]
+    summary_id: str | None
+    context: RenderedContext | None
+    differs: bool = False
+
+
+def _carriers(
     ledger: Ledger,
     session_id: str,
     query: str,
@@ -103,20 +148,23 @@ def _entered(
     position: int | None,
     *,
     regex: bool,
-) -> _Entry | None:
+) -> list[_Entry]:
+    """Every event holding ``pattern`` (or just the event at ``position``), in log order."""
     events = (
         ledger.events(session_id, after=position - 1, upto=position)
         if position is not None
         else TextIndex(ledger).scan(session_id, query, regex=regex)
     )
+    found: list[_Entry] = []
     for recorded in events:
         for text, tool in event_texts(ledger, recorded.event):
             match = pattern.search(text)
             if match or position is not None:
                 start, end = match.span() if match else (0, min(len(text), 80))
                 snippet = " ".join(text[max(0, start - 60) : end + 60].split())
-                return _Entry(recorded.seq, type(recorded.event).__name__, snippet, text, tool)
-    return None
+                found.append(_Entry(recorded.seq, type(recorded.event).__name__, snippet, text, tool))
+                break
+    return found
 
 
 def why(
@@ -132,24 +180,49 @@ def why(
 ) -> WhyAnswer:
     """Trace ``query`` (text, a regular expression, or the event at ``position``) through the model calls.
 
-    Recorded ``model_calls`` are used when the session has them; otherwise the calls ``policy`` and
-    ``budget`` would have made (one render before each assistant message) are computed, not stored.
+    A text is followed as it appears in each call's rendered payload — verbatim, in the kept head of
+    a truncated result, in a stub, in a summary or injected block — whichever events carry it. The
+    event at ``position`` is followed by its own fate. Recorded ``model_calls`` are used (re-rendered
+    from the log to search their text) when the session has them; otherwise the calls ``policy``
+    and ``budget`` would have made (one render before each assistant message) are computed.
+
+    Raises:
+        ValidationError: an empty ``query`` without ``position``, or a bad regular expression.
     """
+    if position is None and not query.strip():
+        raise ValidationError(
+            "why needs a text to trace (or a --position); an empty text is in every message"
+        )
     try:
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
     except re.error as error:
         raise ValidationError(f"not a regular expression: {query!r} ({error})") from None
-    entry = _entered(ledger, session_id, query, pattern, position, regex=regex)
-    if entry is None:
+    carriers = _carriers(ledger, session_id, query, pattern, position, regex=regex)
+    if not carriers:
         return WhyAnswer(
             session_id=session_id,
             query=query,
             verdict="not in the log: the session never held it",
             entered_at=None,
         )
-    fates, source, policy_name = _fates(
-        ledger, session_id, entry.position, renderer=renderer, policy=policy, budget=budget
+    entry = carriers[0]
+    source, policy_name, calls = _calls(
+        ledger,
+        session_id,
+        entry.position,
+        renderer=renderer,
+        policy=policy,
+        budget=budget,
+        text=position is None,
     )
+    differ = 0
+    fates: list[CallFate] = []
+    if position is None:
+        for call in calls:
+            fates.append(_text_fate(call, pattern, carriers, fates[-1] if fates else None))
+            differ += call.differs
+    else:
+        fates = [f for f in (_event_fate(c, entry.position) for c in calls) if f is not None]
     answer = WhyAnswer(
         session_id=session_id,
         query=query,
@@ -160,21 +233,50 @@ def why(
         calls_source=source,
         calls=tuple(fates),
         policy=policy_name,
+        carried_by=tuple(c.position for c in carriers),
+        calls_differ=differ,
     )
-    left = next((f for f in fates if f.disposition not in _KEPT), None)
-    if left is None:
+    return _verdict(ledger, answer, pattern, carriers)
+
+
+def _carried(carriers: list[_Entry]) -> str:
+    named = ", ".join(str(c.position) for c in carriers[:_LISTED])
+    more = f" and {len(carriers) - _LISTED} more" if len(carriers) > _LISTED else ""
+    return f"carried by event{'s' if len(carriers) > 1 else ''} {named}{more}"
+
+
+def _verdict(
+    ledger: Ledger, answer: WhyAnswer, pattern: re.Pattern[str], carriers: list[_Entry]
+) -> WhyAnswer:
+    fates = answer.calls
+    index = next((i for i, f in enumerate(fates) if f.shown is None), None)
+    carried = _carried(carriers)
+    if index is None:
         where = f"in all {len(fates)} calls since" if fates else "no model call has been made since"
-        return msgspec.structs.replace(
-            answer, verdict=f"still in context: {where} (entered at position {entry.position})"
-        )
-    summary_id = left.summary_id or next((f.summary_id for f in fates if f.summary_id), None)
-    contains = _summary_contains(ledger, session_id, summary_id, pattern) if summary_id else None
+        verdict = f"still in context: {where} (entered at position {answer.entered_at}; {carried})"
+        return msgspec.structs.replace(answer, verdict=verdict)
+    left = fates[index]
+    back = next((f for f in fates[index + 1 :] if f.shown is not None), None)
+    contains = (
+        _summary_contains(ledger, answer.session_id, left.summary_id, pattern) if left.summary_id else None
+    )
+    later = next((f for f in fates[index + 1 :] if f.shown and "summary" in f.shown.split("+")), None)
+    later_id = (
+        later.summary_id if later else _later_artifact(ledger, answer.session_id, pattern, left.position)
+    )
     reducer = _reducer(left.rule)
     verdict = f"{left.disposition} by {reducer} — rule {left.rule} — at call {left.call_id}"
-    verdict += f" (position {left.position})"
-    if summary_id:
+    verdict += f" (position {left.position}; {carried})"
+    if left.summary_id:
         mentions = "mentions" if contains in {"exact", "normalized"} else "does not mention"
-        verdict += f"; summary {summary_id} {mentions} it"
+        verdict += f"; summary {left.summary_id}, applied at that call, {mentions} it"
+    if later is not None:
+        verdict += f"; summary {later_id} carries it from call {later.call_id} (position {later.position})"
+    elif later_id is not None:
+        verdict += f"; summary {later_id}, produced later, carries it but no call has applied it yet"
+    if back is not None and back is not later:
+        verdict += f"; back in context ({back.shown}) from call {back.call_id}"
+    entry = next((c for c in carriers if c.position == left.event), carriers[0])
     return msgspec.structs.replace(
         answer,
         verdict=verdict,
@@ -183,13 +285,68 @@ def why(
         disposition=left.disposition,
         rule=left.rule,
         reducer=reducer,
-        summary_id=summary_id,
+        summary_id=left.summary_id,
         summary_contains=contains,
-        smallest_change=_smallest_change(ledger, session_id, entry, left),
+        smallest_change=_smallest_change(ledger, answer.session_id, entry, left),
+        left_event=left.event,
+        later_summary_id=later_id,
+        later_summary_call=later.call_id if later else None,
+        later_summary_position=later.position if later else None,
+        back_at_call=back.call_id if back else None,
     )
 
 
-def _fates(
+def _text_fate(
+    call: _Call, pattern: re.Pattern[str], carriers: list[_Entry], previous: CallFate | None
+) -> CallFate:
+    """Where the text shows in this call, and the fate of the event it is followed through."""
+    found: tuple[Sighting, ...] = sightings(call.context, pattern) if call.context is not None else ()
+    held = [c.position for c in carriers if c.position <= call.position]
+    sources = {p for s in found for p in s.sources}
+    shown_from = tuple(p for p in held if p in sources)
+    if shown_from:
+        event = shown_from[-1]
+    elif previous is not None and previous.shown_from:
+        event = previous.shown_from[-1]
+    elif previous is not None and previous.event is not None:
+        event = previous.event
+    else:
+        event = held[-1]
+    run = _fate(call.runs, event)
+    disposition: str = run.disposition if run else "dropped"
+    rule = run.rule if run else "not-rendered"
+    shown = shown_as(found)
+    if shown is None and disposition in _KEPT:
+        disposition, rule = "not-sent", "not-rendered (the event is sent, but no part of it holds the text)"
+    return CallFate(
+        call_id=call.call_id,
+        position=call.position,
+        disposition=disposition,
+        rule=rule,
+        summary_id=call.summary_id,
+        shown=shown,
+        event=event,
+        shown_from=shown_from,
+    )
+
+
+def _event_fate(call: _Call, position: int) -> CallFate | None:
+    run = _fate(call.runs, position)
+    if run is None:
+        return None
+    return CallFate(
+        call_id=call.call_id,
+        position=call.position,
+        disposition=run.disposition,
+        rule=run.rule,
+        summary_id=call.summary_id,
+        shown=run.disposition if run.disposition in _KEPT else None,
+        event=position,
+        shown_from=(position,) if run.disposition in _KEPT else (),
+    )
+
+
+def _calls(
     ledger: Ledger,
     session_id: str,
     entered: int,
@@ -197,43 +354,51 @@ def _fates(
     renderer: Renderer,
     policy: Policy | None,
     budget: int | None,
-) -> tuple[list[CallFate], str, str | None]:
+    text: bool,
+) -> tuple[str, str | None, Iterator[_Call]]:
+    """The calls since ``entered``: recorded (re-rendered when ``text``), else computed under ``policy``."""
     recorder = CallRecorder(ledger)
     views = [v for v in recorder.calls(session_id) if v.record.position >= entered]
     if views and policy is None:
-        fates = []
-        for view in views:
-            run = _fate(view.record.dispositions, entered)
-            if run is not None:
-                fates.append(
-                    CallFate(
-                        call_id=view.record.call_id,
-                        position=view.record.position,
-                        disposition=run.disposition,
-                        rule=run.rule,
-                        summary_id=view.record.summary_id,
-                    )
-                )
-        return fates, "recorded", views[-1].record.policy
+        return "recorded", views[-1].record.policy, _recorded(recorder, renderer, views, text=text)
     chosen = policy or Policy()
-    fates = []
+    return (
+        "computed",
+        chosen.name,
+        _computed(ledger, session_id, entered, renderer, chosen=chosen, budget=budget),
+    )
+
+
+def _recorded(
+    recorder: CallRecorder, renderer: Renderer, views: list[CallView], *, text: bool
+) -> Iterator[_Call]:
+    renderers = {renderer.counter.name: renderer}
+    policies: dict[str, Policy] = {}
+    for view in views:
+        record = view.record
+        context = None
+        differs = False
+        if text:
+            chosen = policies.get(record.policy_hash)
+            if chosen is None:
+                chosen = policies[record.policy_hash] = recorder.policy(record.session_id, record.policy_hash)
+            using = renderers.get(record.tokenizer)
+            if using is None:
+                using = renderers[record.tokenizer] = Renderer(recorder.ledger, tokenizer=record.tokenizer)
+            context = using.render(record.session_id, chosen, at=record.position, budget=record.budget)
+            differs = context_sha(context) != record.context_sha  # searched as re-rendered all the same
+        yield _Call(record.call_id, record.position, record.dispositions, record.summary_id, context, differs)
+
+
+def _computed(
+    ledger: Ledger, session_id: str, entered: int, renderer: Renderer, *, chosen: Policy, budget: int | None
+) -> Iterator[_Call]:
     for recorded in ledger.events(session_id, after=entered):
         if not isinstance(recorded.event, AssistantMessageAdded):
             continue
         at = recorded.seq - 1
         context = renderer.render(session_id, chosen, at=at, budget=budget)
-        run = _fate(dispositions_of(context), entered)
-        if run is not None:
-            fates.append(
-                CallFate(
-                    call_id=f"computed@{at}",
-                    position=at,
-                    disposition=run.disposition,
-                    rule=run.rule,
-                    summary_id=context.summary_id,
-                )
-            )
-    return fates, "computed", chosen.name
+        yield _Call(f"computed@{at}", at, dispositions_of(context), context.summary_id, context)
 
 
 def _summary_contains(ledger: Ledger, session_id: str, summary_id: str, pattern: re.Pattern[str]) -> str:
@@ -245,6 +410,14 @@ def _summary_contains(ledger: Ledger, session_id: str, summary_id: str, pattern:
             needle = _normalized(pattern.pattern.replace("\\", ""))
             return "normalized" if needle and needle in _normalized(text) else "no"
     return "no"
+
+
+def _later_artifact(ledger: Ledger, session_id: str, pattern: re.Pattern[str], after: int) -> str | None:
+    """A summary produced after ``after`` that holds the text (none of the calls traced applied it)."""
+    for artifact in SummaryStream(ledger.log, session_id).artifacts():
+        if artifact.produced_at > after and pattern.search(ledger.text(artifact.content)):
+            return artifact.summary_id
+    return None
 
 
 def _smallest_change(ledger: Ledger, session_id: str, entry: _Entry, left: CallFate) -> str:
@@ -266,5 +439,7 @@ def _smallest_change(ledger: Ledger, session_id: str, entry: _Entry, left: CallF
         return f"[truncation] max_tokens above this output's size (it was cut), {pin}"
     if left.disposition == "summarized":
         return f"keep it out of summaries: {pin}"
+    if left.disposition == "not-sent":
+        return "nothing in the policy: this part of the event (reasoning, say) is never sent to the model"
     pinned = any(isinstance(r.event, ItemPinned) and r.event.position == entry.position for r in later)
     return "raise [budget] total (it was dropped to fit)" + ("" if pinned else f", {pin}")
