@@ -15,6 +15,7 @@ from contextledger.adapters.cli import (
     pin_cmd,
     rebuild_cmd,
     render_cmd,
+    report_cmd,
     sessions,
     simulate_cmd,
     summaries_cmd,
@@ -39,6 +40,7 @@ for module in (
     pin_cmd,
     export_cmd,
     rebuild_cmd,
+    report_cmd,
 ):
     module.register(app)
 
