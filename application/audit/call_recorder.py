@@ -327,7 +327,7 @@ class CallRecorder:
         read, found = self._pins.get(session_id, (0, frozenset()))
         if upto > read:
             new = self.ledger.events(session_id, after=read, upto=upto)
-            found = found | {r.seq for r in new if isinstance(r.event, ItemPinned | ItemUnpinned)}
+            found = found | {r.position for r in new if isinstance(r.event, ItemPinned | ItemUnpinned)}
             self._pins[session_id] = (upto, found)
         return frozenset(p for p in found if p <= upto)
 

@@ -115,7 +115,7 @@ def _entered(
             if match or position is not None:
                 start, end = match.span() if match else (0, min(len(text), 80))
                 snippet = " ".join(text[max(0, start - 60) : end + 60].split())
-                return _Entry(recorded.seq, type(recorded.event).__name__, snippet, text, tool)
+                return _Entry(recorded.position, type(recorded.event).__name__, snippet, text, tool)
     return None
 
 
@@ -220,7 +220,7 @@ def _fates(
     for recorded in ledger.events(session_id, after=entered):
         if not isinstance(recorded.event, AssistantMessageAdded):
             continue
-        at = recorded.seq - 1
+        at = recorded.position - 1
         context = renderer.render(session_id, chosen, at=at, budget=budget)
         run = _fate(dispositions_of(context), entered)
         if run is not None:

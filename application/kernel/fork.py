@@ -142,7 +142,7 @@ class ForkAwareLog:
             own_after = max(after - fork_at + 1, 1)
             own_upto = None if upto is None else upto - fork_at + 1
             out.extend(
-                Recorded(r.seq + fork_at - 1, r.event)
+                Recorded(r.position + fork_at - 1, r.event)
                 for r in self.inner.read(stream_id, after=own_after, upto=own_upto)
             )
         return out

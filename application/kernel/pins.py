@@ -46,8 +46,8 @@ def _results(ledger: Ledger, session_id: str, owner: Recorded, head: int) -> lis
     assert isinstance(owner.event, AssistantMessageAdded)  # noqa: S101 - the caller passes an assistant message
     waiting = {c.id for c in owner.event.tool_calls}
     found: list[Recorded] = []
-    after = owner.seq
-    limit = min(head, owner.seq + _MAX_SCAN)
+    after = owner.position
+    limit = min(head, owner.position + _MAX_SCAN)
     while waiting and after < limit:
         upto = min(limit, after + _CHUNK)
         for recorded in ledger.events(session_id, after=after, upto=upto):
@@ -94,20 +94,20 @@ def span_pins(ledger: Ledger, session_id: str, first: int, last: int, reason: st
     for recorded in ledger.events(session_id, after=first - 1, upto=last):
         if not isinstance(recorded.event, _MESSAGES):
             continue
-        group = next((g for g in groups.values() if any(r.seq == recorded.seq for r in g)), None)
+        group = next((g for g in groups.values() if any(r.position == recorded.position for r in g)), None)
         if group is None:
-            group = step_group(ledger, session_id, recorded.seq)
+            group = step_group(ledger, session_id, recorded.position)
             if group:
-                groups[group[0].seq] = group
+                groups[group[0].position] = group
         meta = {RESTORE_KEY: msgspec.to_builtins(group)} if group else {}
-        pins.append(ItemPinned(position=recorded.seq, reason=reason, meta=meta))
+        pins.append(ItemPinned(position=recorded.position, reason=reason, meta=meta))
     return pins
 
 
 def span_unpins(ledger: Ledger, session_id: str, first: int, last: int) -> list[AnyEvent]:
     """Return one unpin per message of ``first..last``."""
     return [
-        ItemUnpinned(position=r.seq)
+        ItemUnpinned(position=r.position)
         for r in ledger.events(session_id, after=first - 1, upto=last)
         if isinstance(r.event, _MESSAGES)
     ]
