@@ -6,7 +6,7 @@ import bisect
 import re
 
 import msgspec
-from contextledger.application.audit.call_recorder import CallRecorder, dispositions_of
+from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
@@ -20,6 +20,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
