@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/bench_policies.py [--budgets 16000,32000,64000] [--q
 
 Each assistant message of each session is a model call; its prompt is policy(history before it)
 and the recorded actions are replayed unchanged. Presets render through contextledger
-(``Renderer.render(at=seq - 1, budget=B)`` then ``to_openai``); peers (``peers.py``) pick messages
+(``Renderer.render(at=position - 1, budget=B)`` then ``to_openai``); peers (``peers.py``) pick messages
 from the same sessions' history, converted to OpenAI messages by this file. Every request, whoever
 built it, is counted, pair-checked and priced by ``wire.py``, which imports nothing of contextledger.
 Results: bench/results/policies.json and a markdown table per budget.
@@ -41,15 +41,15 @@ class Session:
     system: list[dict[str, Any]]
     tools: list[dict[str, Any]]
     messages: list[dict[str, Any]]
-    seqs: list[int]
+    positions: list[int]
     calls: list[int]
     task: str | None
-    task_seq: int
+    task_position: int
     source: str
 
-    def before(self, seq: int) -> list[dict[str, Any]]:
-        """Return the messages logged before position ``seq``."""
-        return [m for m, s in zip(self.messages, self.seqs, strict=True) if s < seq]
+    def before(self, position: int) -> list[dict[str, Any]]:
+        """Return the messages logged before position ``position``."""
+        return [m for m, s in zip(self.messages, self.positions, strict=True) if s < position]
 
 
 def _tools(event: contextledger.SessionStarted) -> list[dict[str, Any]]:
@@ -104,12 +104,12 @@ def load_sessions(ledger: contextledger.Ledger) -> list[Session]:
             message = _message(event, text)
             if message is None:
                 continue
-            if isinstance(event, contextledger.AssistantMessageAdded) and recorded.seq >= 2:
-                session.calls.append(recorded.seq)  # a call needs the session start before it
+            if isinstance(event, contextledger.AssistantMessageAdded) and recorded.position >= 2:
+                session.calls.append(recorded.position)  # a call needs the session start before it
             if message["role"] == "user" and session.task is None:
-                session.task, session.task_seq = message["content"], recorded.seq
+                session.task, session.task_position = message["content"], recorded.position
             session.messages.append(message)
-            session.seqs.append(recorded.seq)
+            session.positions.append(recorded.position)
         sessions.append(session)
     return sessions
 
@@ -144,9 +144,9 @@ class Tally:
         self.done.add(session.session_id)
 
     def account(
-        self, session: Session, seq: int, messages: list[dict[str, Any]], request: Request, budget: int
+        self, session: Session, position: int, messages: list[dict[str, Any]], request: Request, budget: int
     ) -> None:
-        """Check and price the request of the call at ``seq``."""
+        """Check and price the request of the call at ``position``."""
         self.cache.add(request)
         self.over_budget += request.size > budget
         problems = pairing_problems(messages)
@@ -154,7 +154,7 @@ class Tally:
             self.orphaned_calls += 1
             self.example_problem = self.example_problem or f"{session.session_id}: {problems[0]}"
         self.empty += not any(m["role"] != "system" for m in messages)
-        if session.task is not None and session.task_seq < seq:
+        if session.task is not None and session.task_position < position:
             self.task_not_verbatim += not any(
                 m["role"] == "user" and m.get("content") == session.task for m in messages
             )
@@ -168,11 +168,11 @@ def replay_peer(peer: Peer, sessions: list[Session], counter: WireCounter, budge
         peer.reset()
         local = Tally()
         tools_tokens = counter.request({"messages": [], "tools": session.tools}).size
-        for seq in session.calls:
-            history = session.before(seq)
+        for position in session.calls:
+            history = session.before(position)
             messages = peer.prompt(session.system, history, tools_tokens)
             payload = {"messages": messages, **({"tools": session.tools} if session.tools else {})}
-            local.account(session, seq, messages, counter.request(payload), budget)
+            local.account(session, position, messages, counter.request(payload), budget)
         tally.merge(session, local)
     tally.seconds = time.perf_counter() - start
     return tally
@@ -187,11 +187,11 @@ def replay_preset(
     for session in sessions:
         local = Tally()
         try:
-            for seq in session.calls:
-                context = renderer.render(session.session_id, preset, at=seq - 1, budget=budget)
+            for position in session.calls:
+                context = renderer.render(session.session_id, preset, at=position - 1, budget=budget)
                 payload = contextledger.to_openai(context)
                 request = counter.request(payload)
-                local.account(session, seq, payload["messages"], request, budget)
+                local.account(session, position, payload["messages"], request, budget)
                 if request.size > context.tokens:
                     local.internal_under_wire += 1
                 local.max_wire_minus_internal = max(
@@ -199,7 +199,11 @@ def replay_preset(
                 )
         except Exception as error:  # noqa: BLE001 - a failed render is a figure to report, not to hide
             tally.failures.append(
-                {"session": session.session_id, "at": seq - 1, "error": f"{type(error).__name__}: {error}"}
+                {
+                    "session": session.session_id,
+                    "at": position - 1,
+                    "error": f"{type(error).__name__}: {error}",
+                }
             )
             continue
         tally.merge(session, local)
@@ -212,9 +216,9 @@ def unmanaged_costs(sessions: list[Session], counter: WireCounter) -> dict[str, 
     costs = {}
     for session in sessions:
         totals = CacheTotals()
-        for seq in session.calls:
+        for position in session.calls:
             payload = {
-                "messages": [*session.system, *session.before(seq)],
+                "messages": [*session.system, *session.before(position)],
                 **({"tools": session.tools} if session.tools else {}),
             }
             totals.add(counter.request(payload))

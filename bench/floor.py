@@ -104,7 +104,7 @@ def _entries(payload: bytes) -> dict[int, dict[str, Any]]:
     """The rendered entries of a render snapshot by position (only the fields a payload needs)."""
     state = _SNAPSHOT.decode(payload).state
     return {
-        e.seq: {
+        e.position: {
             "role": e.role,
             "content": e.content,
             "text": e.text,

@@ -337,8 +337,12 @@ def topic_of(event_type: type[LedgerEvent]) -> str:
     return f"contextledger/{tag}/v{event_type.VERSION}"
 
 
-class Recorded(msgspec.Struct, frozen=True):
-    """An event with its position (1-based version) in its session's stream."""
+class Recorded(msgspec.Struct, frozen=True, rename={"position": "seq"}):
+    """An event with its position (1-based, in its session's stream).
 
-    seq: int
+    Encoded, the position keeps its stored name ``seq``: pins carry their step group's events as
+    builtins (``ItemPinned.meta["restore"]``), and events already logged must stay readable.
+    """
+
+    position: int
     event: AnyEvent

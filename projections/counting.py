@@ -39,13 +39,13 @@ __all__ = [
 class CountedEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A logged event with the token counts of its texts, as ``evolve`` consumes it.
 
-    ``tokens`` holds one count per text of ``event_texts(event)``, in that order. ``seq`` is the
+    ``tokens`` holds one count per text of ``event_texts(event)``, in that order. ``position`` is the
     event's position; for a ``SummaryRecorded`` it is ``produced_at`` (the position after which the
     artifact is available). ``full_text`` carries the resolved text of a blob content when the
     projection asked for it (``Projector.needs_text``) so that it can truncate it.
     """
 
-    seq: int
+    position: int
     event: AnyEvent
     tokens: tuple[int, ...] = ()
     full_text: str | None = None
@@ -78,20 +78,20 @@ def _inline_only(text: Text) -> str:
 
 
 def count_with(
-    counter: TokenCounter, seq: int, event: AnyEvent, resolve: Callable[[Text], str] | None = None
+    counter: TokenCounter, position: int, event: AnyEvent, resolve: Callable[[Text], str] | None = None
 ) -> CountedEvent:
     """Count an event's texts with a plain counter (tests and small tools; adapters use the cache).
 
     Args:
         counter: The tokenizer port.
-        seq: The event's position (``produced_at`` for a summary).
+        position: The event's position (``produced_at`` for a summary).
         event: The event to count.
         resolve: Reads a blob's text; without it only inline texts can be counted.
     """
     reader = resolve or _inline_only
     texts = [reader(t) for t in event_texts(event)]
     tokens = tuple(counter.count_many(texts)) if texts else ()
-    return CountedEvent(seq=seq, event=event, tokens=tokens)
+    return CountedEvent(position=position, event=event, tokens=tokens)
 
 
 def system_tokens(system_text_tokens: int, system: str) -> int:

@@ -124,8 +124,8 @@ class Projector:
             state.turns += 1
             entry = self._capped(self.entries.user(counted, event), lambda: self.capped.user(counted, event))
             self._add_group(state, entry, ())
-            state.first_user = counted.seq if state.first_user is None else state.first_user
-            state.latest_user = counted.seq
+            state.first_user = counted.position if state.first_user is None else state.first_user
+            state.latest_user = counted.position
         elif isinstance(event, AssistantMessageAdded):
             state.steps += 1
             entry = self._capped(
@@ -134,12 +134,12 @@ class Projector:
             pending = tuple(PendingCall(c.id, c.name) for c in event.tool_calls)
             self._add_group(state, entry, pending)
             for call in event.tool_calls:
-                state.owners[call.id] = counted.seq
+                state.owners[call.id] = counted.position
         elif isinstance(event, ToolResultRecorded):
             self._result(state, counted, event)
         elif isinstance(event, ItemPinned | ItemUnpinned):
             self._pin(state, event)
-        state.position = counted.seq
+        state.position = counted.position
         self._maybe_compact(state, event)
 
     def _pin(self, state: RenderState, event: ItemPinned | ItemUnpinned) -> None:
@@ -186,7 +186,7 @@ class Projector:
         window = state.window
         tokens = entry.tokens + len(pending) * state.pending_tokens
         group = Group(
-            start=entry.seq,
+            start=entry.position,
             turn=state.turns,
             step=state.steps,
             entries=(entry,),
@@ -203,7 +203,7 @@ class Projector:
             if self.policy.window.in_head(state.turns, state.steps) and fits:
                 group = msgspec.structs.replace(group, head=True)
                 state.head_tokens += tokens
-                state.head_end = entry.seq
+                state.head_end = entry.position
             else:
                 state.head_open = False
         window.index[group.start] = len(window.groups)
@@ -217,8 +217,8 @@ class Projector:
         if index is None:
             window.removed.append(
                 Removed(
-                    first=counted.seq,
-                    last=counted.seq,
+                    first=counted.position,
+                    last=counted.position,
                     action="dropped",
                     rule="orphan-result",
                     messages=1,
@@ -236,7 +236,7 @@ class Projector:
         replace_entries(window, index, (*group.entries, entry), state.pending_tokens)
         if group.head:
             state.head_tokens += window.groups[index].tokens - group.tokens
-            state.head_end = max(state.head_end, counted.seq)
+            state.head_end = max(state.head_end, counted.position)
             if state.head_tokens > self.budget.head_tokens:
                 state.head_open = False
 

@@ -23,7 +23,7 @@ __all__ = [
 
 def group_positions(group: Group) -> list[int]:
     """Return the log positions a group renders from."""
-    return [e.seq for e in group.entries]
+    return [e.position for e in group.entries]
 
 
 def pin_reason(group: Group, state: RenderState) -> str | None:
@@ -36,7 +36,7 @@ def pin_reason(group: Group, state: RenderState) -> str | None:
         return "latest-user"
     if group.pending:
         return "pending-call"
-    if state.pins and any(e.seq in state.pins for e in group.entries):
+    if state.pins and any(e.position in state.pins for e in group.entries):
         return "explicit"
     return None
 
@@ -128,7 +128,9 @@ def _record(window: Window, run: Removed, kept_starts: list[int]) -> None:
 def stub_text(entry: Entry, verb: str = "result expired") -> str:
     """Return the stub that replaces a tool result: tool, call id, original size, restore position."""
     tool = entry.tool_name or "tool"
-    return f"[{verb}: {tool} {entry.tool_call_id}, {entry.full_tokens:,} tokens; restore: seq {entry.seq}]"
+    return (
+        f"[{verb}: {tool} {entry.tool_call_id}, {entry.full_tokens:,} tokens; restore: seq {entry.position}]"
+    )
 
 
 def stub_results(

@@ -52,7 +52,7 @@ class EntryBuilder:
         """Return the entry of a user message."""
         text, tokens, rule = self._capped(counted, event.content, counted.tokens[0], 0)
         return Entry(
-            seq=counted.seq,
+            position=counted.position,
             role="user",
             tokens=tokens + MESSAGE_OVERHEAD,
             kind="message" if text is None else "truncated",
@@ -72,7 +72,7 @@ class EntryBuilder:
         content = event.content if event.content is not None else InlineText("")
         text, tokens, rule = self._capped(counted, content, counts[0], call_tokens)
         return Entry(
-            seq=counted.seq,
+            position=counted.position,
             role="assistant",
             tokens=tokens + call_tokens + MESSAGE_OVERHEAD,
             kind="message" if text is None else "truncated",
@@ -97,14 +97,14 @@ class EntryBuilder:
                     self.truncation.max_lines,
                     self.truncation.max_tokens,
                     self.counter,
-                    seq=counted.seq,
+                    position=counted.position,
                     full=full,
                     tokens=tokens,
                 )
                 if short is not None and short[1] < tokens:
                     short_text, short_tokens = short
         return Entry(
-            seq=counted.seq,
+            position=counted.position,
             role="tool",
             tokens=tokens + MESSAGE_OVERHEAD,
             kind="message" if text is None else "truncated",
@@ -140,7 +140,7 @@ class EntryBuilder:
         source = self._text(content, counted.full_text)
         if source is None:
             # The blob was not resolved: say what is missing instead of reading it here.
-            missing = f"[... the rest of this text was not loaded; restore: seq {counted.seq} ...]"
+            missing = f"[... the rest of this text was not loaded; restore: seq {counted.position} ...]"
             source = f"{text_preview(content)}\n{missing}"
-        cut, count = cut_tokens(source, limit, self.counter, seq=counted.seq, full_tokens=tokens)
+        cut, count = cut_tokens(source, limit, self.counter, position=counted.position, full_tokens=tokens)
         return cut, count, "cap"

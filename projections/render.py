@@ -123,7 +123,7 @@ def _entry_message(entry: Entry, resolve: Callable[[Text], str]) -> RenderedMess
         text=text,
         tokens=entry.tokens,
         kind=entry.kind,
-        sources=(entry.seq,),
+        sources=(entry.position,),
         tool_calls=entry.tool_calls,
         tool_call_id=entry.tool_call_id,
         tool_name=entry.tool_name,
@@ -225,7 +225,7 @@ def _size(messages: int, tokens: int) -> str:
 
 
 def _run_decision(run: list[tuple[Group, DecisionAction, str, int, int]]) -> Decision:
-    seqs = [e.seq for item in run for e in item[0].entries]
+    seqs = [e.position for item in run for e in item[0].entries]
     messages = sum(item[0].messages for item in run)
     changed = sum(item[3] for item in run)
     tokens = sum(item[4] for item in run)

@@ -49,7 +49,7 @@ def _find(window: Window, position: int) -> tuple[int, int] | None:
     if index < 0:
         return None
     for ei, entry in enumerate(window.groups[index].entries):
-        if entry.seq == position:
+        if entry.position == position:
             return index, ei
     return None
 
@@ -85,7 +85,7 @@ def restore_pinned(
     if not payload:
         return False
     group = _group(payload, state, counter, builder)
-    if group is None or any(_find(state.window, e.seq) is not None for e in group.entries):
+    if group is None or any(_find(state.window, e.position) is not None for e in group.entries):
         return False
     _insert(state.window, group)
     state.restored[position] = None
@@ -105,13 +105,15 @@ def unrestore(state: RenderState, position: int) -> bool:
     group = state.window.groups[gi]
     if pin_reason(group, state) is not None:
         return False  # still pinned by another pin or rule: it stays
-    before = {e.seq: state.restored.pop(e.seq) for e in group.entries if e.seq in state.restored}
+    before = {
+        e.position: state.restored.pop(e.position) for e in group.entries if e.position in state.restored
+    }
     if not before:
         return False
     if any(entry is None for entry in before.values()):
         remove_groups(state.window, [gi], "dropped", "unpinned")
         return True
-    entries = tuple(before.get(e.seq) or e for e in group.entries)
+    entries = tuple(before.get(e.position) or e for e in group.entries)
     replace_entries(state.window, gi, entries, state.pending_tokens)
     return True
 
@@ -136,7 +138,7 @@ def _group(payload: Any, state: RenderState, counter: TokenCounter, builder: Ent
             entries.append(builder.result(item, event, head=False))
     if not entries:
         return None
-    shell = Group(start=entries[0].seq, turn=state.turns, step=state.steps, entries=())
+    shell = Group(start=entries[0].position, turn=state.turns, step=state.steps, entries=())
     return resize_group(shell, tuple(entries), state.pending_tokens)
 
 
@@ -154,7 +156,9 @@ def _counted(records: list[Recorded], counter: TokenCounter) -> list[CountedEven
     at = 0
     for record, group in zip(records, texts, strict=True):
         out.append(
-            CountedEvent(seq=record.seq, event=record.event, tokens=tuple(counts[at : at + len(group)]))
+            CountedEvent(
+                position=record.position, event=record.event, tokens=tuple(counts[at : at + len(group)])
+            )
         )
         at += len(group)
     return out
@@ -168,7 +172,7 @@ def _insert(window: Window, group: Group) -> None:
     window.index = {g.start: i for i, g in enumerate(window.groups)}
     window.tokens += group.tokens
     window.tool_tokens += group.tool_tokens
-    positions = sorted(e.seq for e in group.entries)
+    positions = sorted(e.position for e in group.entries)
     window.removed = _carve(window.removed, positions[0], positions[-1])
 
 

@@ -19,7 +19,7 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     next compaction point. ``rule`` names the rule that gave the entry its current ``kind``.
     """
 
-    seq: int
+    position: int
     role: Role
     tokens: int
     kind: MessageKind = "message"

@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Record a multi-turn, tool-using coding session, print what was stored and the context to send.
 
-        --json prints {"store_url", "session_id", "events": [Recorded...], "render": {...as render --json}}.
+        --json prints {"store_url", "session_id", "events": [{"position", "event"}...],
+        "render": {...as render --json}}.
         """
 
         def body() -> None:
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
                 DEMO_TOOLS,
                 demo_messages,
             )
-            from contextledger.adapters.cli.history import print_history  # noqa: PLC0415 - loaded on use
+            from contextledger.adapters.cli.history import event_documents, print_history  # noqa: PLC0415 - loaded on use
             from contextledger.adapters.cli.render_cmd import (  # noqa: PLC0415 - loaded on use
                 print_context,
                 render_document,
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
                     {
                         "store_url": store_url,
                         "session_id": session_id,
-                        "events": events,
+                        "events": event_documents(events),
                         "render": render_document(context, "openai"),
                     }
                 )

@@ -20,7 +20,7 @@ from contextledger.domain.events import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["history_rows", "print_history"]
+__all__ = ["event_documents", "history_rows", "print_history"]
 
 _PREVIEW = 70
 
@@ -40,13 +40,18 @@ def _preview(text: Text | None) -> str:
     return flat if len(flat) <= _PREVIEW else flat[: _PREVIEW - 1] + "…"
 
 
+def event_documents(events: Sequence[Recorded]) -> list[dict[str, Any]]:
+    """Return one ``{"position", "event"}`` document per stored event (the ``--json`` output of a history)."""
+    return [{"position": recorded.position, "event": recorded.event} for recorded in events]
+
+
 def history_rows(events: Sequence[Recorded]) -> list[dict[str, Any]]:
     """Return one dict per stored event: position, event type, role, preview, tools, storage."""
     rows: list[dict[str, Any]] = []
     for recorded in events:
         event = recorded.event
         row: dict[str, Any] = {
-            "position": recorded.seq,
+            "position": recorded.position,
             "event": type(event).__name__,
             "role": "",
             "preview": "",

@@ -45,7 +45,7 @@ def render_document(context: RenderedContext, wire: WireFormat) -> dict[str, Any
     """Return ``render --json``: the context's fields (API names), decisions, exact dispositions, payload."""
     from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415 - loaded on use
     from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415 - loaded on use
-    from contextledger.application.audit.call_recorder import dispositions_of  # noqa: PLC0415 - loaded on use
+    from contextledger.projections.dispositions import dispositions_of  # noqa: PLC0415 - loaded on use
 
     payload = to_openai(context) if wire == "openai" else to_anthropic(context)
     return {

@@ -50,15 +50,18 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        """Print a session's stored events, with positions (--json: {"session_id", "events": [Recorded]})."""
+        """Print a session's stored events with their positions.
+
+        --json prints {"session_id", "events": [{"position", "event"}...]}.
+        """
 
         def body() -> None:
-            from contextledger.adapters.cli.history import print_history  # noqa: PLC0415 - rich loads lazily
+            from contextledger.adapters.cli.history import event_documents, print_history  # noqa: PLC0415 - rich loads lazily
 
             with ledger_for(db) as ledger:
                 events = ledger.events(session_id)
             if json_output:
-                emit_json({"session_id": session_id, "events": events})
+                emit_json({"session_id": session_id, "events": event_documents(events)})
                 return
             print_history(out_console(), events)
 

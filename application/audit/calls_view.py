@@ -55,19 +55,19 @@ class UsageRow(msgspec.Struct, frozen=True, array_like=True):
     latency_ms: float | None
     model: str | None
     reported_at: datetime | None
-    seq: int
+    stream_position: int
 
 
 class CallRow(msgspec.Struct, frozen=True, array_like=True):
     """One recorded model call: what a user lists calls by, without the dispositions themselves.
 
-    ``seq`` is the record's position in the session's calls stream (calls list in that order),
+    ``stream_position`` is the record's position in the session's calls stream (calls list in that order),
     ``position`` the session position the call rendered at, ``tokens`` the rendered input tokens.
     """
 
     call_id: str
     session_id: str
-    seq: int
+    stream_position: int
     position: int
     policy: str
     policy_hash: str
@@ -98,8 +98,8 @@ def fates_of(runs: Sequence[DispositionRun]) -> Fates:
     return Fates(**counts)
 
 
-def usage_row(seq: int, usage: ModelCallUsageReported) -> UsageRow:
-    """The usage part of a row, from the report at ``seq`` of the calls stream."""
+def usage_row(stream_position: int, usage: ModelCallUsageReported) -> UsageRow:
+    """The usage part of a row, from the report at ``stream_position`` of the calls stream."""
     return UsageRow(
         usage.input_tokens,
         usage.cached_tokens,
@@ -108,16 +108,16 @@ def usage_row(seq: int, usage: ModelCallUsageReported) -> UsageRow:
         usage.latency_ms,
         usage.model,
         usage.at,
-        seq,
+        stream_position,
     )
 
 
-def call_row(seq: int, record: ModelCallRecorded, prior: CallRow | None = None) -> CallRow:
-    """The row of a record at ``seq``; a record of a call already listed keeps its place and usage."""
+def call_row(stream_position: int, record: ModelCallRecorded, prior: CallRow | None = None) -> CallRow:
+    """The row of the record at ``stream_position``; a call already listed keeps its place and usage."""
     return CallRow(
         call_id=record.call_id,
         session_id=record.session_id,
-        seq=prior.seq if prior is not None else seq,
+        stream_position=prior.stream_position if prior is not None else stream_position,
         position=record.position,
         policy=record.policy,
         policy_hash=record.policy_hash,
@@ -145,7 +145,7 @@ def list_calls(store: ProjectionStore, session_id: str, *, name: str = CALLS_VIE
     # Every key with the prefix sorts after it and before ``<session>0`` ('0' follows '/').
     found = store.load_range(name, prefix, f"{session_id}0")
     rows = [_decode(data) for key, (_, data) in found.items() if key.startswith(prefix)]
-    return sorted((r for r in rows if r.session_id == session_id), key=lambda r: r.seq)
+    return sorted((r for r in rows if r.session_id == session_id), key=lambda r: r.stream_position)
 
 
 class CallsView(SideStreamView):

@@ -7,12 +7,7 @@ import re
 from collections.abc import Iterator
 
 import msgspec
-from contextledger.application.audit.call_recorder import (
-    CallRecorder,
-    CallView,
-    context_sha,
-    dispositions_of,
-)
+from contextledger.application.audit.call_recorder import CallRecorder, CallView, context_sha
 from contextledger.application.audit.text_trace import Sighting, shown_as, sightings
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
@@ -28,6 +23,7 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
@@ -162,7 +158,7 @@ def _carriers(
             if match or position is not None:
                 start, end = match.span() if match else (0, min(len(text), 80))
                 snippet = " ".join(text[max(0, start - 60) : end + 60].split())
-                found.append(_Entry(recorded.seq, type(recorded.event).__name__, snippet, text, tool))
+                found.append(_Entry(recorded.position, type(recorded.event).__name__, snippet, text, tool))
                 break
     return found
 
@@ -396,7 +392,7 @@ def _computed(
     for recorded in ledger.events(session_id, after=entered):
         if not isinstance(recorded.event, AssistantMessageAdded):
             continue
-        at = recorded.seq - 1
+        at = recorded.position - 1
         context = renderer.render(session_id, chosen, at=at, budget=budget)
         yield _Call(f"computed@{at}", at, dispositions_of(context), context.summary_id, context)
 

@@ -69,13 +69,13 @@ def replay_calls(
             scratch, renderer, summarizer=summarizer.name, summarizer_config=summarizer.config_sha
         )
     for recorded in source.events(session_id):
-        if isinstance(recorded.event, AssistantMessageAdded) and recorded.seq > 1:
+        if isinstance(recorded.event, AssistantMessageAdded) and recorded.position > 1:
             context = renderer.render(session_id, policy, budget=budget)
             requested = None
             if compactor is not None and worker is not None:
                 requested = compactor.plan(session_id, policy, budget=budget)
                 if SummaryStream(scratch.log, session_id).requests():
                     worker.run_once()
-            yield ReplayedCall(position=recorded.seq, context=context, requested=requested)
+            yield ReplayedCall(position=recorded.position, context=context, requested=requested)
         event = msgspec.structs.replace(recorded.event)
-        scratch.log.append(session_id, recorded.seq - 1, [event], blobs=_blobs(source, event))
+        scratch.log.append(session_id, recorded.position - 1, [event], blobs=_blobs(source, event))

@@ -10,18 +10,15 @@ above the log (rules, renders, pins, search, why) sees that one history; the par
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.kernel.session_port import SessionLedger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.domain.errors import ConcurrencyConflictError, ValidationError
 from contextledger.domain.events import AnyEvent, ForkParent, Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import AppendOutcome, EventLog, SessionInfo, StreamAppend
 from contextledger.projections.fold import FORK_START
-
-if TYPE_CHECKING:
-    from contextledger.application.kernel.ledger import Ledger
 
 __all__ = ["ForkAwareLog", "fork_session", "summary_in_force"]
 
@@ -142,7 +139,7 @@ class ForkAwareLog:
             own_after = max(after - fork_at + 1, 1)
             own_upto = None if upto is None else upto - fork_at + 1
             out.extend(
-                Recorded(r.seq + fork_at - 1, r.event)
+                Recorded(r.position + fork_at - 1, r.event)
                 for r in self.inner.read(stream_id, after=own_after, upto=own_upto)
             )
         return out
@@ -166,7 +163,7 @@ class ForkAwareLog:
         return tuple(self._to_virtual(link, p) for p in found)
 
 
-def summary_in_force(ledger: Ledger, session_id: str, position: int) -> SummaryRecorded | None:
+def summary_in_force(ledger: SessionLedger, session_id: str, position: int) -> SummaryRecorded | None:
     """Return the artifact in force at ``position``: available by then, reaching furthest (latest wins)."""
     best: SummaryRecorded | None = None
     for summary in ledger.summaries(session_id):
@@ -177,7 +174,7 @@ def summary_in_force(ledger: Ledger, session_id: str, position: int) -> SummaryR
 
 
 def fork_session(
-    ledger: Ledger,
+    ledger: SessionLedger,
     session_id: str,
     at: int,
     *,

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any, Self
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self, Unpack
 
 import structlog
+from contextledger.application.kernel import pins
 from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
-from contextledger.application.kernel.fork import ForkAwareLog
-from contextledger.application.kernel.ledger_controls import LedgerControls
+from contextledger.application.kernel.fork import ForkAwareLog, fork_session
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     ToolCallIn,
     ToolResult,
-    ToolSchemaIn,
     UserMessage,
     check_idempotency_key,
     check_session_id,
     parse_messages,
 )
 from contextledger.application.kernel.rules_cache import RulesCache
-from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.kernel.session_port import MessageLike, SessionSpec, check_keywords
+from contextledger.application.kernel.summary_log import ArtifactSpec, SummaryStream, record_summary
 from contextledger.application.kernel.wiring import Ports
 from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import (
@@ -50,8 +49,6 @@ log = structlog.get_logger(__name__)
 DEFAULT_BLOB_THRESHOLD = 8 * 1024
 """Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""
 
-MessageLike = UserMessage | AssistantMessage | ToolResult | dict[str, Any]
-
 
 def _id_for(idempotency_key: str | None) -> str | None:
     """A session id derived from an idempotency key, so a retried start finds its first session."""
@@ -60,12 +57,16 @@ def _id_for(idempotency_key: str | None) -> str | None:
     return "s-" + hashlib.sha256(idempotency_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-class Ledger(LedgerControls):
+class Ledger:
     """Append and read agent sessions as immutable event streams.
 
     Every write validates first and then appends in one transaction, so a rejected write
     changes nothing. ``expected_version`` gives optimistic concurrency; ``idempotency_key``
     makes a retried write a no-op that returns the positions of the first.
+
+    Pins, forks and caller-recorded summaries are services over the ledger's port
+    (``SessionLedger``: ``kernel/pins.py``, ``kernel/fork.py``, ``kernel/summary_log.py``); the
+    methods of the same names here only delegate to them.
     """
 
     def __init__(
@@ -89,44 +90,23 @@ class Ledger(LedgerControls):
 
     # -- writing -----------------------------------------------------------------------------
 
-    def start_session(
-        self,
-        *,
-        session_id: str | None = None,
-        system_prompt: str = "",
-        model: str | None = None,
-        tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
-        metadata: Mapping[str, Any] | None = None,
-        parent: tuple[str, int] | None = None,
-        messages: Sequence[MessageLike] = (),
-        at: datetime | None = None,
-        idempotency_key: str | None = None,
-    ) -> str:
+    def start_session(self, **spec: Unpack[SessionSpec]) -> str:
         """Start a session (optionally with its first messages, atomically) and return its id.
 
-        With an ``idempotency_key`` and no ``session_id``, the id is derived from the key, so a retried
-        call returns the same session instead of starting a second one.
+        Takes the keywords of ``SessionSpec``. With an ``idempotency_key`` and no ``session_id``, the id
+        is derived from the key, so a retried call returns the same session instead of starting a second.
         """
-        idempotency_key = check_idempotency_key(idempotency_key)
-        session_id = session_id or _id_for(idempotency_key) or self.ids.new_id()
-        events, blobs = self._session_events(
-            session_id=session_id,
-            system_prompt=system_prompt,
-            model=model,
-            tools=tools,
-            metadata=metadata,
-            parent=parent,
-            messages=messages,
-            at=at,
-        )
+        idempotency_key = check_idempotency_key(spec.get("idempotency_key"))
+        session_id = spec.get("session_id") or _id_for(idempotency_key) or self.ids.new_id()
+        events, blobs = self._session_events(session_id, spec)
         with self._lock:
             self._append(session_id, events, blobs, idempotency_key=idempotency_key)
         return session_id
 
-    def start_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> list[str]:
+    def start_sessions(self, sessions: Sequence[SessionSpec]) -> list[str]:
         """Start several sessions in ONE transaction: all are stored, or none (e.g. one transcript file).
 
-        Each mapping takes the keyword arguments of ``start_session``. Every session is validated
+        Each takes the keywords of ``start_session`` (``SessionSpec``). Every session is validated
         before anything is written; a session whose idempotency key is already stored is skipped (a
         retry), another that already exists raises ``SessionExistsError``.
         """
@@ -136,14 +116,12 @@ class Ledger(LedgerControls):
             blobs: dict[str, str] = {}
             states: list[SessionState] = []
             for spec in sessions:
-                options = dict(spec)
-                key = check_idempotency_key(options.pop("idempotency_key", None))
-                options["session_id"] = options.get("session_id") or _id_for(key) or self.ids.new_id()
-                session_id = options["session_id"]
+                key = check_idempotency_key(spec.get("idempotency_key"))
+                session_id = spec.get("session_id") or _id_for(key) or self.ids.new_id()
                 ids.append(session_id)
                 if key is not None and self.log.lookup_idempotency_key(session_id, key) is not None:
                     continue  # stored by an earlier call with the same key: a retry stores nothing new
-                events, session_blobs = self._session_events(**options)
+                events, session_blobs = self._session_events(session_id, spec)
                 if any(a.stream_id == session_id for a in appends):
                     raise SessionExistsError(session_id)
                 state = self._state(session_id)
@@ -162,36 +140,29 @@ class Ledger(LedgerControls):
                 self._remember(state)
         return ids
 
-    def _session_events(
-        self,
-        *,
-        session_id: str,
-        system_prompt: str = "",
-        model: str | None = None,
-        tools: Iterable[ToolSchemaIn | Mapping[str, Any]] = (),
-        metadata: Mapping[str, Any] | None = None,
-        parent: tuple[str, int] | None = None,
-        messages: Sequence[MessageLike] = (),
-        at: datetime | None = None,
-    ) -> tuple[list[AnyEvent], dict[str, str]]:
+    def _session_events(self, session_id: str, spec: SessionSpec) -> tuple[list[AnyEvent], dict[str, str]]:
+        """Validate a start and draft its events (the id and idempotency key in ``spec`` are not read)."""
+        check_keywords("start_session", spec, SessionSpec)
         check_session_id(session_id)
+        metadata = spec.get("metadata")
         if metadata is not None and too_deep(dict(metadata)):
             msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
             raise InvalidMessageError(msg)
+        parent = spec.get("parent")
         started = SessionStarted(
             session_id=session_id,
-            system_prompt=system_prompt,
-            model=model,
-            tools=tuple(tool_schema(t) for t in tools),
+            system_prompt=spec.get("system_prompt", ""),
+            model=spec.get("model"),
+            tools=tuple(tool_schema(t) for t in spec.get("tools", ())),
             metadata=dict(metadata or {}),
             parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
-            at=at or self.clock.now(),
+            at=spec.get("at") or self.clock.now(),
         )
         state = SessionState(session_id)
         blobs: dict[str, str] = {}
         issued: dict[str, str] = {}
         events: list[AnyEvent] = [started]
-        parsed = [one for raw in messages for one in parse_messages(raw)]
+        parsed = [one for raw in spec.get("messages", ()) for one in parse_messages(raw)]
         events.extend(self._drafts.event(message, state, issued, blobs) for message in parsed)
         return events, blobs
 
@@ -320,11 +291,46 @@ class Ledger(LedgerControls):
         """Close the ledger."""
         self.close()
 
-    # -- internals ---------------------------------------------------------------------------
+    # -- pins, forks, summaries: services over this ledger (``SessionLedger``) -------------------
 
-    def _append_events(self, session_id: str, events: list[AnyEvent], **options: Any) -> int:
+    def append_built(
+        self, session_id: str, build: Callable[[], Sequence[AnyEvent]], **options: Any
+    ) -> tuple[int, ...]:
+        """Build events under the write lock, check and append them in one transaction; return positions.
+
+        ``options``: ``expected_version``, ``idempotency_key``. An empty build appends nothing.
+        """
         with self._lock:
-            return self._append(session_id, events, {}, **options).positions[0]
+            events = list(build())
+            return self._append(session_id, events, {}, **options).positions if events else ()
+
+    def pin(self, session_id: str, position: int, reason: str = "", **options: Any) -> int:
+        """Pin the event at ``position``: the next render shows it verbatim (``pins.pin``); return the pin."""
+        return pins.pin(self, session_id, position, reason, **options)
+
+    def unpin(self, session_id: str, position: int, **options: Any) -> int:
+        """Lift a pin (``pins.unpin``); return the position of the unpin event."""
+        return pins.unpin(self, session_id, position, **options)
+
+    def pin_span(
+        self, session_id: str, first: int, last: int, reason: str = "", **options: Any
+    ) -> tuple[int, ...]:
+        """Pin every message of ``first..last`` in one transaction (``pins.pin_span``); return the pins."""
+        return pins.pin_span(self, session_id, first, last, reason, **options)
+
+    def unpin_span(self, session_id: str, first: int, last: int, **options: Any) -> tuple[int, ...]:
+        """Lift the pins of every message of ``first..last`` (``pins.unpin_span``); return the unpins."""
+        return pins.unpin_span(self, session_id, first, last, **options)
+
+    def fork(self, session_id: str, at: int, *, from_summary: bool = False, **options: Any) -> str:
+        """Start a session continuing ``session_id`` after ``at``, nothing copied (``fork_session``)."""
+        return fork_session(self, session_id, at, from_summary=from_summary, **options)
+
+    def record_summary(self, session_id: str, **artifact: Unpack[ArtifactSpec]) -> SummaryRecorded:
+        """Store a summary artifact in the session's summary stream (``summary_log.record_summary``)."""
+        return record_summary(self, session_id, **artifact)
+
+    # -- internals ---------------------------------------------------------------------------
 
     def _append(
         self,

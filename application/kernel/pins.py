@@ -1,10 +1,11 @@
-"""What a pin carries: the events of the pinned step group, so a render can bring a dropped group back."""
+"""Pins over the ledger's port: a pin carries its step group's events, so a render can bring it back."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
+from contextledger.application.kernel.session_port import SessionLedger
 from contextledger.domain.events import (
     AnyEvent,
     AssistantMessageAdded,
@@ -16,10 +17,17 @@ from contextledger.domain.events import (
 )
 from contextledger.projections.restore import RESTORE_KEY
 
-if TYPE_CHECKING:
-    from contextledger.application.kernel.ledger import Ledger
-
-__all__ = ["RESTORE_KEY", "pin_meta", "span_pins", "span_unpins", "step_group"]
+__all__ = [
+    "RESTORE_KEY",
+    "pin",
+    "pin_meta",
+    "pin_span",
+    "span_pins",
+    "span_unpins",
+    "step_group",
+    "unpin",
+    "unpin_span",
+]
 
 _CHUNK = 500
 """Events read per step while looking for a result's call or a call's results."""
@@ -28,7 +36,7 @@ _MAX_SCAN = 20_000
 """How far after a call its results are looked for (a call never answered must not read the whole log)."""
 
 
-def _owner(ledger: Ledger, session_id: str, position: int, call_id: str) -> Recorded | None:
+def _owner(ledger: SessionLedger, session_id: str, position: int, call_id: str) -> Recorded | None:
     """Return the assistant message before ``position`` that issued ``call_id`` (read backwards)."""
     upto = position - 1
     while upto > 0:
@@ -41,13 +49,13 @@ def _owner(ledger: Ledger, session_id: str, position: int, call_id: str) -> Reco
     return None
 
 
-def _results(ledger: Ledger, session_id: str, owner: Recorded, head: int) -> list[Recorded]:
+def _results(ledger: SessionLedger, session_id: str, owner: Recorded, head: int) -> list[Recorded]:
     """Return the results of ``owner``'s calls logged up to ``head`` (read forwards until all are found)."""
     assert isinstance(owner.event, AssistantMessageAdded)  # noqa: S101 - the caller passes an assistant message
     waiting = {c.id for c in owner.event.tool_calls}
     found: list[Recorded] = []
-    after = owner.seq
-    limit = min(head, owner.seq + _MAX_SCAN)
+    after = owner.position
+    limit = min(head, owner.position + _MAX_SCAN)
     while waiting and after < limit:
         upto = min(limit, after + _CHUNK)
         for recorded in ledger.events(session_id, after=after, upto=upto):
@@ -59,7 +67,7 @@ def _results(ledger: Ledger, session_id: str, owner: Recorded, head: int) -> lis
     return found
 
 
-def step_group(ledger: Ledger, session_id: str, position: int) -> list[Recorded]:
+def step_group(ledger: SessionLedger, session_id: str, position: int) -> list[Recorded]:
     """Return the events of the step group at ``position``: a user message, or a call with its results."""
     head = ledger.version(session_id)
     if not 1 <= position <= head:
@@ -78,7 +86,7 @@ def step_group(ledger: Ledger, session_id: str, position: int) -> list[Recorded]
     return [owner, *_results(ledger, session_id, owner, head)]
 
 
-def pin_meta(ledger: Ledger, session_id: str, position: int) -> dict[str, Any]:
+def pin_meta(ledger: SessionLedger, session_id: str, position: int) -> dict[str, Any]:
     """Return the ``meta`` of a pin of ``position``: the step group's events, as builtins."""
     group = step_group(ledger, session_id, position)
     return {RESTORE_KEY: msgspec.to_builtins(group)} if group else {}
@@ -87,27 +95,66 @@ def pin_meta(ledger: Ledger, session_id: str, position: int) -> dict[str, Any]:
 _MESSAGES = (UserMessageAdded, AssistantMessageAdded, ToolResultRecorded)
 
 
-def span_pins(ledger: Ledger, session_id: str, first: int, last: int, reason: str) -> list[AnyEvent]:
+def span_pins(ledger: SessionLedger, session_id: str, first: int, last: int, reason: str) -> list[AnyEvent]:
     """Return one pin per message of ``first..last`` (undoing a compaction of that span), groups read once."""
     pins: list[AnyEvent] = []
     groups: dict[int, list[Recorded]] = {}
     for recorded in ledger.events(session_id, after=first - 1, upto=last):
         if not isinstance(recorded.event, _MESSAGES):
             continue
-        group = next((g for g in groups.values() if any(r.seq == recorded.seq for r in g)), None)
+        group = next((g for g in groups.values() if any(r.position == recorded.position for r in g)), None)
         if group is None:
-            group = step_group(ledger, session_id, recorded.seq)
+            group = step_group(ledger, session_id, recorded.position)
             if group:
-                groups[group[0].seq] = group
+                groups[group[0].position] = group
         meta = {RESTORE_KEY: msgspec.to_builtins(group)} if group else {}
-        pins.append(ItemPinned(position=recorded.seq, reason=reason, meta=meta))
+        pins.append(ItemPinned(position=recorded.position, reason=reason, meta=meta))
     return pins
 
 
-def span_unpins(ledger: Ledger, session_id: str, first: int, last: int) -> list[AnyEvent]:
+def span_unpins(ledger: SessionLedger, session_id: str, first: int, last: int) -> list[AnyEvent]:
     """Return one unpin per message of ``first..last``."""
     return [
-        ItemUnpinned(position=r.seq)
+        ItemUnpinned(position=r.position)
         for r in ledger.events(session_id, after=first - 1, upto=last)
         if isinstance(r.event, _MESSAGES)
     ]
+
+
+def pin(ledger: SessionLedger, session_id: str, position: int, reason: str = "", **options: Any) -> int:
+    """Pin the event at ``position``: the next render shows it verbatim and no reducer evicts it.
+
+    A stubbed, truncated, dropped or summarized event comes back (within the budget: if the pinned
+    items cannot fit, rendering raises ``PinnedOverBudgetError``). The pin carries the events of the
+    pinned step group (``meta["restore"]``), so a render can re-admit a group it dropped. Returns
+    the pin's position; ``unpin`` reverses it. ``options``: ``expected_version``, ``idempotency_key``.
+    """
+
+    def build() -> list[AnyEvent]:
+        return [ItemPinned(position=position, reason=reason, meta=pin_meta(ledger, session_id, position))]
+
+    return ledger.append_built(session_id, build, **options)[0]
+
+
+def unpin(ledger: SessionLedger, session_id: str, position: int, **options: Any) -> int:
+    """Lift a pin; return the position of the unpin event."""
+    return ledger.append_built(session_id, lambda: [ItemUnpinned(position=position)], **options)[0]
+
+
+def pin_span(
+    ledger: SessionLedger, session_id: str, first: int, last: int, reason: str = "", **options: Any
+) -> tuple[int, ...]:
+    """Pin every message of ``first..last`` in one transaction (e.g. undo a compaction); return the pins.
+
+    Each comes back verbatim in the next render, as with ``pin``; ``unpin_span`` reverses it.
+    """
+    return ledger.append_built(
+        session_id, lambda: span_pins(ledger, session_id, first, last, reason), **options
+    )
+
+
+def unpin_span(
+    ledger: SessionLedger, session_id: str, first: int, last: int, **options: Any
+) -> tuple[int, ...]:
+    """Lift the pins of every message of ``first..last`` in one transaction; return the unpins."""
+    return ledger.append_built(session_id, lambda: span_unpins(ledger, session_id, first, last), **options)

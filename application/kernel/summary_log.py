@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict, Unpack
 
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
-from contextledger.domain.errors import ConcurrencyConflictError
+from contextledger.application.kernel.session_port import SessionLedger, check_keywords
+from contextledger.domain.errors import ConcurrencyConflictError, InvalidMessageError
 from contextledger.domain.events import (
     AnyEvent,
     CompactionRequested,
@@ -20,7 +21,15 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import EventLog
 
-__all__ = ["SUMMARIES_KIND", "RequestStatus", "SummaryStream", "request_status", "summary_stream"]
+__all__ = [
+    "SUMMARIES_KIND",
+    "ArtifactSpec",
+    "RequestStatus",
+    "SummaryStream",
+    "record_summary",
+    "request_status",
+    "summary_stream",
+]
 
 Status = Literal["open", "running", "waiting", "done", "dead"]
 
@@ -156,3 +165,60 @@ def fold_requests(events: Iterable[AnyEvent]) -> dict[str, RequestStatus]:
         elif isinstance(event, SummaryRecorded) and event.request_id in found:
             found[event.request_id].summary_id = event.summary_id
     return found
+
+
+class _ArtifactRequired(TypedDict):
+    covers_from: int
+    covers_through: int
+    text: str
+
+
+class ArtifactSpec(_ArtifactRequired, total=False):
+    """The keywords of a summary artifact a caller records (``record_summary``).
+
+    Required: ``covers_from``, ``covers_through``, ``text``; optional: ``produced_at``, ``model``,
+    ``prompt_sha``, ``config_sha``.
+    """
+
+    produced_at: int | None
+    model: str | None
+    prompt_sha: str | None
+    config_sha: str | None
+
+
+def record_summary(
+    ledger: SessionLedger, session_id: str, **artifact: Unpack[ArtifactSpec]
+) -> SummaryRecorded:
+    """Store a summary artifact of positions ``covers_from..covers_through`` in the summary stream.
+
+    The artifact applies to renders at positions from ``produced_at`` on; the default is the next
+    position (head + 1), so no render already made at an existing position can change. A past
+    ``produced_at`` is for backfills: renders at positions from it on change.
+    """
+    check_keywords("record_summary", artifact, ArtifactSpec)
+    head = ledger.version(session_id)
+    covers_from, covers_through = artifact["covers_from"], artifact["covers_through"]
+    produced_at = artifact.get("produced_at")
+    produced = head + 1 if produced_at is None else produced_at
+    if not 1 <= covers_from <= covers_through <= produced <= head + 1:
+        msg = (
+            f"a summary must cover 1 <= from <= through <= produced_at <= {head + 1}; "
+            f"got {covers_from}..{covers_through} produced at {produced}"
+        )
+        raise InvalidMessageError(msg)
+    blobs: dict[str, str] = {}
+    event = SummaryRecorded(
+        summary_id=ledger.ids.new_id(),
+        session_id=session_id,
+        covers_from=covers_from,
+        covers_through=covers_through,
+        content=ledger.stored_text(artifact["text"], blobs),
+        produced_at=produced,
+        model=artifact.get("model"),
+        prompt_sha=artifact.get("prompt_sha"),
+        config_sha=artifact.get("config_sha"),
+        producer="api",
+        at=ledger.clock.now(),
+    )
+    SummaryStream(ledger.log, session_id).append(event, blobs=blobs)
+    return event

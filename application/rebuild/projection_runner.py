@@ -157,8 +157,8 @@ class ContextView:
         in_memory = self.renderer.position_of(session_id, self.projector) > 0
         complete = in_memory or (row is None and self.known.complete)
         pending = self._artifacts.get(session_id, [])
-        last = events[-1].seq if events else 0
-        contiguous = last == at and last - events[0].seq == len(events) - 1
+        last = events[-1].position if events else 0
+        contiguous = last == at and last - events[0].position == len(events) - 1
         try:
             data = self.renderer.fold_row(
                 session_id,

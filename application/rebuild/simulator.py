@@ -154,7 +154,7 @@ def _entered(source: Ledger, session_id: str, facts: Sequence[str]) -> dict[str,
         texts = [_normalized(text) for text, _ in event_texts(source, recorded.event)]
         for fact, needle in wanted.items():
             if fact not in found and any(needle in text for text in texts):
-                found[fact] = recorded.seq
+                found[fact] = recorded.position
     return found
 
 
@@ -225,7 +225,9 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     tracker: _FactTracker,
 ) -> list[SimulatedCall]:
     times = {
-        r.seq: r.event.at for r in source.events(session_id) if isinstance(r.event, AssistantMessageAdded)
+        r.position: r.event.at
+        for r in source.events(session_id)
+        if isinstance(r.event, AssistantMessageAdded)
     }
     simulator = CacheSimulator(cache)
     seen: set[tuple[int, str]] = set()

@@ -1,7 +1,7 @@
 """The context projection's row codec: a folded state without the log's own texts, read back from the log.
 
 An entry's non-empty inline ``content`` and its ``tool_calls`` are always those of the event at
-``entry.seq`` (ingest and restore build them from that event), and the system prompt is the first
+``entry.position`` (ingest and restore build them from that event), and the system prompt is the first
 event's; only rendering reads them. A
 row therefore stores such entries without them and lists their positions; decoding reads those
 events back (one range read of the session) and puts them back. Rows take about a tenth of the
@@ -60,7 +60,7 @@ def encode_row(state: RenderState, summaries: set[str], tool_names: set[str]) ->
         entries = []
         for entry in group.entries:
             if _from_log(entry):
-                from_log.append(entry.seq)
+                from_log.append(entry.position)
                 entry = _slim(entry)  # noqa: PLW2901
             entries.append(entry)
         groups.append(msgspec.structs.replace(group, entries=tuple(entries)))
@@ -75,7 +75,7 @@ def _restored(session_id: str, entry: Entry, event: AnyEvent | None) -> Entry:
     if content is None:
         content = getattr(event, "content", None)
         if not isinstance(content, InlineText):
-            msg = f"context row of {session_id!r} names event {entry.seq}, which has no inline text"
+            msg = f"context row of {session_id!r} names event {entry.position}, which has no inline text"
             raise EventDecodeError(msg)
     calls = tuple(
         RenderedToolCall(id=c.id, name=c.name, arguments=c.arguments)
@@ -102,9 +102,9 @@ def decode_row(ledger: Ledger, session_id: str, data: bytes) -> ContextRow:
     first = 1 if row.system_from_log else min(wanted)
     last = max(wanted, default=1)
     events = {
-        r.seq: r.event
+        r.position: r.event
         for r in ledger.events(session_id, after=first - 1, upto=last)
-        if r.seq in wanted or r.seq == 1
+        if r.position in wanted or r.position == 1
     }
     if row.system_from_log:
         started = events.get(1)
@@ -117,11 +117,12 @@ def decode_row(ledger: Ledger, session_id: str, data: bytes) -> ContextRow:
         row.system_from_log = False
     groups: list[Group] = []
     for group in row.state.window.groups:
-        if not any(e.seq in wanted for e in group.entries):
+        if not any(e.position in wanted for e in group.entries):
             groups.append(group)
             continue
         entries = tuple(
-            _restored(session_id, e, events.get(e.seq)) if e.seq in wanted else e for e in group.entries
+            _restored(session_id, e, events.get(e.position)) if e.position in wanted else e
+            for e in group.entries
         )
         groups.append(msgspec.structs.replace(group, entries=entries))
     row.state.window.groups = groups

@@ -68,7 +68,7 @@ class CountedReader:
                     seen.tools.add(event.tool_name)
                 yield counted
                 if due:
-                    yield from self._summaries(due.pop(counted.seq, []), seen)
+                    yield from self._summaries(due.pop(counted.position, []), seen)
 
     def resolve(self, text: Text) -> str:
         """Return a text's full content, reading (and keeping) a blob."""
@@ -89,7 +89,7 @@ class CountedReader:
         counts = self.counter.count_texts([s.content for s in summaries])
         seen.summaries.update(s.summary_id for s in summaries)
         return [
-            CountedEvent(seq=s.produced_at, event=s, tokens=(tokens,))
+            CountedEvent(position=s.produced_at, event=s, tokens=(tokens,))
             for s, tokens in zip(summaries, counts, strict=True)
         ]
 
@@ -97,8 +97,8 @@ class CountedReader:
         self, session_id: str, projector: Projector, after: int, upto: int
     ) -> Iterator[list[CountedEvent]]:
         read = self.preread.get(session_id)
-        if read and read[0].seq <= after + 1 and read[-1].seq == upto:
-            yield read[after + 1 - read[0].seq :]
+        if read and read[0].position <= after + 1 and read[-1].position == upto:
+            yield read[after + 1 - read[0].position :]
             return
         while after < upto:
             end = min(after + CHUNK, upto)
@@ -106,13 +106,13 @@ class CountedReader:
             if not chunk:
                 return
             yield self.count(projector, chunk)
-            after = chunk[-1].seq
+            after = chunk[-1].position
 
     def with_counts(
-        self, projector: Projector, seq: int, event: AnyEvent, tokens: tuple[int, ...]
+        self, projector: Projector, position: int, event: AnyEvent, tokens: tuple[int, ...]
     ) -> CountedEvent:
         """Return an event with counts known already, its blob text resolved if the policy must cut it."""
-        counted = CountedEvent(seq=seq, event=event, tokens=tokens)
+        counted = CountedEvent(position=position, event=event, tokens=tokens)
         content = getattr(event, "content", None)
         if isinstance(content, BlobText) and projector.needs_text(counted):
             counted = msgspec.structs.replace(counted, full_text=self.resolve(content))
@@ -126,6 +126,6 @@ class CountedReader:
         at = 0
         for recorded, group in zip(chunk, texts, strict=True):
             end = at + len(group)
-            out.append(self.with_counts(projector, recorded.seq, recorded.event, tuple(flat[at:end])))
+            out.append(self.with_counts(projector, recorded.position, recorded.event, tuple(flat[at:end])))
             at = end
         return out

@@ -75,7 +75,7 @@ def search_session(
             if match:
                 hits.append(
                     SearchHit(
-                        position=recorded.seq,
+                        position=recorded.position,
                         kind=kind,
                         snippet=_snippet(text, *match.span()),
                         tool_name=tool,

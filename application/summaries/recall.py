@@ -149,7 +149,7 @@ class RecallTool:
                 match = pattern.search(text)
                 if match:
                     kind = type(recorded.event).__name__ + (f" {tool}" if tool else "")
-                    lines.append(f"- seq {recorded.seq} ({kind}): {_snippet(text, *match.span())}")
+                    lines.append(f"- seq {recorded.position} ({kind}): {_snippet(text, *match.span())}")
                     break
             if len(lines) >= self.limit:
                 break

@@ -63,7 +63,7 @@ class ArtifactRow(msgspec.Struct, frozen=True, array_like=True):
     preview: str
     fidelity: float | None
     recorded_at: datetime | None
-    seq: int
+    stream_position: int
     """Its position in the summary stream."""
 
 
@@ -77,7 +77,7 @@ class RequestRow(msgspec.Struct, frozen=True, array_like=True):
     trigger: str
     round: int
     requested_at: datetime | None
-    seq: int
+    stream_position: int
     attempts: int = 0
     lease_until: datetime | None = None
     lease_holder: str | None = None
@@ -99,7 +99,7 @@ class OverflowRow(msgspec.Struct, frozen=True, array_like=True):
     limit_tokens: int | None
     sent_tokens: int | None
     reported_at: datetime | None
-    seq: int
+    stream_position: int
 
 
 class SummaryRow(msgspec.Struct, frozen=True, array_like=True):
@@ -119,7 +119,7 @@ _ENCODE = msgspec.msgpack.Encoder().encode
 _DECODER = msgspec.msgpack.Decoder(SummaryRow)
 
 
-def _artifact(seq: int, event: SummaryRecorded) -> ArtifactRow:
+def _artifact(stream_position: int, event: SummaryRecorded) -> ArtifactRow:
     return ArtifactRow(
         summary_id=event.summary_id,
         covers_from=event.covers_from,
@@ -137,11 +137,11 @@ def _artifact(seq: int, event: SummaryRecorded) -> ArtifactRow:
         preview=text_preview(event.content, PREVIEW_CHARS),
         fidelity=event.fidelity.overall if event.fidelity is not None else None,
         recorded_at=event.at,
-        seq=seq,
+        stream_position=stream_position,
     )
 
 
-def _request(seq: int, event: CompactionRequested) -> RequestRow:
+def _request(stream_position: int, event: CompactionRequested) -> RequestRow:
     return RequestRow(
         request_id=event.request_id,
         covers_from=event.covers_from,
@@ -150,7 +150,7 @@ def _request(seq: int, event: CompactionRequested) -> RequestRow:
         trigger=event.trigger,
         round=event.round,
         requested_at=event.at,
-        seq=seq,
+        stream_position=stream_position,
     )
 
 
@@ -178,14 +178,14 @@ def fold_summary_row(row: SummaryRow | None, events: Iterable[Recorded]) -> Summ
     requests = {r.request_id: r for r in row.requests} if row is not None else {}
     overflows = list(row.overflows) if row is not None else []
     for recorded in events:
-        seq, event = recorded.seq, recorded.event
-        if seq <= position:
+        at, event = recorded.position, recorded.event
+        if at <= position:
             continue
-        if seq != position + 1:
-            raise StoreError(f"the summary events jump from position {position} to {seq}")
-        position = seq
+        if at != position + 1:
+            raise StoreError(f"the summary events jump from position {position} to {at}")
+        position = at
         if isinstance(event, CompactionRequested):
-            requests.setdefault(event.request_id, _request(seq, event))
+            requests.setdefault(event.request_id, _request(at, event))
         elif isinstance(event, SummaryAttemptStarted) and event.request_id in requests:
             status = requests[event.request_id]
             requests[event.request_id] = msgspec.structs.replace(
@@ -197,18 +197,16 @@ def fold_summary_row(row: SummaryRow | None, events: Iterable[Recorded]) -> Summ
         elif isinstance(event, SummaryAttemptFailed) and event.request_id in requests:
             requests[event.request_id] = _failed(requests[event.request_id], event)
         elif isinstance(event, SummaryRecorded):
-            artifacts.append(_artifact(seq, event))
+            artifacts.append(_artifact(at, event))
             if event.request_id is not None and event.request_id in requests:
                 status = requests[event.request_id]
                 requests[event.request_id] = msgspec.structs.replace(status, summary_id=event.summary_id)
         elif isinstance(event, ContextOverflowReported):
-            overflows.append(
-                OverflowRow(event.position, event.limit_tokens, event.sent_tokens, event.at, seq)
-            )
+            overflows.append(OverflowRow(event.position, event.limit_tokens, event.sent_tokens, event.at, at))
     return SummaryRow(
         position=position,
         artifacts=tuple(artifacts),
-        requests=tuple(sorted(requests.values(), key=lambda r: r.seq)),
+        requests=tuple(sorted(requests.values(), key=lambda r: r.stream_position)),
         overflows=tuple(overflows),
     )
 

@@ -302,7 +302,7 @@ class SummaryWorker:
         else:
             first_new = previous.covers_through + 1 if previous is not None else request.covers_from
             events = self.ledger.events(session_id, after=first_new - 1, upto=request.covers_through)
-            entries = tuple(e for e in (self._entry(r.seq, r.event) for r in events) if e is not None)
+            entries = tuple(e for e in (self._entry(r.position, r.event) for r in events) if e is not None)
         prefix: RenderedContext | None = None
         if policy is not None:
             prefix = self.renderer.render(

@@ -113,7 +113,7 @@ class SummaryReducer:
         doomed = [
             i
             for i, group in enumerate(context.groups)
-            if max(e.seq for e in group.entries) <= through and pin_reason(group, state) is None
+            if max(e.position for e in group.entries) <= through and pin_reason(group, state) is None
         ]
         remove_groups(context, doomed, "summarized", "summary")
         return context, state

@@ -37,19 +37,19 @@ class TruncationConfig(pydantic.BaseModel):
         return self.enabled and (self.max_lines is not None or self.max_tokens is not None)
 
 
-def _marker(seq: int, full_tokens: int, what: str) -> str:
-    return f"[... truncated: {what}; full output {full_tokens:,} tokens; restore: seq {seq} ...]"
+def _marker(position: int, full_tokens: int, what: str) -> str:
+    return f"[... truncated: {what}; full output {full_tokens:,} tokens; restore: seq {position} ...]"
 
 
 def cut_lines(
-    text: str, max_lines: int, *, seq: int, full_tokens: int, tail_share: float = 0.2
+    text: str, max_lines: int, *, position: int, full_tokens: int, tail_share: float = 0.2
 ) -> str | None:
     """Return ``text`` cut to ``max_lines`` lines (head and tail around a marker), or None if it fits.
 
     Args:
         text: The output to shorten.
         max_lines: How many of its lines to keep.
-        seq: The position to restore the full output from (named in the marker).
+        position: The position to restore the full output from (named in the marker).
         full_tokens: The full output's size (named in the marker).
         tail_share: The share of kept lines taken from the end.
     """
@@ -59,7 +59,11 @@ def cut_lines(
     tail = int(max_lines * tail_share)
     head = max_lines - tail
     what = f"{len(lines) - max_lines:,} of {len(lines):,} lines omitted"
-    kept = [*lines[:head], _marker(seq, full_tokens, what), *(lines[len(lines) - tail :] if tail else [])]
+    kept = [
+        *lines[:head],
+        _marker(position, full_tokens, what),
+        *(lines[len(lines) - tail :] if tail else []),
+    ]
     return "\n".join(kept)
 
 
@@ -68,7 +72,7 @@ def cut_tokens(
     max_tokens: int,
     counter: TokenCounter,
     *,
-    seq: int,
+    position: int,
     full_tokens: int,
     tail_share: float = 0.2,
     known: int | None = None,
@@ -87,13 +91,13 @@ def cut_tokens(
         tail = int(keep * tail_share)
         head = keep - tail
         omitted = len(text) - keep
-        marker = _marker(seq, full_tokens, f"{omitted:,} of {len(text):,} characters omitted")
+        marker = _marker(position, full_tokens, f"{omitted:,} of {len(text):,} characters omitted")
         cut = text[:head] + "\n" + marker + ("\n" + text[len(text) - tail :] if tail else "")
         count = counter.count(cut)
         if count <= max_tokens:
             return cut, count
         keep = int(keep * max_tokens / count * 0.8)
-    marker = _marker(seq, full_tokens, f"all {len(text):,} characters omitted")
+    marker = _marker(position, full_tokens, f"all {len(text):,} characters omitted")
     return marker, counter.count(marker)
 
 
@@ -103,7 +107,7 @@ def shorten(
     limit_tokens: int | None,
     counter: TokenCounter,
     *,
-    seq: int,
+    position: int,
     full: int,
     tokens: int,
 ) -> tuple[str, int] | None:
@@ -111,12 +115,14 @@ def shorten(
     current = text
     changed = False
     if limit_lines is not None:
-        cut = cut_lines(current, limit_lines, seq=seq, full_tokens=full)
+        cut = cut_lines(current, limit_lines, position=position, full_tokens=full)
         if cut is not None:
             current, changed = cut, True
     if limit_tokens is not None and (changed or tokens > limit_tokens):
         known = None if changed else tokens
-        cut_text, count = cut_tokens(current, limit_tokens, counter, seq=seq, full_tokens=full, known=known)
+        cut_text, count = cut_tokens(
+            current, limit_tokens, counter, position=position, full_tokens=full, known=known
+        )
         return cut_text, count
     if not changed:
         return None

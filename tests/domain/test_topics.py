@@ -87,7 +87,7 @@ def test_every_event_type_round_trips_through_the_mapper(event_type, variant):
     assert stored.topic == f"contextledger/{event_type.__struct_config__.tag}/v{event_type.VERSION}"
     recorded = mapper.to_recorded(stored)
     assert type(recorded.event) is event_type
-    assert (recorded.seq, recorded.event) == (3, event)
+    assert (recorded.position, recorded.event) == (3, event)
     assert msgspec.msgpack.decode(msgspec.msgpack.encode(event), type=AnyEvent) == event
     assert msgspec.json.decode(msgspec.json.encode(event), type=AnyEvent) == event
     assert msgspec.json.decode(msgspec.json.encode(Recorded(3, event)), type=Recorded) == Recorded(3, event)

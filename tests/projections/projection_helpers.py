@@ -69,26 +69,26 @@ _op = st.one_of(
 
 @st.composite
 def sessions(draw: st.DrawFn, max_ops: int = 80) -> list[tuple[int, AnyEvent]]:  # noqa: C901 - one branch per op
-    """Draw a valid session as (seq, event) pairs; summaries carry seq = produced_at."""
+    """Draw a valid session as (position, event) pairs; summaries carry position = produced_at."""
     ops = draw(st.lists(_op, min_size=1, max_size=max_ops))
     system = words(draw(st.integers(0, 20)), "sys")
     tools = tuple(ToolSchema(name=t, description=f"the {t} tool") for t in TOOLS[: draw(st.integers(0, 3))])
     out: list[tuple[int, AnyEvent]] = [(1, SessionStarted(session_id="s", system_prompt=system, tools=tools))]
-    seq = 1
+    position = 1
     pending: list[tuple[str, str]] = []
     calls = 0
     for op in ops:
         kind = op[0]
         event: AnyEvent | None = None
         if kind == "user":
-            event = UserMessageAdded(content=InlineText(words(op[1], f"u{seq}_")))
+            event = UserMessageAdded(content=InlineText(words(op[1], f"u{position}_")))
         elif kind == "assistant":
             made = []
             for _ in range(op[2]):
                 calls += 1
                 tool = TOOLS[calls % len(TOOLS)]
                 made.append(ToolCall(id=f"call_{calls}", name=tool, arguments=f'{{"arg": "a{calls}"}}'))
-            text = InlineText(words(op[1], f"a{seq}_")) if op[1] or not made else None
+            text = InlineText(words(op[1], f"a{position}_")) if op[1] or not made else None
             event = AssistantMessageAdded(content=text, tool_calls=tuple(made))
             pending += [(c.id, c.name) for c in made]
         elif kind == "step":
@@ -96,50 +96,50 @@ def sessions(draw: st.DrawFn, max_ops: int = 80) -> list[tuple[int, AnyEvent]]: 
             for _ in op[2]:
                 calls += 1
                 made.append(ToolCall(id=f"call_{calls}", name=TOOLS[calls % len(TOOLS)], arguments="{}"))
-            seq += 1
-            text = InlineText(words(op[1], f"a{seq}_")) if op[1] else None
-            out.append((seq, AssistantMessageAdded(content=text, tool_calls=tuple(made))))
+            position += 1
+            text = InlineText(words(op[1], f"a{position}_")) if op[1] else None
+            out.append((position, AssistantMessageAdded(content=text, tool_calls=tuple(made))))
             for call, size in zip(made, op[2], strict=True):
-                seq += 1
+                position += 1
                 result = ToolResultRecorded(
-                    call_id=call.id, tool_name=call.name, content=InlineText(words(size, f"r{seq}_"))
+                    call_id=call.id, tool_name=call.name, content=InlineText(words(size, f"r{position}_"))
                 )
-                out.append((seq, result))
+                out.append((position, result))
             continue
         elif kind in ("result", "huge") and pending:
             call_id, tool = pending.pop(op[2] % len(pending) if op[2] > 7 else 0)  # mostly in order
             event = ToolResultRecorded(
                 call_id=call_id,
                 tool_name=tool,
-                content=InlineText(words(op[1], f"r{seq}_")),
+                content=InlineText(words(op[1], f"r{position}_")),
                 is_error=op[2] == 3,
             )
-        elif kind == "pin" and seq > 1:
-            event = ItemPinned(position=1 + op[1] % seq)
-        elif kind == "unpin" and seq > 1:
-            event = ItemUnpinned(position=1 + op[1] % seq)
-        elif kind == "summary" and seq > 1:
-            first = 1 + op[1] % seq
-            through = first + op[2] % (seq - first + 1)
+        elif kind == "pin" and position > 1:
+            event = ItemPinned(position=1 + op[1] % position)
+        elif kind == "unpin" and position > 1:
+            event = ItemUnpinned(position=1 + op[1] % position)
+        elif kind == "summary" and position > 1:
+            first = 1 + op[1] % position
+            through = first + op[2] % (position - first + 1)
             summary = SummaryRecorded(
                 summary_id=f"sum{len(out)}",
                 session_id="s",
                 covers_from=first,
                 covers_through=through,
-                content=InlineText(words(op[3], f"s{seq}_")),
-                produced_at=seq,
+                content=InlineText(words(op[3], f"s{position}_")),
+                produced_at=position,
             )
-            out.append((seq, summary))
+            out.append((position, summary))
             continue
         if event is not None:
-            seq += 1
-            out.append((seq, event))
+            position += 1
+            out.append((position, event))
     return out
 
 
 def count_all(session: list[tuple[int, AnyEvent]], counter: TokenCounter) -> list[CountedEvent]:
     """Count every event of a generated session."""
-    return [count_with(counter, seq, event) for seq, event in session]
+    return [count_with(counter, position, event) for position, event in session]
 
 
 _fraction = st.floats(0.05, 1.0, allow_nan=False)
@@ -241,17 +241,17 @@ class Builder:
     def __init__(self, system: str = "be brief") -> None:
         """Start a session with a system prompt."""
         self.events: list[tuple[int, AnyEvent]] = [(1, SessionStarted(session_id="s", system_prompt=system))]
-        self.seq = 1
+        self.position = 1
         self.calls = 0
 
     def _add(self, event: AnyEvent) -> int:
-        self.seq += 1
-        self.events.append((self.seq, event))
-        return self.seq
+        self.position += 1
+        self.events.append((self.position, event))
+        return self.position
 
     def user(self, n: int = 5) -> int:
         """Add a user message of ``n`` words; return its position."""
-        return self._add(UserMessageAdded(content=InlineText(words(n, f"u{self.seq + 1}_"))))
+        return self._add(UserMessageAdded(content=InlineText(words(n, f"u{self.position + 1}_"))))
 
     def step(self, *results: int, tool: str = "bash", text: int = 3, answer: bool = True) -> int:
         """Add an assistant message calling ``tool`` once per result size, then the results."""
@@ -261,7 +261,7 @@ class Builder:
             calls.append(ToolCall(id=f"call_{self.calls}", name=tool, arguments="{}"))
         start = self._add(
             AssistantMessageAdded(
-                content=InlineText(words(text, f"a{self.seq + 1}_")), tool_calls=tuple(calls)
+                content=InlineText(words(text, f"a{self.position + 1}_")), tool_calls=tuple(calls)
             )
         )
         if answer:
@@ -273,7 +273,7 @@ class Builder:
         """Add the result of ``call_id`` with ``size`` words."""
         return self._add(
             ToolResultRecorded(
-                call_id=call_id, tool_name=tool, content=InlineText(words(size, f"r{self.seq + 1}_"))
+                call_id=call_id, tool_name=tool, content=InlineText(words(size, f"r{self.position + 1}_"))
             )
         )
 
@@ -293,9 +293,9 @@ class Builder:
             covers_from=covers_from,
             covers_through=covers_through,
             content=InlineText("summary " + words(n - 1, "s")),
-            produced_at=self.seq,
+            produced_at=self.position,
         )
-        self.events.append((self.seq, event))
+        self.events.append((self.position, event))
 
     def counted(self, counter: TokenCounter | None = None, upto: int | None = None) -> list[CountedEvent]:
         """Return the counted events up to position ``upto`` (summaries produced up to it included)."""

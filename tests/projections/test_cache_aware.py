@@ -28,7 +28,7 @@ def _timed(builder: Builder, gaps: dict[int, float]) -> list:
     now = START
     stamped = []
     for item in counted:
-        now += timedelta(seconds=gaps.get(item.seq, 10))
+        now += timedelta(seconds=gaps.get(item.position, 10))
         stamped.append(msgspec.structs.replace(item, event=msgspec.structs.replace(item.event, at=now)))
     return stamped
 
@@ -50,7 +50,7 @@ def _compactions_at(policy: Policy, events: list) -> dict[int, int]:
     for counted in events:
         before = state.compactions
         state = projector.evolve(state, counted)
-        seen[counted.seq] = state.compactions - before
+        seen[counted.position] = state.compactions - before
         assert state.total <= projector.budget.target
     return seen
 
@@ -60,8 +60,8 @@ def test_a_gap_longer_than_the_ttl_is_a_compaction_point_down_to_the_low_water_m
     builder, after_gap = _session()
     events = _timed(builder, {after_gap: 600})
     aware = Projector(_policy("5m"), WORDS)
-    state = aware.fold(events[: [e.seq for e in events].index(after_gap) + 1])
-    plain = Projector(_policy(None), WORDS).fold(events[: [e.seq for e in events].index(after_gap) + 1])
+    state = aware.fold(events[: [e.position for e in events].index(after_gap) + 1])
+    plain = Projector(_policy(None), WORDS).fold(events[: [e.position for e in events].index(after_gap) + 1])
     assert plain.total > aware.budget.low_mark
     assert state.total <= aware.budget.low_mark
     assert _compactions_at(_policy("5m"), events)[after_gap] == 1

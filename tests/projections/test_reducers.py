@@ -222,7 +222,7 @@ def test_latest_summary_replaces_what_it_covers_and_respects_produced_at():
     builder.user()
     for _ in range(6):
         builder.step(10)
-    before = builder.seq
+    before = builder.position
     builder.summary(2, 10, n=12, summary_id="s1")
     builder.step(10)
     policy = _policy(budget={"total": 5000, "output_reserve": 0})
@@ -246,10 +246,10 @@ def test_clip_mode_shows_first_and_last_batches():
     builder = Builder()
     builder.user()
     for batch in range(5):
-        start = builder.seq + 1
+        start = builder.position + 1
         for _ in range(3):
             builder.step(10)
-        builder.summary(start, builder.seq, summary_id=f"b{batch}")
+        builder.summary(start, builder.position, summary_id=f"b{batch}")
     builder.step(5)
     policy = _policy(
         budget={"total": 5000, "output_reserve": 0}, summary={"mode": "clip", "clip_first": 1, "clip_last": 2}
@@ -295,7 +295,7 @@ def test_giant_latest_result_is_cut_on_arrival_to_fit():
     state, context = _run(_policy(budget={"total": 2000, "output_reserve": 0}), builder)
     last = context.messages[-1]
     assert last.kind == "truncated"
-    assert f"restore: seq {builder.seq}" in last.text
+    assert f"restore: seq {builder.position}" in last.text
     assert last.tokens <= 2000
     assert any(d.action == "truncated" and d.rule == "cap" for d in context.decisions)
     assert state.total <= 2000
@@ -348,14 +348,14 @@ def test_truncation_short_form_applies_at_compaction_only():
 def test_cut_lines_and_cut_tokens_keep_head_and_tail():
     """cut_lines keeps head and tail lines; cut_tokens fits the limit exactly as counted."""
     text = "\n".join(f"line {i}" for i in range(100))
-    cut = cut_lines(text, 10, seq=7, full_tokens=200, tail_share=0.2)
+    cut = cut_lines(text, 10, position=7, full_tokens=200, tail_share=0.2)
     assert cut is not None
     lines = cut.splitlines()
     assert lines[:8] == [f"line {i}" for i in range(8)]
     assert lines[-2:] == ["line 98", "line 99"]
     assert "90 of 100 lines omitted" in lines[8]
-    assert cut_lines(text, 100, seq=7, full_tokens=200) is None
-    short, tokens = cut_tokens(text, 50, WORDS, seq=7, full_tokens=200)
+    assert cut_lines(text, 100, position=7, full_tokens=200) is None
+    short, tokens = cut_tokens(text, 50, WORDS, position=7, full_tokens=200)
     assert tokens == WORDS.count(short) <= 50
     assert short.startswith("line 0")
 

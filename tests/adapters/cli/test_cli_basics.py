@@ -20,7 +20,7 @@ def test_demo_records_a_session_in_sqlite_and_prints_it(tmp_path):
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert shown["store_url"].startswith("sqlite:///")
-    assert [e["seq"] for e in shown["events"]] == list(range(1, 17))
+    assert [e["position"] for e in shown["events"]] == list(range(1, 17))
     kinds = [e["event"]["type"] for e in shown["events"]]
     assert kinds[0] == "SessionStarted"
     assert kinds.count("ToolResultRecorded") == 6

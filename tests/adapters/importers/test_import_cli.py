@@ -74,7 +74,7 @@ def test_importing_again_reports_unchanged_and_show_prints_positions(transcripts
     assert [r["status"] for r in json.loads(second.stdout)["files"][0]["sessions"]] == ["unchanged"]
     session_id = first["files"][0]["sessions"][0]["session_id"]
     shown = json.loads(_run("show", session_id, "--db", url, "--json", cwd=tmp_path).stdout)
-    assert [e["seq"] for e in shown["events"]] == list(range(1, 12))
+    assert [e["position"] for e in shown["events"]] == list(range(1, 12))
     call = shown["events"][2]["event"]["tool_calls"][0]
     assert (call["name"], call["id"]) == ("execute_bash", "toolu_01W9Z8jBctr8X2frZV9p1RYs")
     table = _run("show", session_id, "--db", url, cwd=tmp_path, env=dict(os.environ) | {"COLUMNS": "300"})

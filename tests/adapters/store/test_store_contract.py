@@ -49,7 +49,7 @@ class EventStoreContract(ABC):
         session_id = self._session(ledger)
         ledger.add_tool_result(session_id, "c1", "a.py\nb.py")
         events = ledger.events(session_id)
-        assert [r.seq for r in events] == [1, 2, 3, 4]
+        assert [r.position for r in events] == [1, 2, 3, 4]
         assert [type(r.event).__name__ for r in events] == [
             "SessionStarted",
             "UserMessageAdded",
@@ -57,7 +57,7 @@ class EventStoreContract(ABC):
             "ToolResultRecorded",
         ]
         assert events[3].event.tool_name == "ls"
-        assert ledger.events(session_id, after=2, upto=3)[0].seq == 3
+        assert ledger.events(session_id, after=2, upto=3)[0].position == 3
 
     def test_sessions_lists_every_session_with_event_counts(self, ledger):
         """The session list names each started session and how many events it holds."""
@@ -109,7 +109,7 @@ class EventStoreContract(ABC):
         with pytest.raises(contextledger.ConcurrencyConflictError):
             ledger.ports.log.append(session_id, 10, [UserMessageAdded(content=InlineText("from the future"))])
         assert self.snapshot(ledger) == before
-        assert [r.seq for r in ledger.events(session_id)] == [1, 2, 3]
+        assert [r.position for r in ledger.events(session_id)] == [1, 2, 3]
 
     def test_retried_append_with_same_key_stores_one_event(self, ledger):
         """An idempotency key makes the retry a no-op that returns the first positions."""

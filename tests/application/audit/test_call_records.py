@@ -30,7 +30,9 @@ def source(tmp_path_factory):
 
 
 def _positions_before_each_call(ledger, session_id):
-    return [r.seq - 1 for r in ledger.events(session_id) if type(r.event).__name__ == "AssistantMessageAdded"]
+    return [
+        r.position - 1 for r in ledger.events(session_id) if type(r.event).__name__ == "AssistantMessageAdded"
+    ]
 
 
 _SHOWN = {

@@ -145,7 +145,9 @@ def _incremental_equals_scratch(url: str) -> None:
         assert len(incremental) == 15
         # A usage reported in a later batch than its call moved the row's position to the report.
         reported = [r for s in SESSIONS for r in list_calls(store, s) if r.usage is not None]
-        assert all(incremental[call_key(r.session_id, r.call_id)][0] == r.usage.seq for r in reported)
+        assert all(
+            incremental[call_key(r.session_id, r.call_id)][0] == r.usage.stream_position for r in reported
+        )
 
 
 def test_incremental_rows_are_byte_identical_to_a_rebuild(tmp_path):

@@ -38,7 +38,7 @@ def _early_output_line(ledger, session_id) -> tuple[int, str]:
                 if len(line.strip()) > 30
             ]
             if lines:
-                return recorded.seq, lines[0]
+                return recorded.position, lines[0]
     raise AssertionError("no tool output")
 
 
@@ -73,9 +73,9 @@ def test_why_reads_recorded_calls_when_there_are_some(ledger, session):
     recorder = CallRecorder(ledger)
     policy = PRESETS["default"]
     for recorded in ledger.events(session):
-        if isinstance(recorded.event, AssistantMessageAdded) and recorded.seq > 2:
-            context = renderer.render(session, policy, at=recorded.seq - 1, budget=16_000)
-            recorder.record(context, policy, payload=to_openai(context), call_id=f"c{recorded.seq}")
+        if isinstance(recorded.event, AssistantMessageAdded) and recorded.position > 2:
+            context = renderer.render(session, policy, at=recorded.position - 1, budget=16_000)
+            recorder.record(context, policy, payload=to_openai(context), call_id=f"c{recorded.position}")
     recorded_answer = why(ledger, session, line, renderer=renderer)
     computed = why(ledger, session, line, renderer=renderer, policy=policy, budget=16_000)
     assert recorded_answer.calls_source == "recorded"

@@ -33,7 +33,7 @@ def test_child_reads_parent_prefix_then_its_own_events(ledger):
     child = ledger.fork(parent, 4)
     assert ledger.add_user_message(child, "child asks something else") == 5
     events = ledger.events(child)
-    assert [r.seq for r in events] == [1, 2, 3, 4, 5]
+    assert [r.position for r in events] == [1, 2, 3, 4, 5]
     start = events[0].event
     assert isinstance(start, SessionStarted)
     assert start.session_id == child
@@ -41,7 +41,7 @@ def test_child_reads_parent_prefix_then_its_own_events(ledger):
     assert start.system_prompt == "be careful"
     assert events[1:4] == ledger.events(parent, after=1, upto=4)
     assert isinstance(events[4].event, UserMessageAdded)
-    assert [r.seq for r in ledger.events(child, after=3, upto=5)] == [4, 5]
+    assert [r.position for r in ledger.events(child, after=3, upto=5)] == [4, 5]
     assert ledger.version(child) == 5
     assert _encoded(ledger, parent) == before
     assert ledger.version(parent) == 7
@@ -58,7 +58,7 @@ def test_parent_events_byte_identical_in_sqlite(sqlite_url):
     with open_ledger(sqlite_url) as fresh:
         assert _encoded(fresh, parent) == before
         assert fresh.version(child) == 8
-        assert [r.seq for r in fresh.events(child)] == list(range(1, 9))
+        assert [r.position for r in fresh.events(child)] == list(range(1, 9))
 
 
 def test_pairing_rules_hold_across_the_seam(ledger):
@@ -154,5 +154,5 @@ def test_fork_on_every_store(any_url):
         child = ledger.fork(parent, 5)
         assert ledger.add_tool_result(child, "c2", "child answer", idempotency_key="k1") == 6
         assert ledger.add_tool_result(child, "c2", "child answer", idempotency_key="k1") == 6  # a retry
-        assert [r.seq for r in ledger.events(child)] == [1, 2, 3, 4, 5, 6]
+        assert [r.position for r in ledger.events(child)] == [1, 2, 3, 4, 5, 6]
         assert _encoded(ledger, parent) == before

@@ -25,7 +25,7 @@ def test_threads_sharing_a_ledger_never_leave_gaps(tmp_path):
             thread.start()
         for thread in threads:
             thread.join()
-        assert [r.seq for r in ledger.events(session)] == list(range(1, 202))
+        assert [r.position for r in ledger.events(session)] == list(range(1, 202))
 
 
 def test_a_wellformed_but_wrong_rules_snapshot_is_ignored(tmp_path):
@@ -39,7 +39,7 @@ def test_a_wellformed_but_wrong_rules_snapshot_is_ignored(tmp_path):
     with contextledger.open_ledger(url) as ledger:
         position = ledger.add_user_message(session, "next")
         assert position == RULES_SNAPSHOT_EVERY + 2
-        assert ledger.events(session)[-1].seq == position
+        assert ledger.events(session)[-1].position == position
 
 
 def test_a_retried_start_without_session_id_returns_the_same_session(ledger):

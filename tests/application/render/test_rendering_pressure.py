@@ -28,9 +28,9 @@ def _logged_texts(ledger: contextledger.Ledger, session_id: str) -> dict[int, st
     for recorded in ledger.events(session_id):
         event = recorded.event
         if isinstance(event, UserMessageAdded | ToolResultRecorded):
-            out[recorded.seq] = ledger.text(event.content)
+            out[recorded.position] = ledger.text(event.content)
         elif isinstance(event, AssistantMessageAdded):
-            out[recorded.seq] = "" if event.content is None else ledger.text(event.content)
+            out[recorded.position] = "" if event.content is None else ledger.text(event.content)
     return out
 
 
@@ -42,21 +42,21 @@ def test_the_demonstration_reaches_the_model_unchanged_far_below_budget(session,
     """
     ledger, session_id = session
     logged = _logged_texts(ledger, session_id)
-    demonstration = max(logged, key=lambda seq: len(logged[seq]))
+    demonstration = max(logged, key=lambda position: len(logged[position]))
     assert len(logged[demonstration]) > 30_000
     renderer = Renderer(ledger)
     projector = renderer.projector("default", budget=budget)
     checked = 0
     for recorded in ledger.events(session_id)[1:]:
-        state = renderer.state(session_id, projector, at=recorded.seq)
+        state = renderer.state(session_id, projector, at=recorded.position)
         if state.compactions:
             break
-        context = renderer.render(session_id, "default", at=recorded.seq, budget=budget)
+        context = renderer.render(session_id, "default", at=recorded.position, budget=budget)
         assert context.tokens < projector.budget.high_mark
         for message in context.messages:
             if not message.sources:
                 continue  # the placeholder of a call still waiting for its result
-            assert message.kind == "message", (recorded.seq, message.sources, message.kind)
+            assert message.kind == "message", (recorded.position, message.sources, message.kind)
             assert message.text == logged[message.sources[0]]
         checked += 1
     assert checked > 5

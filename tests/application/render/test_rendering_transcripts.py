@@ -37,8 +37,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> contextledger.Ledger:
 
 def _call_positions(ledger: contextledger.Ledger, session_id: str) -> list[int]:
     events = ledger.events(session_id)
-    calls = [r.seq - 1 for r in events if isinstance(r.event, AssistantMessageAdded) and r.seq > 2]
-    return [*calls, events[-1].seq]
+    calls = [r.position - 1 for r in events if isinstance(r.event, AssistantMessageAdded) and r.position > 2]
+    return [*calls, events[-1].position]
 
 
 @pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: f"budget-{b or 'preset'}")
@@ -51,7 +51,7 @@ def test_every_preset_renders_every_session_within_budget(imported, preset, budg
     calls = 0
     for session_id in sessions:
         first_task = next(
-            (r.seq for r in imported.events(session_id) if isinstance(r.event, UserMessageAdded)), None
+            (r.position for r in imported.events(session_id) if isinstance(r.event, UserMessageAdded)), None
         )
         for position in _call_positions(imported, session_id):
             context = renderer.render(session_id, preset, at=position, budget=budget)

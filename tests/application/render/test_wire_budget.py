@@ -91,8 +91,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> contextledger.Ledger:
 
 def _call_positions(ledger: contextledger.Ledger, session_id: str) -> list[int]:
     events = ledger.events(session_id)
-    calls = [r.seq - 1 for r in events if isinstance(r.event, AssistantMessageAdded) and r.seq > 2]
-    return [*calls, events[-1].seq]
+    calls = [r.position - 1 for r in events if isinstance(r.event, AssistantMessageAdded) and r.position > 2]
+    return [*calls, events[-1].position]
 
 
 @pytest.mark.parametrize("budget", BUDGETS)

@@ -216,8 +216,8 @@ def test_text_index_reads_the_rows_a_runner_wrote(tmp_path, monkeypatch):
         store = _store(ledger)
         ViewRunner(store, store, [SearchView(ledger, store, chunk=SMALL)]).run()
         served = TextIndex(ledger)
-        hits = [r.seq for r in served.scan("a", "alpha2")]
+        hits = [r.position for r in served.scan("a", "alpha2")]
         assert served.built == 0
         rebuilt = TextIndex(ledger, from_view=False)
-        assert [r.seq for r in rebuilt.scan("a", "alpha2")] == hits
+        assert [r.position for r in rebuilt.scan("a", "alpha2")] == hits
         assert rebuilt.built == 3

@@ -26,7 +26,7 @@ def _session(ledger) -> tuple[str, int]:
         messages.append({"role": "tool", "call_id": f"c{i}", "content": body})
     ledger.append_many(session, messages)
     [planted] = [
-        r.seq for r in ledger.events(session) if any(FACT in t for t, _ in event_texts(ledger, r.event))
+        r.position for r in ledger.events(session) if any(FACT in t for t, _ in event_texts(ledger, r.event))
     ]
     return session, planted
 
@@ -34,7 +34,7 @@ def _session(ledger) -> tuple[str, int]:
 def _first(events, pattern: re.Pattern[str], ledger) -> int | None:
     for recorded in events:
         if any(pattern.search(t) for t, _ in event_texts(ledger, recorded.event)):
-            return recorded.seq
+            return recorded.position
     return None
 
 
@@ -46,8 +46,8 @@ def test_scan_skips_chunks_without_the_words_and_finds_the_fact(ledger):
     for query in ("ops-4471", "ASSWORD rot", "thursdays (ticket"):
         pattern = re.compile(re.escape(query), re.IGNORECASE)
         scanned = list(index.scan(session, query))
-        assert {r.seq for r in scanned} >= {planted}
-        assert min(r.seq for r in scanned) > CHUNK  # the first chunk was skipped
+        assert {r.position for r in scanned} >= {planted}
+        assert min(r.position for r in scanned) > CHUNK  # the first chunk was skipped
         assert _first(scanned, pattern, ledger) == _first(ledger.events(session), pattern, ledger) == planted
     assert index.built == 2
 
@@ -57,11 +57,11 @@ def test_sketches_persist_and_a_bad_one_is_rebuilt(ledger):
     session, planted = _session(ledger)
     list(TextIndex(ledger).scan(session, "OPS-4471"))
     again = TextIndex(ledger)
-    assert next(r.seq for r in again.scan(session, "OPS-4471")) == CHUNK + 1
+    assert next(r.position for r in again.scan(session, "OPS-4471")) == CHUNK + 1
     assert again.built == 0
     ledger.ports.snapshots.save_snapshot(f"search/v1/{session}/1", 2 * CHUNK, b"not zlib")
     rebuilt = TextIndex(ledger)
-    assert planted in {r.seq for r in rebuilt.scan(session, "OPS-4471")}
+    assert planted in {r.position for r in rebuilt.scan(session, "OPS-4471")}
     assert rebuilt.built == 1
 
 
@@ -69,8 +69,8 @@ def test_words_absent_everywhere_read_only_the_tail_and_regex_reads_all(ledger):
     """A query whose words no chunk holds reads only the open tail; a regular expression reads every chunk."""
     session, _ = _session(ledger)
     index = TextIndex(ledger)
-    assert min(r.seq for r in index.scan(session, "zebra-unicorn")) > 2 * CHUNK
-    assert min(r.seq for r in index.scan(session, r"OPS-\d+", regex=True)) == 1
+    assert min(r.position for r in index.scan(session, "zebra-unicorn")) > 2 * CHUNK
+    assert min(r.position for r in index.scan(session, r"OPS-\d+", regex=True)) == 1
 
 
 def test_why_by_text_uses_the_index_and_agrees_with_position(ledger):

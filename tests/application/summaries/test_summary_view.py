@@ -316,7 +316,7 @@ _EVENTS = st.one_of(
 @given(events=st.lists(_EVENTS, max_size=25), cuts=st.lists(st.integers(0, 25), max_size=5))
 def test_folding_in_any_batches_equals_folding_at_once(events, cuts):
     """Any split of a stream into batches (each row stored and read back) folds to the same row bytes."""
-    recorded = [Recorded(seq, event) for seq, event in enumerate(events, start=1)]
+    recorded = [Recorded(position, event) for position, event in enumerate(events, start=1)]
     whole = fold_summary_row(None, recorded)
     row: SummaryRow | None = None
     bounds = [0, *sorted(min(cut, len(recorded)) for cut in cuts), len(recorded)]

@@ -1,0 +1,63 @@
+"""Pins, forks and caller-recorded summaries are services over the ledger's port, not parts of Ledger."""
+
+from __future__ import annotations
+
+import contextledger
+import pytest
+from contextledger.application.kernel import pins
+from contextledger.application.kernel.fork import fork_session
+from contextledger.application.kernel.session_port import SessionLedger
+from contextledger.application.kernel.summary_log import record_summary
+from contextledger.domain.events import ItemPinned
+
+
+def _session(ledger: contextledger.Ledger) -> str:
+    session = ledger.start_session(system_prompt="sys")
+    ledger.add_user_message(session, "look at a.py")
+    ledger.add_assistant_message(session, tool_calls=[{"id": "c1", "name": "read", "arguments": {}}])
+    ledger.add_tool_result(session, "c1", "contents of a.py")
+    return session
+
+
+def test_the_ledger_is_the_port_its_services_are_written_against(ledger):
+    """``Ledger`` satisfies ``SessionLedger`` and its pin/fork/record_summary give what the services give."""
+    port: SessionLedger = ledger
+    session = _session(port)
+    by_service = pins.pin(port, session, 4, "service")
+    by_method = ledger.pin(session, 4, "method")
+    pinned = [r.event for r in ledger.events(session) if isinstance(r.event, ItemPinned)]
+    assert (by_service, by_method) == (5, 6)
+    assert [p.reason for p in pinned] == ["service", "method"]
+    assert pinned[0].meta == pinned[1].meta != {}  # both carry the step group (call and result)
+    child = fork_session(port, session, 4)
+    assert [r.position for r in ledger.events(child)] == [1, 2, 3, 4]
+    artifact = record_summary(port, session, covers_from=2, covers_through=4, text="read a.py")
+    assert ledger.summaries(session) == [artifact]
+
+
+def test_a_pin_span_of_no_message_appends_nothing(ledger):
+    """An empty build appends nothing: pinning a span of only pins returns () and the head stays."""
+    session = _session(ledger)
+    ledger.pin(session, 2)
+    head = ledger.version(session)
+    assert ledger.pin_span(session, head, head) == ()
+    assert ledger.version(session) == head
+
+
+def test_start_session_refuses_a_keyword_it_does_not_take(ledger):
+    """A misspelt keyword is a TypeError naming it, and nothing is written (one keyword list, checked)."""
+    with pytest.raises(TypeError, match="sytem_prompt"):
+        ledger.start_session(session_id="s1", sytem_prompt="x")
+    with pytest.raises(TypeError, match="sytem_prompt"):
+        ledger.start_sessions([{"session_id": "s2", "sytem_prompt": "x"}])
+    assert ledger.sessions() == []
+
+
+def test_record_summary_refuses_missing_or_unknown_keywords(ledger):
+    """``record_summary`` names a missing ``text`` or an unknown keyword, as a Python call would."""
+    session = _session(ledger)
+    with pytest.raises(TypeError, match="text"):
+        ledger.record_summary(session, covers_from=2, covers_through=3)
+    with pytest.raises(TypeError, match="model_name"):
+        ledger.record_summary(session, covers_from=2, covers_through=3, text="t", model_name="m")
+    assert ledger.summaries(session) == []
