@@ -11,7 +11,6 @@ import msgspec
 from contextledger.application.audit.call_recorder import (
     CallRecorder,
     context_sha,
-    dispositions_of,
     policy_hash,
 )
 from contextledger.application.audit.forensics import _reducer as reducer_of
@@ -24,6 +23,7 @@ from contextledger.domain.events import AssistantMessageAdded, DispositionRun, S
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import Unit, common_prefix, units_of
 from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 from contextledger.projections.provider_cache import CacheCall, CacheSimulator, ProviderCache
 from contextledger.projections.summary_requests import Summarizer
@@ -395,7 +395,9 @@ def _computed(  # noqa: PLR0917 - one replay has this many inputs
     tokenizer: str,
 ) -> list[_Call]:
     times = {
-        r.seq: r.event.at for r in ledger.events(session_id) if isinstance(r.event, AssistantMessageAdded)
+        r.position: r.event.at
+        for r in ledger.events(session_id)
+        if isinstance(r.event, AssistantMessageAdded)
     }
     window = _window(policy, budget)
     return [
@@ -432,7 +434,7 @@ def _events(ledger: Ledger, session_id: str, texts: _Texts) -> list[EventData]:
             label = "SessionStarted"
         out.append(
             EventData(
-                recorded.seq,
+                recorded.position,
                 label,
                 tool or "",
                 texts.id("\n".join(parts)),
