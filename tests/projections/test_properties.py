@@ -13,7 +13,7 @@ from contextledger.projections.groups import pin_reason
 from contextledger.projections.state import RenderState
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from projection_helpers import Words, count_all, orphans, policies, resolve, sessions, stable_part
+from projection_helpers import Exercise, Words, count_all, orphans, policies, resolve, sessions, stable_part
 
 LONG = os.environ.get("CONTEXTLEDGER_LONG") == "1"
 EXAMPLES = 1500 if LONG else 150
@@ -40,15 +40,18 @@ def test_every_render_is_within_budget_and_paired(session, policy):
     """At every position the recounted context equals its tokens, fits the budget and has no orphan."""
     projector = Projector(policy, WORDS)
     state = projector.start()
+    exercise = Exercise()
     for counted in count_all(session, WORDS):
         state = projector.evolve(state, counted)
         context = _render_or_pinned(projector, state)
+        exercise.rendered(context, state.compactions)
         if context is None:
             continue
         assert count_context(context, WORDS) == context.tokens
         assert context.tokens <= projector.budget.target <= context.budget
         assert orphans(context) == []
         assert context.position == state.position
+    exercise.report()
 
 
 @COMMON

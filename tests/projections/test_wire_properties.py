@@ -16,7 +16,7 @@ from contextledger.testing import (
     check_openai_structure,
 )
 from hypothesis import HealthCheck, given, settings
-from projection_helpers import Words, count_all, policies, resolve, sessions
+from projection_helpers import Exercise, Words, count_all, policies, resolve, sessions
 
 EXAMPLES = 1000 if os.environ.get("CONTEXTLEDGER_LONG") == "1" else 100
 WORDS = Words()
@@ -28,18 +28,22 @@ def test_no_orphaned_call_or_result_in_either_wire_format(session, policy):
     """At every position both payloads pair every call with its result and keep the providers' rules."""
     projector = Projector(policy, WORDS)
     state = projector.start()
+    exercise = Exercise()
     for counted in count_all(session, WORDS):
         state = projector.evolve(state, counted)
         try:
             context = projector.render(state, resolve)
         except PinnedOverBudgetError:
+            exercise.rendered(None, state.compactions)
             continue
+        exercise.rendered(context, state.compactions)
         openai = to_openai(context)
         anthropic = to_anthropic(context)
         assert check_openai_pairing(openai) == []
         assert check_openai_structure(openai) == []
         assert check_anthropic_pairing(anthropic) == []
         assert check_anthropic_structure(anthropic) == []
+    exercise.report()
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
