@@ -192,12 +192,16 @@ class ProjectionConfigError(ConfigError):
     def __init__(self, active: str, running: str, command: str) -> None:
         if active == "(none)":
             problem = f"no context projection is active (the running config's is {running!r})"
+            super().__init__(f"{problem}; rebuild it with: {command}")
         else:
             problem = (
                 f"the active context projection {active!r} was built under another config than the "
                 f"running one ({running!r})"
             )
-        super().__init__(f"{problem}; rebuild it with: {command}")
+            super().__init__(
+                f"{problem}; to serve the active version, use its own config (render --from-projection "
+                f"without --policy, --budget or --tokenizer); to replace it by this config instead: {command}"
+            )
         self.active = active
         self.running = running
         self.command = command

@@ -7,7 +7,8 @@ Every command:
 - reports an error as one line ``error: <Type>: <message>`` on stderr, or with ``--json`` as one JSON object
   on stderr ``{"error": {"type": ..., "message": ..., "exit_code": ...}}``; usage errors included;
 - exits with a code of ``EXIT_CODES`` (0 ok, 1 user error, 2 usage, 3 store unavailable, 4 conflict,
-  5 store error, 6 summarizer error, 70 internal error, 130 interrupted);
+  5 store error, 6 summarizer error, 70 internal error, 130 interrupted); 3 means "retry later": the
+  store is unreachable or locked, or another runner holds a projection's lease (``ProjectionLockedError``);
 - answers ``-h`` and ``--help`` with an example (``command(app, name, example=...)`` puts it in the epilog);
 - prints transcript text as data, never as rich markup (consoles have markup and emoji codes off; ``cell``).
 
@@ -31,6 +32,7 @@ from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ConfigError,
     ContextLedgerError,
+    ProjectionLockedError,
     StoreError,
     StoreUnavailableError,
     SummarizerError,
@@ -83,7 +85,13 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "ok"),
     (EXIT_USER, "user error: bad input, unknown session, bad configuration, over budget"),
     (EXIT_USAGE, "usage error: unknown command or option, missing or ill-typed argument"),
-    (EXIT_STORE_UNAVAILABLE, "store unavailable: database unreachable or locked; retry later"),
+    (
+        EXIT_STORE_UNAVAILABLE,
+        (
+            "store unavailable: database unreachable or locked, or a projection busy with another "
+            "runner; retry later"
+        ),
+    ),
     (EXIT_CONFLICT, "conflict: another writer appended first; reload and retry"),
     (EXIT_STORE, "store error: the store failed or holds an event that does not decode"),
     (EXIT_SUMMARIZER, "summarizer error: summarizer unavailable, or its answer rejected"),
@@ -94,6 +102,7 @@ EXIT_CODES: tuple[tuple[int, str], ...] = (
 
 _BY_ERROR: tuple[tuple[type[ContextLedgerError], int], ...] = (
     (StoreUnavailableError, EXIT_STORE_UNAVAILABLE),
+    (ProjectionLockedError, EXIT_STORE_UNAVAILABLE),
     (StoreError, EXIT_STORE),
     (ConcurrencyConflictError, EXIT_CONFLICT),
     (SummarizerError, EXIT_SUMMARIZER),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from contextledger.adapters.cli.common import (
@@ -10,11 +10,16 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     command,
     emit_json,
+    err_console,
     ledger_for,
     out_console,
     run_guarded,
 )
 from contextledger.domain.errors import ValidationError
+
+if TYPE_CHECKING:
+    from contextledger.application.kernel.ledger import Ledger
+    from contextledger.application.render.pin_cost import PinCost
 
 __all__ = ["parse_span", "register"]
 
@@ -33,39 +38,107 @@ def parse_span(text: str) -> tuple[int, int]:
 
 def register(app: typer.Typer) -> None:
     """Add ``pin`` and ``unpin`` to ``app``."""
+    _register_pin(app)
+    _register_unpin(app)
 
+
+def _pin(
+    ledger: Ledger,
+    session_id: str,
+    position: str,
+    *,
+    reason: str,
+    dry_run: bool,
+    policy: str | None,
+    budget: int | None,
+    tokenizer: str | None,
+) -> tuple[dict[str, object], PinCost]:
+    """Measure the pin's cost under the active projection's config (or the one given); write it unless dry."""
+    from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
+    from contextledger.application.rebuild.blue_green import active_config  # noqa: PLC0415
+    from contextledger.application.render.pin_cost import pin_cost  # noqa: PLC0415
+    from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
+
+    first, last = parse_span(position)
+    span = last if "-" in position else None
+    active = None if policy else active_config(ledger.ports.projections)
+    chosen = active[0] if active else resolve_policy(policy or "default")
+    renderer = Renderer(ledger, tokenizer=tokenizer or (active[2] if active else "cl100k_base"))
+    used_budget = budget if budget is not None or active is None else active[1]
+    cost = pin_cost(renderer, session_id, first, span, policy=chosen, budget=used_budget, reason=reason)
+    if dry_run:
+        return {"dry_run": True, "cost": cost}, cost
+    document: dict[str, object] = {"warning": cost.describe(), "cost": cost} if cost.displaces else {}
+    if span is not None:
+        document["pin_positions"] = list(ledger.pin_span(session_id, first, span, reason))
+    else:
+        document["pin_position"] = ledger.pin(session_id, first, reason)
+    return document, cost
+
+
+def _register_pin(app: typer.Typer) -> None:
     @command(app, "pin", example='contextledger pin 0f3c9a... 1234 --reason "the schema is needed again"')
-    def pin_command(
+    def pin_command(  # noqa: PLR0917 - typer declares each option as a parameter
         session_id: Annotated[str, typer.Argument(help="The session.")],
         position: Annotated[
             str, typer.Argument(help="The position a stub names ('restore: seq N'), or a span FIRST-LAST.")
         ],
         reason: Annotated[str, typer.Option("--reason", help="Why (kept in the log).")] = "",
+        dry_run: Annotated[
+            bool,
+            typer.Option("--dry-run", help="Say what the pin would bring back and displace; write nothing."),
+        ] = False,
+        policy: Annotated[
+            str | None,
+            typer.Option(
+                "--policy", help="The policy its cost is measured under (default: the active one's)."
+            ),
+        ] = None,
+        budget: Annotated[
+            int | None, typer.Option("--budget", help="The prompt budget of that render.")
+        ] = None,
+        tokenizer: Annotated[
+            str | None, typer.Option("--tokenizer", help="cl100k_base (default), o200k_base or heuristic.")
+        ] = None,
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
         """Pin POSITION: the next render shows it verbatim (stubbed, dropped or summarized) and keeps it.
 
         A span FIRST-LAST pins every message in it (undoing a compaction). New events; the log is never
-        edited. --json prints {"session_id", "position", "pin_position"} (a span: "pin_positions").
+        edited. A pin that displaces recent context (under the active projection's config, or --policy
+        and --budget) says so on stderr; --dry-run only says what it would bring back and displace.
+        --json prints {"session_id", "position", "pin_position"} (a span: "pin_positions"), plus "warning"
+        and "cost" when it displaces; with --dry-run {"session_id", "position", "dry_run", "cost"}.
         """
 
         def body() -> None:
-            first, last = parse_span(position)
             with ledger_for(db) as ledger:
-                if "-" in position:
-                    pins = ledger.pin_span(session_id, first, last, reason)
-                    document: dict[str, object] = {"pin_positions": list(pins)}
-                else:
-                    document = {"pin_position": ledger.pin(session_id, first, reason)}
+                document, cost = _pin(
+                    ledger,
+                    session_id,
+                    position,
+                    reason=reason,
+                    dry_run=dry_run,
+                    policy=policy,
+                    budget=budget,
+                    tokenizer=tokenizer,
+                )
             if json_output:
-                shown: object = position if "-" in position else first
+                shown: object = position if "-" in position else parse_span(position)[0]
                 emit_json({"session_id": session_id, "position": shown, **document})
                 return
+            if dry_run:
+                out_console().print(f"dry run, nothing written: {cost.describe()}")
+                return
+            if cost.displaces:
+                err_console().print(f"warning: {cost.describe()}")
             out_console().print(f"pinned {position} of {session_id}")
 
         run_guarded(body, json_output=json_output)
 
+
+def _register_unpin(app: typer.Typer) -> None:
     @command(app, "unpin", example="contextledger unpin 0f3c9a... 1234")
     def unpin_command(
         session_id: Annotated[str, typer.Argument(help="The session.")],

@@ -68,12 +68,25 @@ def _build(
     """
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
     from contextledger.application.rebuild.blue_green import record_config  # noqa: PLC0415
+    from contextledger.application.rebuild.lease_wait import (  # noqa: PLC0415
+        LEASE_WAIT_SECONDS,
+        lease_names,
+        wait_for_leases,
+    )
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
 
     runner = spec.runner(ledger, store, store)
     head = int(store.store.recorder.max_notification_id() or 0)
     record_config(store, runner.projection, runner.projector.policy, spec.budget, spec.tokenizer)
     count = workers or auto_workers(head)
+    wait_for_leases(
+        store,
+        lease_names(runner.runner.checkpoints(), count),
+        on_wait=lambda error: err_console().print(
+            f"waiting for {error.projection}: held by {error.holder}, a runner still finishing "
+            f"(up to {LEASE_WAIT_SECONDS:.0f} s)"
+        ),
+    )
     progress = Progress(
         TextColumn("rebuild"),
         BarColumn(),

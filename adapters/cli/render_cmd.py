@@ -111,11 +111,13 @@ def register(app: typer.Typer) -> None:
             int | None, typer.Option("--at", help="Render as of this position (default: the last event).")
         ] = None,
         policy: Annotated[
-            str,
+            str | None,
             typer.Option(
-                "--policy", help="A preset (default, blocks, threshold, nexus, clip-archive) or a .toml file."
+                "--policy",
+                help="A preset (default, blocks, threshold, nexus, clip-archive) or a .toml file "
+                "(default: default; with --from-projection, the active version's).",
             ),
-        ] = "default",
+        ] = None,
         budget: Annotated[
             int | None, typer.Option("--budget", help="Prompt budget in tokens (overrides the policy's).")
         ] = None,
@@ -123,8 +125,13 @@ def register(app: typer.Typer) -> None:
             WireFormat, typer.Option("--format", help="Payload shape of --json: openai or anthropic.")
         ] = "openai",
         tokenizer: Annotated[
-            str, typer.Option("--tokenizer", help="cl100k_base, o200k_base or heuristic.")
-        ] = "cl100k_base",
+            str | None,
+            typer.Option(
+                "--tokenizer",
+                help="cl100k_base (default), o200k_base or heuristic; with --from-projection, the active "
+                "version's.",
+            ),
+        ] = None,
         record: Annotated[
             bool, typer.Option("--record", help="Record this render as a model call (audit record).")
         ] = False,
@@ -132,9 +139,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--from-projection",
-                help="Serve from the active context projection (events newer than its rows are folded "
-                "from the log); refuse if it was built under another policy, budget or tokenizer (the "
-                "error names the rebuild command).",
+                help="Serve from the active context projection under the config it was built with "
+                "(events newer than its rows are folded from the log); a --policy, --budget or --tokenizer "
+                "given that differs from it is refused.",
             ),
         ] = False,
         db: DbOption = None,
@@ -150,13 +157,20 @@ def register(app: typer.Typer) -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
             from contextledger.application.render.renderer import Renderer  # noqa: PLC0415 - loaded on use
 
-            chosen = resolve_policy(policy)
             call_id = None
             with ledger_for(db) as ledger:
-                renderer = Renderer(ledger, tokenizer=tokenizer)
+                active = None
                 if from_projection:
-                    renderer.require_active(renderer.projector(chosen, budget=budget), policy, budget)
-                context = renderer.render(session_id, chosen, at=at, budget=budget)
+                    from contextledger.application.rebuild.blue_green import active_config  # noqa: PLC0415
+
+                    active = active_config(ledger.ports.projections)
+                chosen = resolve_policy(policy or "default") if policy or active is None else active[0]
+                used_budget = budget if budget is not None or active is None else active[1]
+                renderer = Renderer(ledger, tokenizer=tokenizer or (active[2] if active else "cl100k_base"))
+                if from_projection:
+                    projector = renderer.projector(chosen, budget=used_budget)
+                    renderer.require_active(projector, policy or chosen.name, used_budget)
+                context = renderer.render(session_id, chosen, at=at, budget=used_budget)
                 document = render_document(context, wire)
                 if record:
                     from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415

@@ -12,7 +12,7 @@ from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import Compactor
 from contextledger.application.summaries.summary_worker import SummaryWorker
 from contextledger.domain.content import BlobText
-from contextledger.domain.events import AnyEvent, AssistantMessageAdded, CompactionRequested
+from contextledger.domain.events import AnyEvent, AssistantMessageAdded, CompactionRequested, SessionStarted
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
@@ -78,4 +78,8 @@ def replay_calls(
                     worker.run_once()
             yield ReplayedCall(position=recorded.position, context=context, requested=requested)
         event = msgspec.structs.replace(recorded.event)
+        if isinstance(event, SessionStarted) and event.parent is not None:
+            # A fork is replayed as the one history it shows (parent prefix, then its own events):
+            # the scratch ledger has no parent to read from, so the copy is a root session.
+            event = msgspec.structs.replace(event, parent=None)
         scratch.log.append(session_id, recorded.position - 1, [event], blobs=_blobs(source, event))

@@ -29,6 +29,7 @@ __all__ = [
     "Comparison",
     "RebuildSpec",
     "VersionSummary",
+    "active_config",
     "active_state",
     "build_version",
     "compare_versions",
@@ -127,6 +128,14 @@ def build_version(
     record_config(views, runner.projection, policy, budget, tokenizer)
     runner.run()
     return runner
+
+
+def active_config(views: ProjectionStore | None) -> tuple[Policy, int | None, str] | None:
+    """The policy, budget and tokenizer the active context projection was built under (None: none active)."""
+    version = None if views is None else views.active(CONTEXT_VIEW)
+    if views is None or version is None:
+        return None
+    return _config(views, version)
 
 
 def _config(views: ProjectionStore, version: str) -> tuple[Policy, int | None, str]:

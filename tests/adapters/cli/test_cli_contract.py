@@ -167,6 +167,7 @@ def test_an_undecodable_stored_event_exits_5(tmp_path):
         (errors.TranscriptImportError("p", "line 1", "x"), 1),
         (errors.PinnedOverBudgetError(10, 5), 1),
         (errors.StoreUnavailableError("x"), 3),
+        (errors.ProjectionLockedError("context/v", "host:1:x"), 3),
         (errors.ConcurrencyConflictError("s", 3), 4),
         (errors.StoreError("x"), 5),
         (errors.EventDecodeError("x"), 5),

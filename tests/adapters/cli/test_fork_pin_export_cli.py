@@ -64,3 +64,33 @@ def test_errors_exit_non_zero_with_one_line(tmp_path):
     assert "no summary" in _run("fork", parent, "--at", "3", "--from-summary", "--db", url, code=1)["stderr"]
     with contextledger.open_ledger(url) as ledger:
         assert [s.session_id for s in ledger.sessions()] == [parent]
+
+
+def test_pin_dry_run_writes_nothing_and_a_displacing_pin_warns(tmp_path):
+    """``pin --dry-run`` prints the cost only; the real pin warns on stderr what it displaced."""
+    url = f"sqlite:///{tmp_path / 'pins.db'}"
+    with contextledger.open_ledger(url) as ledger:
+        session = ledger.start_session(system_prompt="s")
+        ledger.add_user_message(session, "the task")
+        ledger.add_assistant_message(session, None, tool_calls=[{"id": "c1", "name": "bash"}])
+        big = ledger.add_tool_result(session, "c1", "\n".join(f"row {i} " + "x" * 40 for i in range(400)))
+        for turn in range(80):
+            ledger.add_user_message(session, f"turn {turn} " + "word " * 80)
+            ledger.add_assistant_message(session, f"answer {turn}")
+        head = ledger.version(session)
+    options = ("--budget", "16000", "--tokenizer", "heuristic", "--db", url)
+    dry = _run("pin", session, str(big), "--dry-run", *options, "--json")
+    assert dry["dry_run"] is True
+    assert "pin_position" not in dry
+    assert dry["cost"]["brought_back"] == [big]
+    assert dry["cost"]["displaced"]
+    with contextledger.open_ledger(url) as ledger:
+        assert ledger.version(session) == head
+    done = subprocess.run(
+        [CLI, "pin", session, str(big), *options], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"warning: pinning {big} brings back" in done.stderr
+    assert f"displaces {len(dry['cost']['displaced'])} message(s)" in done.stderr
+    with contextledger.open_ledger(url) as ledger:
+        assert ledger.version(session) == head + 1

@@ -89,3 +89,47 @@ def test_projections_lists_every_checkpoint_and_how_far_behind_it_is(tmp_path):
     shown = _run("projections", "--db", db)
     assert built["version"] in shown.stdout
     assert "yes" in shown.stdout
+
+
+def test_render_from_projection_after_a_switch_uses_the_active_config_without_repeating_it(tmp_path):
+    """After ``rebuild --policy tight.toml --switch`` it serves as is; no error suggests undoing it."""
+    db = f"sqlite:///{tmp_path / 'switch.db'}"
+    assert _run("import", str(TRAJ), "--db", db, "--json").returncode == 0
+    session = json.loads(_run("sessions", "--db", db, "--json").stdout)["sessions"][0]["session_id"]
+    tight = tmp_path / "tight.toml"
+    tight.write_text('base = "threshold"\n')
+    built = _run(
+        "rebuild",
+        "--policy",
+        str(tight),
+        "--budget",
+        "12000",
+        "--tokenizer",
+        "heuristic",
+        "--switch",
+        "--db",
+        db,
+        "--json",
+    )
+    assert built.returncode == 0, built.stderr
+    served = _run("render", session, "--from-projection", "--db", db, "--json")
+    assert served.returncode == 0, served.stderr
+    plain = _run(
+        "render",
+        session,
+        "--policy",
+        str(tight),
+        "--budget",
+        "12000",
+        "--tokenizer",
+        "heuristic",
+        "--db",
+        db,
+        "--json",
+    )
+    assert json.loads(served.stdout) == json.loads(plain.stdout)
+    other = _run("render", session, "--from-projection", "--policy", "default", "--db", db, "--json")
+    assert other.returncode == 1
+    message = json.loads(other.stderr)["error"]["message"]
+    assert "without --policy, --budget or --tokenizer" in message
+    assert message.index("to serve the active version") < message.index("rebuild --policy default")

@@ -130,3 +130,34 @@ def test_a_policy_label_given_twice_is_a_validation_error():
             cache=provider_cache("anthropic"),
             new_scratch=lambda: contextledger.open_ledger("memory://"),
         )
+
+
+def test_a_fork_simulates_like_the_history_it_shows(transcripts):
+    """``fork S --at 40``, then simulate both: the fork replays; its calls up to 40 equal its parent's."""
+    with contextledger.open_ledger("memory://") as source:
+        assert import_file(source, transcripts / "mini-swe-agent__psf__requests-1142.traj.json").ok
+        [info] = source.sessions()
+        fork = source.fork(info.session_id, 40)
+        source.add_user_message(fork, "a question only the fork was asked")
+        source.add_assistant_message(fork, "an answer only the fork gave")
+        result = simulate(
+            source,
+            [info.session_id, fork],
+            [("default", PRESETS["default"]), ("threshold", PRESETS["threshold"])],
+            cache=provider_cache("anthropic", "5m"),
+            new_scratch=lambda: contextledger.open_ledger("memory://"),
+            budget=BUDGET,
+            make_summarizer=lambda counter: ExtractiveSummarizer(counter=counter),
+            tokenizer="heuristic",
+        )
+    for label in ("default", "threshold"):
+        parent = {
+            c.position: c.input_tokens for c in result.calls if c.policy == label and c.session_id != fork
+        }
+        child = {
+            c.position: c.input_tokens for c in result.calls if c.policy == label and c.session_id == fork
+        }
+        assert max(child) > 40
+        shared = {p: t for p, t in parent.items() if p <= 40}
+        assert shared
+        assert {p: t for p, t in child.items() if p <= 40} == shared

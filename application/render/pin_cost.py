@@ -1,0 +1,160 @@
+"""What a pin costs: the tokens it brings back and the recent messages it displaces, before it is written."""
+
+from __future__ import annotations
+
+import msgspec
+import structlog
+from contextledger.application.kernel.pins import pin_meta, span_pins
+from contextledger.application.render.renderer import Renderer
+from contextledger.domain.events import AnyEvent, ItemPinned
+from contextledger.projections.context import RenderedContext
+from contextledger.projections.counting import CountedEvent
+from contextledger.projections.policy import Policy
+
+__all__ = ["PinCost", "pin_cost", "pin_with_cost", "warn_if_displacing"]
+
+log = structlog.get_logger(__name__)
+
+
+class PinCost(msgspec.Struct, frozen=True, kw_only=True):
+    """The next render with the pin against the one without it, under one policy and budget.
+
+    ``displaced`` are the log positions shown verbatim without the pin and not shown verbatim with
+    it (the pinned positions aside); ``brought_back`` the pinned positions the pin makes verbatim.
+    """
+
+    session_id: str
+    positions: tuple[int, ...]
+    policy: str
+    budget: int
+    tokens_before: int
+    tokens_after: int
+    brought_back: tuple[int, ...]
+    pinned_tokens: int
+    displaced: tuple[int, ...]
+    displaced_tokens: int
+
+    @property
+    def displaces(self) -> bool:
+        """Whether the pin pushes recent context out."""
+        return bool(self.displaced)
+
+    def describe(self) -> str:
+        """One line: what the pin brings back and what it displaces."""
+        what = ", ".join(map(str, self.positions))
+        line = f"pinning {what} brings back {self.pinned_tokens:,} tokens"
+        if not self.displaced:
+            return line + f" and displaces nothing (policy {self.policy}, budget {self.budget:,})"
+        return (
+            line + f" and displaces {len(self.displaced)} message(s) shown now "
+            f"({self.displaced_tokens:,} tokens; positions {_ranges(self.displaced)}) "
+            f"under policy {self.policy}, budget {self.budget:,}"
+        )
+
+
+def _ranges(positions: tuple[int, ...]) -> str:
+    runs: list[list[int]] = []
+    for position in positions:
+        if runs and position == runs[-1][1] + 1:
+            runs[-1][1] = position
+        else:
+            runs.append([position, position])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _verbatim(context: RenderedContext) -> dict[int, int]:
+    """Each position shown as its own whole message, with that message's tokens."""
+    shown: dict[int, int] = {}
+    for message in context.messages:
+        if message.kind == "message":
+            for position in message.sources:
+                shown[position] = message.tokens
+    return shown
+
+
+def pin_cost(
+    renderer: Renderer,
+    session_id: str,
+    first: int,
+    last: int | None = None,
+    *,
+    policy: Policy,
+    budget: int | None = None,
+    reason: str = "",
+) -> PinCost:
+    """Return what pinning ``first`` (or every message of ``first..last``) would cost; nothing is written.
+
+    The pin events are folded into the session's current state in memory, exactly as ``Ledger.pin``
+    (or ``pin_span``) would write them, and the two renders compared.
+
+    Raises:
+        PinnedOverBudgetError: the pinned items alone would exceed the budget.
+    """
+    ledger = renderer.ledger
+    projector = renderer.projector(policy, budget=budget)
+    state = renderer.state(session_id, projector)
+    before = projector.render(state, renderer.reader.resolve)
+    head = state.position
+    events: list[AnyEvent]
+    if last is None:
+        events = [ItemPinned(position=first, reason=reason, meta=pin_meta(ledger, session_id, first))]
+    else:
+        events = span_pins(ledger, session_id, first, last, reason)
+    pinned_state = projector.fold(
+        [CountedEvent(seq=head + i, event=e) for i, e in enumerate(events, start=1)], state
+    )
+    after = projector.render(pinned_state, renderer.reader.resolve)
+    positions = tuple(e.position for e in events if isinstance(e, ItemPinned))
+    shown_before, shown_after = _verbatim(before), _verbatim(after)
+    brought = tuple(p for p in positions if p in shown_after and p not in shown_before)
+    displaced = tuple(sorted(p for p in shown_before if p not in shown_after and p not in positions))
+    return PinCost(
+        session_id=session_id,
+        positions=positions,
+        policy=policy.name,
+        budget=before.budget,
+        tokens_before=before.tokens,
+        tokens_after=after.tokens,
+        brought_back=brought,
+        pinned_tokens=sum(shown_after[p] for p in brought),
+        displaced=displaced,
+        displaced_tokens=sum(shown_before[p] for p in displaced),
+    )
+
+
+def warn_if_displacing(cost: PinCost) -> None:
+    """Log a warning (``pin_displaces_context``) when the pin pushes recent context out."""
+    if cost.displaces:
+        log.warning(
+            "pin_displaces_context",
+            session_id=cost.session_id,
+            positions=list(cost.positions),
+            displaced=list(cost.displaced),
+            displaced_tokens=cost.displaced_tokens,
+            message=cost.describe(),
+        )
+
+
+def pin_with_cost(
+    renderer: Renderer,
+    session_id: str,
+    first: int,
+    last: int | None = None,
+    *,
+    policy: Policy,
+    budget: int | None = None,
+    reason: str = "",
+) -> tuple[tuple[int, ...], PinCost]:
+    """Pin ``first`` (or ``first..last``) and return the pin positions with the cost, warned if it displaces.
+
+    The cost is computed before writing (``pin_cost``); a pin that pushes recent context out logs
+    ``pin_displaces_context`` (the library stays quiet unless the host configures logging).
+    """
+    cost = pin_cost(renderer, session_id, first, last, policy=policy, budget=budget, reason=reason)
+    ledger = renderer.ledger
+    if last is None:
+        written: tuple[int, ...] = (ledger.pin(session_id, first, reason),)
+    else:
+        written = tuple(ledger.pin_span(session_id, first, last, reason))
+    warn_if_displacing(cost)
+    return written, cost

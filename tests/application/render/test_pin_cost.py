@@ -1,0 +1,78 @@
+"""A pin says what it costs: what it brings back and which recent messages it displaces (issue 18, item 6)."""
+
+from __future__ import annotations
+
+import pytest
+import structlog
+from contextledger.application.render.pin_cost import pin_cost, pin_with_cost
+from contextledger.application.render.renderer import Renderer
+from contextledger.projections.presets import PRESETS
+
+BUDGET = 16_000
+
+
+def _session(ledger):
+    """An early 10k-token result, evicted by 80 later turns."""
+    session = ledger.start_session(system_prompt="s")
+    ledger.add_user_message(session, "the task")
+    ledger.add_assistant_message(session, None, tool_calls=[{"id": "c1", "name": "bash"}])
+    rows = "\n".join(f"row {i} " + "x" * 40 for i in range(400))
+    big = ledger.add_tool_result(session, "c1", rows, tool_name="bash")
+    for turn in range(80):
+        ledger.add_user_message(session, f"turn {turn} " + "word " * 80)
+        ledger.add_assistant_message(session, f"answer {turn}")
+    return session, big
+
+
+def _verbatim(context):
+    return {p for m in context.messages if m.kind == "message" for p in m.sources}
+
+
+def test_pin_cost_names_what_a_big_pin_displaces_and_writes_nothing(ledger):
+    """The cost is computed from the current state; the renders after the real pin bear it out."""
+    session, big = _session(ledger)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    head = ledger.version(session)
+    before = _verbatim(renderer.render(session, PRESETS["default"], budget=BUDGET))
+    cost = pin_cost(renderer, session, big, policy=PRESETS["default"], budget=BUDGET)
+    assert ledger.version(session) == head  # nothing written
+    assert big not in before
+    assert cost.brought_back == (big,)
+    assert cost.pinned_tokens > 9_000
+    assert cost.displaces
+    assert set(cost.displaced) <= before
+    assert f"displaces {len(cost.displaced)} message(s)" in cost.describe()
+    with structlog.testing.capture_logs() as logs:
+        written, again = pin_with_cost(renderer, session, big, policy=PRESETS["default"], budget=BUDGET)
+    assert written == (head + 1,)
+    assert again == cost
+    after = _verbatim(renderer.render(session, PRESETS["default"], budget=BUDGET))
+    assert big in after
+    assert not set(cost.displaced) & after
+    assert before - set(cost.displaced) <= after
+    [warning] = [entry for entry in logs if entry["event"] == "pin_displaces_context"]
+    assert warning["displaced"] == list(cost.displaced)
+
+
+def test_a_pin_that_fits_displaces_nothing_and_does_not_warn(ledger):
+    """A small evicted message pinned back costs its tokens and pushes nothing out."""
+    session = ledger.start_session(system_prompt="s")
+    first = ledger.add_user_message(session, "a short early remark")
+    ledger.add_assistant_message(session, "ok")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    cost = pin_cost(renderer, session, first, policy=PRESETS["default"], budget=BUDGET)
+    assert not cost.displaces
+    assert "displaces nothing" in cost.describe()
+    with structlog.testing.capture_logs() as logs:
+        pin_with_cost(renderer, session, first, policy=PRESETS["default"], budget=BUDGET)
+    assert not [entry for entry in logs if entry["event"] == "pin_displaces_context"]
+
+
+@pytest.mark.parametrize("span", [True, False])
+def test_pin_cost_of_a_span_lists_every_pinned_message(ledger, span):
+    """A span FIRST-LAST is costed as the pins ``pin_span`` writes."""
+    session, big = _session(ledger)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    last = big + 2 if span else None
+    cost = pin_cost(renderer, session, big - 1, last, policy=PRESETS["default"], budget=BUDGET)
+    assert cost.positions == ((big - 1, big, big + 1, big + 2) if span else (big - 1,))
