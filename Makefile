@@ -8,7 +8,7 @@ PKG_DIRS := api domain projections application adapters
 # Re-install when a package folder gains or loses a file (strict editable mode links files).
 PKG_STAMP := $(shell find $(PKG_DIRS) -type d -not -name __pycache__ 2>/dev/null)
 
-.PHONY: demo test lint typecheck layers unit bench clean
+.PHONY: demo test lint typecheck layers unit bench clean chromium
 
 $(BIN)/.installed: pyproject.toml $(PKG_STAMP)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,16 @@ typecheck: $(BIN)/.installed
 layers: $(BIN)/.installed
 	$(BIN)/lint-imports
 
-unit: $(BIN)/.installed
+unit: $(BIN)/.installed chromium
 	$(BIN)/pytest -q -n 2
+
+# The inspector's browser tests drive Debian's chromium (never a downloaded build): installed when missing
+# and root (CI on a fresh machine); otherwise they are skipped, except with CI=true where they fail.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	else echo "chromium is missing (not root, or no apt-get): the browser tests will be skipped"; fi
 
 test: lint typecheck layers unit
 

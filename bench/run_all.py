@@ -24,10 +24,16 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "bench_append.py": (["--quick"], []),
     "bench_render.py": (["--quick"], []),
     "bench_policies.py": ([], []),  # every budget (16k, 32k, 64k) even in fast mode: about a minute
+    "bench_report.py": (["--runs", "3"], ["--runs", "5"]),  # 500 calls, 5 MB, in headless chromium
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
-RESULT_OF = {"bench_append.py": "append", "bench_render.py": "render", "bench_policies.py": "policies"}
+RESULT_OF = {
+    "bench_append.py": "append",
+    "bench_render.py": "render",
+    "bench_policies.py": "policies",
+    "bench_report.py": "report",
+}
 
 
 def _scripts(full: bool, only: list[str]) -> list[tuple[str, list[str]]]:
@@ -76,6 +82,14 @@ def _summary(name: str) -> list[str]:
                 f"failed {r['failed_sessions']}"
                 for r in rows
             )
+    elif name == "bench_report.py":
+        opened, floor = data["first_render_in_page"], data["floor_parse_only_in_page"]
+        lines.append(
+            f"  report of {data['calls']} calls, {data['content_bytes'] / 1e6:.1f} MB: first render median "
+            f"{opened['median_ms']} ms ({opened['min_ms']}-{opened['max_ms']}), "
+            f"floor {floor['median_ms']} ms, "
+            f"ratio {data['ratio_to_floor']}x; switch call {data['switch_call_median_ms']} ms"
+        )
     else:
         lines.append(f"  {path.name} written")
     return lines

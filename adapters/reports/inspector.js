@@ -114,12 +114,25 @@
     return out;
   }
 
+  function niceStep(n) {
+    var raw = Math.max(1, n / 12), p = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10));
+    var steps = [1, 2, 5, 10].map(function (m) { return m * p; });
+    for (var i = 0; i < steps.length; i++) if (steps[i] >= raw) return steps[i];
+    return steps[steps.length - 1];
+  }
+
   function composition(box, calls, ymax, onPick) {
-    var W = Math.max(320, box.clientWidth || 1200), H = 210, L = 50, R = 44, TOP = 46, B = 14;
+    var W = Math.max(320, box.clientWidth || 1200), H = 214, L = 50, R = 44, TOP = 46, B = 16;
     var pw = W - L - R, ph = H - TOP - B, n = Math.max(1, calls.length), cw = pw / n;
     var bw = cw > 4 ? cw * 0.82 : cw, off = (cw - bw) / 2;
     var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, height: H, "class": "composition" });
     function y(t) { return TOP + ph * (1 - t / ymax); }
+    var step = niceStep(n);
+    for (var c = 0; c < n; c += step) {
+      var tick = sv("text", { x: L + c * cw + cw / 2, y: H - 3, "text-anchor": "middle", "class": "axis" });
+      tick.textContent = String(c + 1);
+      svg.appendChild(tick);
+    }
     [0, 0.25, 0.5, 0.75, 1].forEach(function (f) {
       var t = Math.round(ymax * f), yy = y(t);
       svg.appendChild(sv("line", { x1: L, x2: W - R, y1: yy, y2: yy, stroke: "#e3e5e8" }));
@@ -173,7 +186,7 @@
   }
 
   function cacheChart(box, calls, onPick) {
-    var W = Math.max(320, box.clientWidth || 1200), H = 86, L = 50, R = 44, TOP = 6, B = 14;
+    var W = Math.max(320, box.clientWidth || 1200), H = 92, L = 50, R = 44, TOP = 16, B = 4;
     var pw = W - L - R, ph = H - TOP - B, n = Math.max(1, calls.length), cw = pw / n;
     var bw = cw > 4 ? cw * 0.82 : cw, off = (cw - bw) / 2;
     var tmax = 1, cmax = 1;
@@ -197,16 +210,16 @@
     });
     svg.appendChild(sv("path", { d: cost.join(""), fill: "none", stroke: "#1b1b1b", "stroke-width": 1.4,
       "class": "cost-line" }));
-    [["cached (read)", "#0072b2"], ["written", "#cc79a7"], ["uncached", "#e69f00"], ["cost \u2014", "#1b1b1b"]]
+    [["cached (read)", "#0072b2"], ["written", "#cc79a7"], ["uncached", "#e69f00"], ["\u2014 cost (right scale)", "#1b1b1b"]]
       .forEach(function (k, i) {
-        var t = sv("text", { x: L + 6 + i * 92, y: TOP + 9, fill: k[1], "class": "key" });
+        var t = sv("text", { x: L + 6 + i * 92, y: 10, fill: k[1], "class": "key" });
         t.textContent = k[0];
         svg.appendChild(t);
       });
-    var a = sv("text", { x: L - 4, y: TOP + 8, "text-anchor": "end", "class": "axis" });
-    a.textContent = kilo(tmax);
+    var a = sv("text", { x: L - 4, y: TOP + 4, "text-anchor": "end", "class": "axis" });
+    a.textContent = kilo(tmax) + " tok";
     svg.appendChild(a);
-    var b = sv("text", { x: W - R + 4, y: TOP + 8, "class": "axis" });
+    var b = sv("text", { x: W - R + 4, y: TOP + 4, "class": "axis" });
     b.textContent = kilo(Math.round(cmax));
     svg.appendChild(b);
     var selRect = sv("rect", { x: L, y: 1, width: Math.max(cw, 2), height: H - 2, fill: "none", stroke: "#1b1b1b",

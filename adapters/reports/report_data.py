@@ -402,8 +402,8 @@ def _computed(  # noqa: PLR0917 - one replay has this many inputs
     window = _window(policy, budget)
     return [
         _Call(
-            call_id=f"computed-{replayed.position}",
-            position=replayed.position,
+            call_id=f"before-{replayed.position}",
+            position=replayed.context.position,
             at=times.get(replayed.position),
             policy=policy,
             window=window,
