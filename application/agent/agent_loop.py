@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import structlog
 from contextledger.application.agent.agent_types import (
     AgentRequest,
     ProviderFormat,
@@ -22,6 +21,7 @@ from contextledger.application.agent.agent_types import (
 )
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     ToolResult,
@@ -38,7 +38,7 @@ from contextledger.projections.presets import get_preset
 
 __all__ = ["AgentLoop", "AsyncAgentLoop"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 _T = TypeVar("_T")
 
 _BACKOFF = 0.005
@@ -119,6 +119,8 @@ class AgentLoop:
         self._stored_ids: dict[str, dict[str, str]] = {}
         self._issued: dict[str, str] = {}
         """Stored tool-call id -> the model call whose reply issued it (for idempotency keys)."""
+        self.conflicts = 0
+        """Write attempts that lost a race to another writer and were retried (logged once per write)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -303,10 +305,16 @@ class AgentLoop:
         """
         for attempt in range(1, self.retries):
             try:
-                return write()
+                result = write()
             except ConcurrencyConflictError:
-                log.info("agent_loop.retry", session_id=self.session_id, attempt=attempt)
                 time.sleep(min(_BACKOFF * attempt, _MAX_BACKOFF) * random.random())  # noqa: S311 - jitter
+                continue
+            if attempt > 1:  # one line per write that met other writers, not one per attempt
+                self.conflicts += attempt - 1
+                log.debug("agent_loop.retried", session_id=self.session_id, conflicts=attempt - 1)
+            return result
+        self.conflicts += self.retries - 1
+        log.info("agent_loop.last_attempt", session_id=self.session_id, conflicts=self.retries - 1)
         return write()
 
 

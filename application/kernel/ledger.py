@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Self
 
-import structlog
 from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.application.kernel.fork import ForkAwareLog
 from contextledger.application.kernel.ledger_controls import LedgerControls
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     ToolCallIn,
@@ -45,7 +45,7 @@ from contextledger.domain.session import SessionState
 
 __all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_BLOB_THRESHOLD = 8 * 1024
 """Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""
