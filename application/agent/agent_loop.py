@@ -19,6 +19,7 @@ from contextledger.application.agent.agent_types import (
     ToolCallRequest,
     WirePayload,
 )
+from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
@@ -28,10 +29,8 @@ from contextledger.application.kernel.messages import (
     UserMessage,
     parse_messages,
 )
-from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import BudgetError, ConcurrencyConflictError
-from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
@@ -254,27 +253,7 @@ class AgentLoop:
 
     def _reasoning(self, context: RenderedContext) -> dict[int, StoredReasoning]:
         """Signed reasoning of the assistant messages with tool calls after the last user message."""
-        last_user = max(
-            (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
-            default=-1,
-        )
-        out: dict[int, StoredReasoning] = {}
-        for index in range(last_user + 1, len(context.messages)):
-            message = context.messages[index]
-            if message.role != "assistant" or message.kind != "message" or not message.sources:
-                continue
-            position = message.sources[0]
-            for recorded in self.ledger.events(self.session_id, after=position - 1, upto=position):
-                event = recorded.event
-                if not isinstance(event, AssistantMessageAdded):
-                    continue
-                if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
-                    out[index] = StoredReasoning(
-                        text=event.reasoning or "",
-                        signature=event.reasoning_signature or "",
-                        meta=dict(event.meta),
-                    )
-        return out
+        return signed_reasoning(self.ledger, self.session_id, context)
 
     def _resolve(self, message: Any) -> Any:
         """A tool result naming a provider's id gets the stored id of the latest request that sent it."""
