@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from contextledger.adapters.importers.service import import_file, import_files
     from contextledger.adapters.policy_files import load_policy_file, resolve_policy
     from contextledger.adapters.providers.agent import AgentContext, AsyncAgentContext
+    from contextledger.adapters.providers.replay import ReplayedPayload, replay_call
     from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
     from contextledger.adapters.summarizers.factory import make_summarizer
     from contextledger.adapters.summarizers.models import AnthropicSummarizer, OpenAICompatibleSummarizer
@@ -186,6 +187,8 @@ _LAZY: dict[str, str] = {
     "Follower": "contextledger.application.agent.follower",
     "FollowReport": "contextledger.application.agent.follower",
     "EventsourcingUpstream": "contextledger.adapters.follow.eventsourcing_upstream",
+    "replay_call": "contextledger.adapters.providers.replay",
+    "ReplayedPayload": "contextledger.adapters.providers.replay",
 }
 """Each public name and the module that defines it; the module is imported on first access."""
 
@@ -235,6 +238,7 @@ __all__ = [
     "RenderedToolCall",
     "Renderer",
     "ReplayMismatchError",
+    "ReplayedPayload",
     "SessionExistsError",
     "SessionInfo",
     "SessionNotFoundError",
@@ -276,6 +280,7 @@ __all__ = [
     "preset_names",
     "provider_cache",
     "recall_tool",
+    "replay_call",
     "resolve_policy",
     "search_session",
     "simulate",

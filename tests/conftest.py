@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -92,6 +93,13 @@ def transcripts() -> Path:
 
 @pytest.fixture(autouse=True)
 def _structlog_left_as_found() -> Iterator[None]:
-    """A test that runs a CLI entry point in-process configures structlog globally: undo it afterwards."""
+    """A test that runs a CLI entry point in-process configures structlog globally: undo it afterwards.
+
+    The CLI's log handler on the library's logger (and its level) are removed as well.
+    """
     yield
     structlog.reset_defaults()
+    library = logging.getLogger("contextledger")
+    for handler in [h for h in library.handlers if not isinstance(h, logging.NullHandler)]:
+        library.removeHandler(handler)
+    library.setLevel(logging.NOTSET)

@@ -106,29 +106,12 @@ def _register_replay(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from contextledger.adapters.formats.anthropic import to_anthropic  # noqa: PLC0415
-            from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415
-            from contextledger.application.audit.call_recorder import CallRecorder, payload_sha  # noqa: PLC0415
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
-            from contextledger.domain.errors import ReplayMismatchError, ValidationError  # noqa: PLC0415
+            from contextledger.adapters.providers.replay import replay_call  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
-                recorder = CallRecorder(ledger)
-                session = session_id or _session_of(recorder, ledger, call_id)
-                if session is None:
-                    raise ValidationError(f"no session has a recorded call {call_id!r}")
-                tokenizer = recorder.call(session, call_id).record.tokenizer
-                record, context = recorder.rerender(
-                    Renderer(ledger, tokenizer=_tokenizer_name(tokenizer)), session, call_id
-                )
-            payload: dict[str, Any] = (
-                to_anthropic(context) if record.wire_format == "anthropic" else to_openai(context)
-            )
-            sha = payload_sha(payload)
-            if record.payload_sha and sha != record.payload_sha:
-                raise ReplayMismatchError(
-                    f"call {call_id}: the {record.wire_format} payload differs from the one recorded"
-                )
+                replayed = replay_call(ledger, call_id, session_id)
+            record, payload, sha = replayed.record, replayed.payload, replayed.payload_sha
+            session = record.session_id
             document = {
                 "call_id": call_id,
                 "session_id": session,
@@ -146,18 +129,6 @@ def _register_replay(app: typer.Typer) -> None:
                 )
 
         run_guarded(body, json_output=json_output)
-
-
-def _tokenizer_name(recorded: str) -> str:
-    """The name to ask the tokenizer factory for, from the name a counter records (heuristic variants)."""
-    return "heuristic" if recorded.startswith("heuristic") else recorded
-
-
-def _session_of(recorder: Any, ledger: Any, call_id: str) -> str | None:
-    for info in ledger.sessions():
-        if any(v.record.call_id == call_id for v in recorder.calls(info.session_id)):
-            return str(info.session_id)
-    return None
 
 
 def _print_fates(console: Any, answer: Any) -> None:

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from typing import Protocol
 
 import msgspec
-import structlog
 from contextledger.adapters.store.mapper import MsgspecMapper
+from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ContextLedgerError,
@@ -29,7 +29,7 @@ from eventsourcing.persistence import (
 
 __all__ = ["LedgerRecorder", "RecorderEventStore"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _PAGE = 1000
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import msgspec
-import structlog
+from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import (
     SummarizerError,
     SummarizerUnavailableError,
@@ -19,7 +19,7 @@ from contextledger.domain.errors import (
 
 __all__ = ["HttpPolicy", "post_json"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 """Statuses worth another try: timeouts, rate limits, overloads and server errors."""

@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import structlog
 from contextledger.application.agent.agent_types import (
     AgentRequest,
     ProviderFormat,
@@ -20,25 +19,25 @@ from contextledger.application.agent.agent_types import (
     ToolCallRequest,
     WirePayload,
 )
+from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     ToolResult,
     UserMessage,
     parse_messages,
 )
-from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import BudgetError, ConcurrencyConflictError
-from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
 
 __all__ = ["AgentLoop", "AsyncAgentLoop"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 _T = TypeVar("_T")
 
 _BACKOFF = 0.005
@@ -119,6 +118,8 @@ class AgentLoop:
         self._stored_ids: dict[str, dict[str, str]] = {}
         self._issued: dict[str, str] = {}
         """Stored tool-call id -> the model call whose reply issued it (for idempotency keys)."""
+        self.conflicts = 0
+        """Write attempts that lost a race to another writer and were retried (logged once per write)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -252,27 +253,7 @@ class AgentLoop:
 
     def _reasoning(self, context: RenderedContext) -> dict[int, StoredReasoning]:
         """Signed reasoning of the assistant messages with tool calls after the last user message."""
-        last_user = max(
-            (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
-            default=-1,
-        )
-        out: dict[int, StoredReasoning] = {}
-        for index in range(last_user + 1, len(context.messages)):
-            message = context.messages[index]
-            if message.role != "assistant" or message.kind != "message" or not message.sources:
-                continue
-            position = message.sources[0]
-            for recorded in self.ledger.events(self.session_id, after=position - 1, upto=position):
-                event = recorded.event
-                if not isinstance(event, AssistantMessageAdded):
-                    continue
-                if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
-                    out[index] = StoredReasoning(
-                        text=event.reasoning or "",
-                        signature=event.reasoning_signature or "",
-                        meta=dict(event.meta),
-                    )
-        return out
+        return signed_reasoning(self.ledger, self.session_id, context)
 
     def _resolve(self, message: Any) -> Any:
         """A tool result naming a provider's id gets the stored id of the latest request that sent it."""
@@ -303,10 +284,16 @@ class AgentLoop:
         """
         for attempt in range(1, self.retries):
             try:
-                return write()
+                result = write()
             except ConcurrencyConflictError:
-                log.info("agent_loop.retry", session_id=self.session_id, attempt=attempt)
                 time.sleep(min(_BACKOFF * attempt, _MAX_BACKOFF) * random.random())  # noqa: S311 - jitter
+                continue
+            if attempt > 1:  # one line per write that met other writers, not one per attempt
+                self.conflicts += attempt - 1
+                log.debug("agent_loop.retried", session_id=self.session_id, conflicts=attempt - 1)
+            return result
+        self.conflicts += self.retries - 1
+        log.info("agent_loop.last_attempt", session_id=self.session_id, conflicts=self.retries - 1)
         return write()
 
 

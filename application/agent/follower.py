@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import structlog
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ConfigError,
@@ -26,7 +27,7 @@ __all__ = [
     "UpstreamNotification",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _PAGE = 100
 """Notifications read from upstream per page."""
@@ -186,6 +187,8 @@ class Follower:
                     report.read += 1
                     report.position = notification.notification_id
                 self._track(report)
+            if report.skipped:
+                _log_skipped(self.upstream.name, report.skipped)
             return report
 
     def _handle(self, notification: UpstreamNotification, report: FollowReport) -> None:
@@ -195,13 +198,6 @@ class Follower:
             reason = "undecodable" if notification.event is None else "unmapped"
             report.skipped.append(
                 Skipped(notification_id=notification.notification_id, type_name=type_name, reason=reason)
-            )
-            log.warning(
-                "follower.skipped",
-                upstream=self.upstream.name,
-                notification_id=notification.notification_id,
-                type_name=type_name,
-                reason=reason,
             )
             return
         messages = _as_list(mapper(notification.event))
@@ -243,6 +239,19 @@ class Follower:
     def _track(self, report: FollowReport) -> None:
         state = json.dumps({"skipped": len(report.skipped)}).encode()
         self.ledger.ports.snapshots.save_snapshot(self.tracking_name, report.position, state)
+
+
+def _log_skipped(upstream: str, skipped: Sequence[Skipped]) -> None:
+    """One warning per run for the notifications skipped, counted by type and reason."""
+    counts = Counter(f"{s.type_name} ({s.reason})" for s in skipped)
+    log.warning(
+        "follower.skipped",
+        upstream=upstream,
+        skipped=len(skipped),
+        first=skipped[0].notification_id,
+        last=skipped[-1].notification_id,
+        by_type=dict(counts.most_common()),
+    )
 
 
 def _as_list(mapped: Mapped) -> list[Any]:

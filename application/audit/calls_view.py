@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import msgspec
-import structlog
 from contextledger.application.audit.call_recorder import CALLS_KIND
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.views.side_stream_view import SideStreamView
 from contextledger.application.views.view_runner import Rows
 from contextledger.domain.errors import StoreError
@@ -27,7 +27,7 @@ __all__ = [
     "usage_row",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CALLS_VIEW = "model_calls/v1"
 """The name of the view's rows (one per call, keyed ``<session>/<call id>``); versioned."""

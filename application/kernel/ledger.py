@@ -7,10 +7,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self, Unpack
 
-import structlog
 from contextledger.application.kernel import pins
 from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.application.kernel.fork import ForkAwareLog, fork_session
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     ToolCallIn,
@@ -44,7 +44,7 @@ from contextledger.domain.session import SessionState
 
 __all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_BLOB_THRESHOLD = 8 * 1024
 """Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import msgspec
-import structlog
+from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import SnapshotStore
 
 __all__ = ["SnapshotSlot"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-import structlog
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
 from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
 from contextledger.application.render.renderer import Renderer
@@ -45,7 +45,7 @@ __all__ = [
     "projection_version",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class ContextView:

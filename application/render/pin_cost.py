@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import msgspec
-import structlog
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.pins import pin_meta, span_pins
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import AnyEvent, ItemPinned
@@ -13,7 +13,7 @@ from contextledger.projections.policy import Policy
 
 __all__ = ["PinCost", "pin_cost", "pin_with_cost", "warn_if_displacing"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class PinCost(msgspec.Struct, frozen=True, kw_only=True):

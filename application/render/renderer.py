@@ -6,8 +6,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import msgspec
-import structlog
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.snapshots import SnapshotSlot
 from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.render.context_rows import decode_row, encode_row
@@ -36,7 +36,7 @@ from contextledger.projections.state import RenderState
 
 __all__ = ["Renderer"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SNAPSHOT_EVERY = 1_000
 """Persist the folded state when at least this many events were folded since the last snapshot."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import structlog
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.search.text_index import (
     CHUNK,
     SEARCH_VIEW,
@@ -19,7 +19,7 @@ from contextledger.domain.ports import Notification, ProjectionStore
 
 __all__ = ["SEARCH_VIEW", "SearchView", "chunk_key", "chunk_sketches"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def chunk_sketches(store: ProjectionStore, session_id: str, *, name: str = SEARCH_VIEW) -> dict[int, bytes]:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 import msgspec
-import structlog
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND, Status, request_status
 from contextledger.application.views.side_stream_view import SideStreamView
 from contextledger.application.views.view_runner import Rows
@@ -35,7 +35,7 @@ __all__ = [
     "read_summaries",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 SUMMARIES_VIEW = "summaries/v1"
 """The name of the view's rows (one per session, keyed by session id); raise the version on a change."""

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-import structlog
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import policy_key
@@ -39,7 +39,7 @@ from contextledger.projections.summary_requests import (
 
 __all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class CompactionCallbacks(Protocol):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import structlog
+from contextledger.application.kernel.logs import get_logger
 from contextledger.application.views.view_runner import KnownRows, Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import Notification, ProjectionStore
 
 __all__ = ["SideStreamView"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class SideStreamView:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
-import structlog
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.summarizers.http import HttpPolicy
@@ -188,21 +188,23 @@ def test_anthropic_cut_reply_is_rejected(request_):
         _anthropic(url).summarize(request_)
 
 
-def test_the_api_key_never_reaches_errors_or_logs(request_):
+def test_the_api_key_never_reaches_errors_or_logs(request_, caplog):
     """A 401 whose body echoes the key: the error and every log line show it redacted."""
     limited = Reply(status=429, body={"error": f"rate limited for {KEY}"}, headers={"retry-after": "0"})
     echo = Reply(status=401, body={"error": f"invalid api key {KEY}"})
     with (
-        structlog.testing.capture_logs() as logs,
+        caplog.at_level(logging.INFO, logger="contextledger"),
         serve(limited, echo) as (url, _),
         pytest.raises(SummarizerError) as caught,
     ):
         _openai(url).summarize(request_)
     assert KEY not in str(caught.value)
     assert "[redacted]" in str(caught.value)
+    logs = [record.structlog for record in caplog.records if hasattr(record, "structlog")]
     assert [entry["event"] for entry in logs] == ["summarizer_retry"]
     assert "[redacted]" in logs[0]["reason"]
     assert KEY not in repr(logs)
+    assert KEY not in caplog.text
     assert KEY not in _openai("http://x").config_sha
 
 

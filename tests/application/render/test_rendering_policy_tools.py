@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import contextledger
 import pytest
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import ConfigError
 from contextledger.projections.policy import Policy
-from structlog.testing import capture_logs
 
 
 def _policy(tool: str) -> Policy:
@@ -36,15 +37,18 @@ def test_a_misspelt_tool_is_a_config_error_when_the_session_declares_its_tools(l
     assert renderer.render(session, _policy("read_file")).messages
 
 
-def test_without_schemas_an_unmatched_tool_warns_and_the_policy_still_renders(ledger):
+def test_without_schemas_an_unmatched_tool_warns_and_the_policy_still_renders(ledger, caplog):
     """Without schemas only called tools are known: an unmatched name warns once; a match is silent."""
     session = _session(ledger, schemas=False)
     renderer = Renderer(ledger)
-    with capture_logs() as logs:
+    with caplog.at_level(logging.INFO, logger="contextledger"):
         assert renderer.render(session, _policy("bash")).messages
         renderer.render(session, _policy("bash"))
         renderer.render(session, _policy("read_file"))
+    logs = [record.structlog for record in caplog.records if hasattr(record, "structlog")]
     warnings = [entry for entry in logs if entry["event"] == "policy_names_unknown_tools"]
     assert len(warnings) == 1
     assert "retention.tools.bash: no tool of this name in the session" in warnings[0]["problem"]
-    assert warnings[0]["log_level"] == "warning"
+    assert [r.levelname for r in caplog.records if "policy_names_unknown_tools" in r.getMessage()] == [
+        "WARNING"
+    ]

@@ -1,0 +1,71 @@
+"""Rebuild a recorded call's exact payload in its wire (Chat, Responses, Messages, reasoning too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from contextledger.adapters.providers.agent import provider_format
+from contextledger.application.agent.signed_reasoning import signed_reasoning
+from contextledger.application.audit.call_recorder import CallRecorder, payload_sha
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.render.renderer import Renderer
+from contextledger.domain.errors import ReplayMismatchError, ValidationError
+from contextledger.domain.events import ModelCallRecorded
+
+__all__ = ["ReplayedPayload", "replay_call"]
+
+
+class ReplayedPayload(msgspec.Struct, frozen=True, kw_only=True):
+    """A recorded call rebuilt from the log: its record, the payload and that payload's hash."""
+
+    record: ModelCallRecorded
+    payload: dict[str, Any]
+    payload_sha: str
+
+    @property
+    def verified(self) -> bool:
+        """The rebuilt payload hashes as the one recorded (always, once returned; False if none was)."""
+        return bool(self.record.payload_sha) and self.payload_sha == self.record.payload_sha
+
+
+def _tokenizer_name(recorded: str) -> str:
+    """The name to ask the tokenizer factory for, from the name a counter records (heuristic variants)."""
+    return "heuristic" if recorded.startswith("heuristic") else recorded
+
+
+def session_of_call(ledger: Ledger, call_id: str) -> str | None:
+    """Return the session that recorded ``call_id`` (searching every session), or None."""
+    recorder = CallRecorder(ledger)
+    for info in ledger.sessions():
+        if any(v.record.call_id == call_id for v in recorder.calls(info.session_id)):
+            return str(info.session_id)
+    return None
+
+
+def replay_call(ledger: Ledger, call_id: str, session_id: str | None = None) -> ReplayedPayload:
+    """Rebuild the payload a recorded call sent, in its wire, and check it hashes as recorded.
+
+    The context is rendered again at the call's position under its registered policy and budget;
+    the wire the record names (``openai``, ``openai-responses``, ``anthropic``) turns it into the
+    request arguments, with the signed reasoning (thinking blocks, encrypted reasoning items) the
+    request sent back, read from the same log.
+
+    Raises:
+        ValidationError: No session has the call.
+        ReplayMismatchError: The context or the payload differs from the one recorded.
+    """
+    session = session_id or session_of_call(ledger, call_id)
+    if session is None:
+        raise ValidationError(f"no session has a recorded call {call_id!r}")
+    recorder = CallRecorder(ledger)
+    tokenizer = recorder.call(session, call_id).record.tokenizer
+    renderer = Renderer(ledger, tokenizer=_tokenizer_name(tokenizer))
+    record, context = recorder.rerender(renderer, session, call_id)
+    wire = provider_format(record.wire_format).payload(context, signed_reasoning(ledger, session, context))
+    sha = payload_sha(wire.arguments)
+    if record.payload_sha and sha != record.payload_sha:
+        raise ReplayMismatchError(
+            f"call {call_id}: the {record.wire_format} payload differs from the one recorded"
+        )
+    return ReplayedPayload(record=record, payload=wire.arguments, payload_sha=sha)
