@@ -10,7 +10,9 @@ Every command:
   5 store error, 6 summarizer error, 70 internal error, 130 interrupted); 3 means "retry later": the
   store is unreachable or locked, or another runner holds a projection's lease (``ProjectionLockedError``);
 - answers ``-h`` and ``--help`` with an example (``command(app, name, example=...)`` puts it in the epilog);
-- prints transcript text as data, never as rich markup (consoles have markup and emoji codes off; ``cell``).
+- prints transcript text as data, never as rich markup (consoles have markup and emoji codes off; ``cell``),
+  and never as terminal controls: escape sequences, C0/C1 controls and bidi overrides print escaped
+  (``terminal.printable``, applied by ``cell``, the consoles and the error line).
 
 Heavy modules (rich, the store, importers, renderer) are imported inside the command bodies so that
 ``contextledger --help`` starts fast.
@@ -28,6 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+from contextledger.adapters.cli.terminal import printable
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ConfigError,
@@ -136,25 +139,25 @@ def exit_code_for(error: BaseException) -> int:
 
 @functools.cache
 def out_console() -> Console:
-    """The stdout console: no markup, no emoji codes, no highlighting; transcript text prints as is."""
-    from rich.console import Console  # noqa: PLC0415 - rich loads only when a command prints
+    """The stdout console: no markup, emoji codes or highlighting, controls escaped: text prints as data."""
+    from contextledger.adapters.cli.safe_console import SafeConsole  # noqa: PLC0415 - rich loads on print
 
-    return Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
+    return SafeConsole(highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 @functools.cache
 def err_console() -> Console:
     """The stderr console for progress bars and notes, so stdout stays clean for ``--json``."""
-    from rich.console import Console  # noqa: PLC0415 - rich loads only when a command prints
+    from contextledger.adapters.cli.safe_console import SafeConsole  # noqa: PLC0415 - rich loads on print
 
-    return Console(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
+    return SafeConsole(stderr=True, highlight=False, soft_wrap=True, markup=False, emoji=False)
 
 
 def cell(value: object, style: str = "") -> Text:
-    """Return ``value`` as a rich ``Text``: a table cell that is never parsed as markup."""
+    """Return ``value`` as a rich ``Text``: a table cell never parsed as markup, its controls escaped."""
     from rich.text import Text  # noqa: PLC0415 - rich loads only when a command prints
 
-    return Text("" if value is None else str(value), style=style)
+    return Text("" if value is None else printable(str(value)), style=style)
 
 
 def _encode_extra(value: Any) -> Any:
@@ -186,7 +189,7 @@ def _report(error_type: str, message: str, code: int, *, json_output: bool) -> t
         document = {"error": {"type": error_type, "message": one_line, "exit_code": code}}
         sys.stderr.write(json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
-        sys.stderr.write(f"error: {error_type}: {one_line}\n")
+        sys.stderr.write(f"error: {error_type}: {printable(one_line)}\n")
     sys.stderr.flush()
     return typer.Exit(code)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,10 +17,16 @@ from contextledger.domain.errors import (
     SummarizerUnavailableError,
     SummaryRejectedError,
 )
+from contextledger.domain.redaction import redact, redact_then_cut
 
-__all__ = ["HttpPolicy", "post_json"]
+__all__ = ["HttpPolicy", "post_json", "redacting"]
 
 log = get_logger(__name__)
+
+_DETAIL_CHARS = 300
+"""An error message quotes at most this much of the provider's answer (cut after redaction)."""
+_SCANNED_CHARS = 65_536
+"""How much of an error body is read for the quote (redacted whole, then cut to ``_DETAIL_CHARS``)."""
 
 _RETRYABLE = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 """Statuses worth another try: timeouts, rate limits, overloads and server errors."""
@@ -51,11 +58,17 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _redacted(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return text
+@contextmanager
+def redacting(secrets: tuple[str, ...]) -> Iterator[None]:
+    """Re-raise a ``SummarizerError`` raised inside with every form of ``secrets`` redacted from it."""
+    try:
+        yield
+    except SummarizerError as error:
+        message = str(error)
+        cleaned = redact(message, secrets)
+        if cleaned == message:
+            raise
+        raise type(error)(cleaned) from None
 
 
 def _decoded(url: str, response: httpx.Response) -> dict[str, Any]:
@@ -72,7 +85,7 @@ def _refusal(
     url: str, response: httpx.Response, policy: HttpPolicy, secrets: tuple[str, ...]
 ) -> tuple[str, float | None]:
     """Describe a non-2xx answer; raise when another attempt cannot help; return the wait it asks for."""
-    detail = _redacted(response.text[:300], secrets)
+    detail = redact_then_cut(response.text[:_SCANNED_CHARS], secrets, _DETAIL_CHARS)
     reason = f"HTTP {response.status_code}: {' '.join(detail.split())}"
     if response.status_code not in _RETRYABLE:
         raise SummarizerError(f"{url} refused the summary call: {reason}")
@@ -100,6 +113,20 @@ def post_json(
         SummarizerError: A non-retryable refusal (bad key, bad request).
         SummaryRejectedError: A 2xx answer that is not a JSON object.
     """
+    with redacting(secrets):
+        return _post_json(client, url, body, headers=headers, policy=policy, secrets=secrets, sleep=sleep)
+
+
+def _post_json(
+    client: httpx.Client,
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str],
+    policy: HttpPolicy,
+    secrets: tuple[str, ...],
+    sleep: Callable[[float], None],
+) -> dict[str, Any]:
     reason = "no attempt made"
     for attempt in range(1, policy.attempts + 1):
         wait: float | None = None
@@ -115,7 +142,13 @@ def post_json(
             reason, wait = _refusal(url, response, policy, secrets)
         if wait is None:
             wait = policy.backoff * 2 ** (attempt - 1)
-        log.info("summarizer_retry", url=url, attempt=attempt, reason=reason, wait=wait)
+        log.info(
+            "summarizer_retry",
+            url=redact(url, secrets),
+            attempt=attempt,
+            reason=redact(reason, secrets),
+            wait=wait,
+        )
         if attempt < policy.attempts:
             sleep(wait)
     raise SummarizerUnavailableError(f"{url}: {reason} ({policy.attempts} attempts)")

@@ -8,7 +8,7 @@ import httpx
 import msgspec
 from contextledger.adapters.formats.anthropic import to_anthropic
 from contextledger.adapters.formats.openai import to_openai
-from contextledger.adapters.summarizers.http import HttpPolicy, post_json
+from contextledger.adapters.summarizers.http import HttpPolicy, post_json, redacting
 from contextledger.domain.content import content_address
 from contextledger.domain.errors import SummaryRejectedError
 from contextledger.projections.summary_requests import (
@@ -105,6 +105,10 @@ class OpenAICompatibleSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         """Ask the server for the summary; raise ``SummarizerError`` subclasses on any failure."""
+        with redacting((self._api_key,)):
+            return self._summarize(request)
+
+    def _summarize(self, request: SummaryRequest) -> SummaryDraft:
         body = self.request_body(request)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         url = f"{self.base_url}/chat/completions"
@@ -183,6 +187,10 @@ class AnthropicSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         """Ask the API for the summary; raise ``SummarizerError`` subclasses on any failure."""
+        with redacting((self._api_key,)):
+            return self._summarize(request)
+
+    def _summarize(self, request: SummaryRequest) -> SummaryDraft:
         body = self.request_body(request)
         headers = {"anthropic-version": self.version}
         if self._api_key:
