@@ -101,7 +101,7 @@ def pin_cost(
     else:
         events = span_pins(ledger, session_id, first, last, reason)
     pinned_state = projector.fold(
-        [CountedEvent(seq=head + i, event=e) for i, e in enumerate(events, start=1)], state
+        [CountedEvent(position=head + i, event=e) for i, e in enumerate(events, start=1)], state
     )
     after = projector.render(pinned_state, renderer.reader.resolve)
     positions = tuple(e.position for e in events if isinstance(e, ItemPinned))
