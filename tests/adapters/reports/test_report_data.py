@@ -68,7 +68,9 @@ def test_computed_calls_add_up_and_store_each_text_once(imported):
     """An imported session: one call per assistant message, exact tiers, texts interned, diffs consistent."""
     ledger, session = imported
     data = _report(ledger, session, budget=8000, compare=("threshold", PRESETS["threshold"]))
-    assistants = [r.seq for r in ledger.events(session) if type(r.event).__name__ == "AssistantMessageAdded"]
+    assistants = [
+        r.position for r in ledger.events(session) if type(r.event).__name__ == "AssistantMessageAdded"
+    ]
     assert data.source == "computed"
     assert [c.position for c in data.calls] == [p - 1 for p in assistants if p > 1]
     assert len(set(data.texts)) == len(data.texts)
@@ -98,7 +100,7 @@ def test_recorded_calls_are_shown_as_recorded_and_replay(imported):
     renderer = Renderer(ledger, tokenizer="heuristic")
     recorder = CallRecorder(ledger)
     positions = [
-        r.seq - 1 for r in ledger.events(session) if type(r.event).__name__ == "AssistantMessageAdded"
+        r.position - 1 for r in ledger.events(session) if type(r.event).__name__ == "AssistantMessageAdded"
     ]
     for position in positions[1:8]:
         context = renderer.render(session, PRESETS["threshold"], at=position, budget=6000)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import structlog
 from contextledger.adapters.summarizers.http import HttpPolicy
 from contextledger.adapters.summarizers.models import AnthropicSummarizer, OpenAICompatibleSummarizer
 from contextledger.domain.errors import SummarizerError
@@ -56,12 +56,12 @@ RAW = {"u-escaped by the server": '{"error": "bad key ' + "".join(f"\\u{ord(c):0
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 @pytest.mark.parametrize("form", list(BODIES))
-def test_no_form_of_the_key_reaches_the_error_or_the_logs(form, kind):
+def test_no_form_of_the_key_reaches_the_error_or_the_logs(form, kind, caplog):
     """A 401 (after a retried 503) echoing the key in some form: error and log lines hold none of it."""
     body, raw = BODIES[form], RAW.get(form)
     busy = Reply(status=503, body=body, raw=raw, headers={"retry-after": "0"})
     refused = Reply(status=401, body=body, raw=raw)
-    with structlog.testing.capture_logs() as logs, serve(busy, refused) as (url, _):
+    with caplog.at_level(logging.INFO, logger="contextledger"), serve(busy, refused) as (url, _):
         summarizer = (
             OpenAICompatibleSummarizer(model="m", base_url=f"{url}/v1", api_key=KEY, policy=FAST)
             if kind == "openai"
@@ -71,8 +71,10 @@ def test_no_form_of_the_key_reaches_the_error_or_the_logs(form, kind):
             summarizer.summarize(_request())
     assert "[redacted]" in str(caught.value)
     assert _leaks(str(caught.value)) == []
+    logs = [record.structlog for record in caplog.records if hasattr(record, "structlog")]
     assert logs
     assert _leaks(repr(logs)) == []
+    assert _leaks(caplog.text) == []
     if form == "the provider's masked form":
         assert KEY[-4:] not in str(caught.value)
 

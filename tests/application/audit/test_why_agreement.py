@@ -71,9 +71,9 @@ class Session:
     def __init__(self, ledger: contextledger.Ledger, session_id: str) -> None:
         self.ledger = ledger
         self.session_id = session_id
-        self.texts = {r.seq: _raw_texts(ledger, r.event) for r in ledger.events(session_id)}
+        self.texts = {r.position: _raw_texts(ledger, r.event) for r in ledger.events(session_id)}
         self.calls = [
-            r.seq - 1 for r in ledger.events(session_id) if isinstance(r.event, AssistantMessageAdded)
+            r.position - 1 for r in ledger.events(session_id) if isinstance(r.event, AssistantMessageAdded)
         ]
         self.payloads: dict[str, list[tuple[int, str, list[str]]]] = {}
         renderer = Renderer(ledger, tokenizer="heuristic")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
-import structlog
 from contextledger.application.render.pin_cost import pin_cost, pin_with_cost
 from contextledger.application.render.renderer import Renderer
 from contextledger.projections.presets import PRESETS
@@ -28,7 +29,7 @@ def _verbatim(context):
     return {p for m in context.messages if m.kind == "message" for p in m.sources}
 
 
-def test_pin_cost_names_what_a_big_pin_displaces_and_writes_nothing(ledger):
+def test_pin_cost_names_what_a_big_pin_displaces_and_writes_nothing(ledger, caplog):
     """The cost is computed from the current state; the renders after the real pin bear it out."""
     session, big = _session(ledger)
     renderer = Renderer(ledger, tokenizer="heuristic")
@@ -42,7 +43,7 @@ def test_pin_cost_names_what_a_big_pin_displaces_and_writes_nothing(ledger):
     assert cost.displaces
     assert set(cost.displaced) <= before
     assert f"displaces {len(cost.displaced)} message(s)" in cost.describe()
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.INFO, logger="contextledger"):
         written, again = pin_with_cost(renderer, session, big, policy=PRESETS["default"], budget=BUDGET)
     assert written == (head + 1,)
     assert again == cost
@@ -50,11 +51,12 @@ def test_pin_cost_names_what_a_big_pin_displaces_and_writes_nothing(ledger):
     assert big in after
     assert not set(cost.displaced) & after
     assert before - set(cost.displaced) <= after
+    logs = [record.structlog for record in caplog.records if hasattr(record, "structlog")]
     [warning] = [entry for entry in logs if entry["event"] == "pin_displaces_context"]
     assert warning["displaced"] == list(cost.displaced)
 
 
-def test_a_pin_that_fits_displaces_nothing_and_does_not_warn(ledger):
+def test_a_pin_that_fits_displaces_nothing_and_does_not_warn(ledger, caplog):
     """A small evicted message pinned back costs its tokens and pushes nothing out."""
     session = ledger.start_session(system_prompt="s")
     first = ledger.add_user_message(session, "a short early remark")
@@ -63,9 +65,11 @@ def test_a_pin_that_fits_displaces_nothing_and_does_not_warn(ledger):
     cost = pin_cost(renderer, session, first, policy=PRESETS["default"], budget=BUDGET)
     assert not cost.displaces
     assert "displaces nothing" in cost.describe()
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.INFO, logger="contextledger"):
         pin_with_cost(renderer, session, first, policy=PRESETS["default"], budget=BUDGET)
+    logs = [record.structlog for record in caplog.records if hasattr(record, "structlog")]
     assert not [entry for entry in logs if entry["event"] == "pin_displaces_context"]
+    assert "pin_displaces_context" not in caplog.text
 
 
 @pytest.mark.parametrize("span", [True, False])
