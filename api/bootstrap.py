@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.factory import open_store, resolve_url
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.adapters.system import SystemClock, UuidSource
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.application.kernel.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
 from contextledger.application.kernel.wiring import Ports
-from contextledger.domain.ports import Clock, IdSource, TokenizerFactory
+from contextledger.domain.ports import Clock, IdSource, NotificationWaiter, TokenizerFactory
 
 __all__ = ["open_ledger"]
+
+
+def _waiter_of(store: RecorderEventStore) -> NotificationWaiter:
+    """The notification waiter fitting ``store`` (LISTEN/NOTIFY on PostgreSQL, polling elsewhere)."""
+    from contextledger.adapters.store.notification_waiters import notification_waiter  # noqa: PLC0415 - start-up time
+
+    return notification_waiter(store)
 
 
 def open_ledger(
@@ -32,6 +40,7 @@ def open_ledger(
     ports = Ports(
         projections=views,
         notifications=views,
+        waiter=lambda: _waiter_of(store),
         log=store,
         blobs=store,
         token_counts=store,

@@ -20,7 +20,7 @@ from contextledger.application.render.context_versions import (
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.views.view_runner import BATCH_SIZE, Shard
 from contextledger.domain.errors import ConfigError, ContextLedgerError
-from contextledger.domain.ports import NotificationReader, ProjectionStore
+from contextledger.domain.ports import NotificationReader, ProjectionStore, VersionRegistry
 from contextledger.projections.policy import Policy
 from contextledger.projections.state import RenderState
 
@@ -104,7 +104,7 @@ class RebuildSpec(msgspec.Struct, frozen=True):
 
 
 def record_config(
-    views: ProjectionStore, version: str, policy: Policy, budget: int | None, tokenizer: str
+    views: VersionRegistry, version: str, policy: Policy, budget: int | None, tokenizer: str
 ) -> None:
     """Record the config a version is built under (``compare_versions`` and serving read it)."""
     config = {"policy": policy.fingerprint(), "budget": budget, "tokenizer": tokenizer}
@@ -129,7 +129,7 @@ def build_version(
     return runner
 
 
-def _config(views: ProjectionStore, version: str) -> tuple[Policy, int | None, str]:
+def _config(views: VersionRegistry, version: str) -> tuple[Policy, int | None, str]:
     raw = views.active(CONFIG_PREFIX + version)
     if raw is None:
         msg = f"projection version {version!r} has no recorded config (build it with `contextledger rebuild`)"
