@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-import contextledger.application.audit.forensics  # noqa: F401 - SCRATCH: a deliberately wrong import (kernel -> audit)
 from typing import Any, TypeVar
 
 import pydantic
