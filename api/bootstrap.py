@@ -7,11 +7,13 @@ from contextledger.adapters.store.factory import open_store, resolve_url
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.adapters.system import SystemClock, UuidSource
 from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
 from contextledger.application.kernel.wiring import Ports
+from contextledger.application.render.renderer import Renderer
 from contextledger.domain.ports import Clock, IdSource, NotificationWaiter, TokenizerFactory
 
-__all__ = ["open_ledger"]
+__all__ = ["open_ledger", "recorder_for", "renderer_for"]
 
 
 def _waiter_of(store: RecorderEventStore) -> NotificationWaiter:
@@ -52,3 +54,13 @@ def open_ledger(
         url=store.url,
     )
     return Ledger(ports, blob_threshold=blob_threshold)
+
+
+def renderer_for(ledger: Ledger, tokenizer: str = "cl100k_base") -> Renderer:
+    """The renderer over ``ledger`` that commands render with, counting with ``tokenizer``."""
+    return Renderer(ledger, tokenizer=tokenizer)
+
+
+def recorder_for(ledger: Ledger) -> CallRecorder:
+    """The ``model_calls`` recorder over ``ledger`` that commands record and read calls with."""
+    return CallRecorder(ledger)

@@ -14,6 +14,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     out_console,
     run_guarded,
+    use_cases,
 )
 
 if TYPE_CHECKING:
@@ -148,20 +149,17 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415 - loaded on use
 
             chosen = resolve_policy(policy)
             call_id = None
             with ledger_for(db) as ledger:
-                renderer = Renderer(ledger, tokenizer=tokenizer)
+                renderer = use_cases().renderer(ledger, tokenizer)
                 if from_projection:
                     renderer.require_active(renderer.projector(chosen, budget=budget), policy, budget)
                 context = renderer.render(session_id, chosen, at=at, budget=budget)
                 document = render_document(context, wire)
                 if record:
-                    from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415
-
-                    recorder = CallRecorder(ledger)
+                    recorder = use_cases().recorder(ledger)
                     call_id = recorder.record(
                         context, chosen, payload=document["payload"], wire_format=wire
                     ).call_id
