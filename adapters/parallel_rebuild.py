@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from contextledger.adapters.store.event_store import RecorderEventStore
-from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.views.view_runner import BatchDone, RunStats, Shard
 from contextledger.domain.errors import ConfigError, StoreError
-from contextledger.domain.ports import ProjectionCommit
+from contextledger.domain.ports import Checkpoints, ProjectionCommit
 
-__all__ = ["LedgerOpener", "auto_workers", "projections_of", "rebuild_in_shards"]
+__all__ = ["LedgerOpener", "auto_workers", "rebuild_in_shards"]
 
 LedgerOpener = Callable[[str | None], Ledger]
 """Opens a ledger by URL (the composition root's ``open_ledger``); a module-level function, so that
@@ -27,14 +26,6 @@ worker processes can be handed it."""
 
 _PARALLEL_FROM = 20_000
 """Below this many notifications one process rebuilds (starting workers costs ~0.5 s each)."""
-
-
-def projections_of(ledger: Ledger) -> RecorderProjections:
-    """The projection store (and notification reader) of an opened ledger's store."""
-    store = ledger.ports.log
-    if not isinstance(store, RecorderEventStore):
-        raise ConfigError("this ledger's store keeps no projections")
-    return RecorderProjections(store)
 
 
 def auto_workers(notifications: int) -> int:
@@ -86,14 +77,14 @@ def _shard_main(job: _Job, events: Any) -> None:
     index = job.shard[0]
     try:
         with job.opener(job.url) as ledger:
-            views = projections_of(ledger)
+            views, reader = store_views(ledger)
 
             def report(done: BatchDone) -> None:
                 _stop_if_orphaned(job.parent)
                 events.put(("batch", index, done.tracking, done.events))
 
             runner = msgspec.msgpack.decode(job.spec, type=RebuildSpec).runner(
-                ledger, views, views, shard=Shard(*job.shard), on_batch=report
+                ledger, reader, views, shard=Shard(*job.shard), on_batch=report
             )
             stats = runner.run()
             checkpoints = runner.runner.checkpoints()
@@ -129,8 +120,8 @@ def rebuild_in_shards(
     if url.startswith("memory:"):
         raise ConfigError("a memory:// ledger lives in one process: rebuild it with one worker")
     with opener(url) as ledger:
-        store = projections_of(ledger)
-        with spec.runner(ledger, store, store).runner.leases():
+        store, reader = store_views(ledger)
+        with spec.runner(ledger, reader, store).runner.leases():
             stats, checkpoints = _run_workers(opener, url, spec, workers, on_progress)
             _hand_over(store, checkpoints)
     return stats
@@ -174,7 +165,7 @@ def _run_workers(
     return _merged(list(results.done.values())), results.checkpoints
 
 
-def _hand_over(store: RecorderProjections, checkpoints: dict[str, int]) -> None:
+def _hand_over(store: Checkpoints, checkpoints: dict[str, int]) -> None:
     """Move each view's own checkpoint to the position all its shards passed (never back).
 
     Every session's row is then at least that far, so one unsharded runner (a live tail) goes on

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.factory import open_store, resolve_url
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.adapters.system import SystemClock, UuidSource
 from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import DEFAULT_BLOB_THRESHOLD, Ledger
 from contextledger.application.kernel.wiring import Ports
-from contextledger.domain.ports import Clock, IdSource, TokenizerFactory
+from contextledger.application.render.renderer import Renderer
+from contextledger.domain.ports import Clock, IdSource, NotificationWaiter, TokenizerFactory
 
-__all__ = ["open_ledger"]
+__all__ = ["open_ledger", "recorder_for", "renderer_for"]
+
+
+def _waiter_of(store: RecorderEventStore) -> NotificationWaiter:
+    """The notification waiter fitting ``store`` (LISTEN/NOTIFY on PostgreSQL, polling elsewhere)."""
+    from contextledger.adapters.store.notification_waiters import notification_waiter  # noqa: PLC0415 - start-up time
+
+    return notification_waiter(store)
 
 
 def open_ledger(
@@ -32,6 +42,7 @@ def open_ledger(
     ports = Ports(
         projections=views,
         notifications=views,
+        waiter=lambda: _waiter_of(store),
         log=store,
         blobs=store,
         token_counts=store,
@@ -43,3 +54,13 @@ def open_ledger(
         url=store.url,
     )
     return Ledger(ports, blob_threshold=blob_threshold)
+
+
+def renderer_for(ledger: Ledger, tokenizer: str = "cl100k_base") -> Renderer:
+    """The renderer over ``ledger`` that commands render with, counting with ``tokenizer``."""
+    return Renderer(ledger, tokenizer=tokenizer)
+
+
+def recorder_for(ledger: Ledger) -> CallRecorder:
+    """The ``model_calls`` recorder over ``ledger`` that commands record and read calls with."""
+    return CallRecorder(ledger)

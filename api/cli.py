@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NoReturn
 
 from contextledger.adapters.cli.app import run
+from contextledger.adapters.cli.common import UseCases
 
 if TYPE_CHECKING:
+    from contextledger.application.audit.call_recorder import CallRecorder
     from contextledger.application.kernel.ledger import Ledger
+    from contextledger.application.render.renderer import Renderer
 
 __all__ = ["main"]
 
@@ -19,6 +22,20 @@ def _open_ledger(url: str | None) -> Ledger:
     return open_ledger(url)
 
 
+def _renderer(ledger: Ledger, tokenizer: str) -> Renderer:
+    """The root's renderer over ``ledger`` (loaded only when a command renders)."""
+    from contextledger.bootstrap import renderer_for  # noqa: PLC0415 - keeps --help and --version fast
+
+    return renderer_for(ledger, tokenizer)
+
+
+def _recorder(ledger: Ledger) -> CallRecorder:
+    """The root's call recorder over ``ledger`` (loaded only when a command reads or writes calls)."""
+    from contextledger.bootstrap import recorder_for  # noqa: PLC0415 - keeps --help and --version fast
+
+    return recorder_for(ledger)
+
+
 def main() -> NoReturn:
-    """Run the CLI with ledgers opened by ``open_ledger``."""
-    run(_open_ledger)
+    """Run the CLI with ledgers opened by ``open_ledger`` and use cases built by the root."""
+    run(_open_ledger, use_cases=UseCases(renderer=_renderer, recorder=_recorder))

@@ -36,10 +36,11 @@ from typing import Any
 import contextledger
 import msgspec
 from contextledger.adapters.importers.service import import_file
-from contextledger.adapters.parallel_rebuild import projections_of, rebuild_in_shards
+from contextledger.adapters.parallel_rebuild import rebuild_in_shards
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.application.rebuild.audit_views import AUDIT_VIEWS
 from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.views.view_runner import BATCH_SIZE
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
@@ -136,13 +137,13 @@ def phase_rebuild(db: Path, projection: str, workers: int, views: tuple[str, ...
     started = time.perf_counter()
     if workers == 1:
         with contextledger.open_ledger(url) as ledger:
-            store = projections_of(ledger)
+            store = store_views(ledger)[0]
             stats = spec.runner(ledger, store, store).run()
     else:
         stats = rebuild_in_shards(contextledger.open_ledger, url, spec, workers)
     elapsed = time.perf_counter() - started
     with contextledger.open_ledger(url) as ledger:
-        sessions = len(projections_of(ledger).row_keys(projection))
+        sessions = len(store_views(ledger)[0].row_keys(projection))
     return {
         "events": stats.events,
         "workers": workers,

@@ -12,6 +12,7 @@ from contextledger.domain.events import AnyEvent, Recorded
 __all__ = [
     "AppendOutcome",
     "BlobReader",
+    "Checkpoints",
     "Clock",
     "EventLog",
     "IdSource",
@@ -21,6 +22,8 @@ __all__ = [
     "NotificationWaiter",
     "ProjectionCommit",
     "ProjectionLease",
+    "ProjectionLeases",
+    "ProjectionRows",
     "ProjectionStore",
     "SessionInfo",
     "SnapshotStore",
@@ -28,6 +31,7 @@ __all__ = [
     "TokenCountStore",
     "TokenCounter",
     "TokenizerFactory",
+    "VersionRegistry",
 ]
 
 
@@ -173,6 +177,10 @@ class NotificationReader(Protocol):
         """Scan up to ``limit`` notifications after ``after``; decode only the streams ``keep`` accepts."""
         ...
 
+    def head(self) -> int:
+        """Return the id of the newest notification, 0 when the store holds none."""
+        ...
+
 
 class NotificationWaiter(Protocol):
     """Wakes a live tail when notifications after a position may exist (LISTEN/NOTIFY, or a cheap poll)."""
@@ -197,8 +205,8 @@ class ProjectionLease(Protocol):
         ...
 
 
-class ProjectionStore(Protocol):
-    """Persistent views: rows and tracking written in ONE transaction, plus an active-version registry."""
+class Checkpoints(Protocol):
+    """How far each view has folded the notifications, committed together with its rows."""
 
     def load_tracking(self, projection: str) -> int:
         """Return the last notification id folded into ``projection``, 0 when none."""
@@ -215,6 +223,10 @@ class ProjectionStore(Protocol):
     def commit_many(self, commits: Sequence[ProjectionCommit]) -> None:
         """Store several views' rows and checkpoints in ONE transaction, or nothing."""
         ...
+
+
+class ProjectionRows(Protocol):
+    """Reading a view's rows back (key -> position, bytes), and dropping a view."""
 
     def load_range(self, projection: str, after_key: str, upto_key: str) -> dict[str, tuple[int, bytes]]:
         """Return the rows with ``after_key < key <= upto_key`` (keys compare as text)."""
@@ -236,6 +248,10 @@ class ProjectionStore(Protocol):
         """Delete the rows and checkpoints (its shards' too) of ``projection``; the registry stays."""
         ...
 
+
+class VersionRegistry(Protocol):
+    """Which version of a view serves it (and each version's recorded config), one atomic write each."""
+
     def activate(self, name: str, version: str) -> None:
         """Make ``version`` the active projection serving ``name`` (one atomic write)."""
         ...
@@ -244,9 +260,22 @@ class ProjectionStore(Protocol):
         """Return the active version of ``name``, or None."""
         ...
 
+
+class ProjectionLeases(Protocol):
+    """One writer per view at a time."""
+
     def acquire(self, projection: str) -> ProjectionLease:
         """Take the one-writer lease of ``projection``; ``ProjectionLockedError`` when it is held."""
         ...
+
+
+class ProjectionStore(Checkpoints, ProjectionRows, VersionRegistry, ProjectionLeases, Protocol):
+    """Persistent views, all four parts: an adapter implements them together, a use case names its part.
+
+    Rows and tracking are written in ONE transaction (``Checkpoints``), read back (``ProjectionRows``);
+    the active version of each view is registered (``VersionRegistry``); one runner writes a view at a
+    time (``ProjectionLeases``).
+    """
 
 
 class TokenCounter(Protocol):

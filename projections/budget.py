@@ -20,6 +20,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     always fits. Compaction starts above ``high_mark`` and evicts down to ``low_mark``.
     New fields (more tier caps) can be added without changing the reducer signature.
 
+    The one declaration of the budget's fields, types and defaults: a policy's ``[budget]`` table
+    (``policy.BudgetConfig``) is derived from these fields.
+
     Attributes:
         total: The model's context window in tokens.
         output_reserve: Tokens kept free for the model's answer.
@@ -39,8 +42,8 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             the prefix is rewritten anyway (``projections.cache_aware``).
     """
 
-    total: int
-    output_reserve: int = 0
+    total: int = 128_000
+    output_reserve: int = 4_000
     injection_reserve: int = 0
     safety_margin: int = 0
     high_water: float = 0.9

@@ -30,7 +30,7 @@ __all__ = [
     "count_context",
     "count_message",
     "count_with",
-    "event_texts",
+    "counted_texts",
     "system_tokens",
     "tools_text",
 ]
@@ -39,7 +39,7 @@ __all__ = [
 class CountedEvent(msgspec.Struct, frozen=True, kw_only=True):
     """A logged event with the token counts of its texts, as ``evolve`` consumes it.
 
-    ``tokens`` holds one count per text of ``event_texts(event)``, in that order. ``position`` is the
+    ``tokens`` holds one count per text of ``counted_texts(event)``, in that order. ``position`` is the
     event's position; for a ``SummaryRecorded`` it is ``produced_at`` (the position after which the
     artifact is available). ``full_text`` carries the resolved text of a blob content when the
     projection asked for it (``Projector.needs_text``) so that it can truncate it.
@@ -51,7 +51,7 @@ class CountedEvent(msgspec.Struct, frozen=True, kw_only=True):
     full_text: str | None = None
 
 
-def event_texts(event: AnyEvent) -> list[Text]:
+def counted_texts(event: AnyEvent) -> list[Text]:
     """Return the texts of an event whose token counts ``CountedEvent.tokens`` carries, in order.
 
     SessionStarted: system prompt, tools JSON as sent (``wire.tools_text``). UserMessageAdded /
@@ -89,7 +89,7 @@ def count_with(
         resolve: Reads a blob's text; without it only inline texts can be counted.
     """
     reader = resolve or _inline_only
-    texts = [reader(t) for t in event_texts(event)]
+    texts = [reader(t) for t in counted_texts(event)]
     tokens = tuple(counter.count_many(texts)) if texts else ()
     return CountedEvent(position=position, event=event, tokens=tokens)
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import msgspec
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.context import MESSAGE_OVERHEAD, DecisionAction
-from contextledger.projections.state import Entry, Group, Removed, RenderState, Window
+from contextledger.projections.state import Entry, Group, Removed, RenderState, WorkingContext
 
 __all__ = [
     "group_positions",
@@ -48,7 +48,9 @@ def resize_group(group: Group, entries: tuple[Entry, ...], pending_tokens: int) 
     return msgspec.structs.replace(group, entries=entries, tokens=tokens, tool_tokens=tool_tokens)
 
 
-def replace_entries(window: Window, index: int, entries: tuple[Entry, ...], pending_tokens: int) -> None:
+def replace_entries(
+    window: WorkingContext, index: int, entries: tuple[Entry, ...], pending_tokens: int
+) -> None:
     """Replace the entries of the group at ``index``, keeping the window's sums right."""
     old = window.groups[index]
     new = resize_group(old, entries, pending_tokens)
@@ -57,7 +59,7 @@ def replace_entries(window: Window, index: int, entries: tuple[Entry, ...], pend
     window.tool_tokens += new.tool_tokens - old.tool_tokens
 
 
-def remove_groups(window: Window, indices: Iterable[int], action: DecisionAction, rule: str) -> int:
+def remove_groups(window: WorkingContext, indices: Iterable[int], action: DecisionAction, rule: str) -> int:
     """Remove the groups at ``indices`` in one pass and record them as coalesced ranges.
 
     Consecutive removed groups make one range; a range merges with the previous record of the
@@ -108,7 +110,7 @@ def remove_groups(window: Window, indices: Iterable[int], action: DecisionAction
     return freed
 
 
-def _record(window: Window, run: Removed, kept_starts: list[int]) -> None:
+def _record(window: WorkingContext, run: Removed, kept_starts: list[int]) -> None:
     if window.removed:
         last = window.removed[-1]
         same = last.action == run.action and last.rule == run.rule
@@ -134,7 +136,7 @@ def stub_text(entry: Entry, verb: str = "result expired") -> str:
 
 
 def stub_results(
-    window: Window,
+    window: WorkingContext,
     targets: list[tuple[int, int, str]],
     counter: TokenCounter,
     pending_tokens: int,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
+import msgspec
 import pydantic
 from contextledger.domain.errors import ConfigError
 from contextledger.projections.budget import Budget
@@ -21,40 +22,10 @@ __all__ = ["BudgetConfig", "Policy", "policy_error"]
 _FIELD_MESSAGE = re.compile(r"[a-z_]+: ")
 
 
-class BudgetConfig(pydantic.BaseModel):
-    """The budget as configured; ``build()`` turns it into the ``Budget`` value reducers receive.
-
-    The fields are typed here and validated by ``Budget`` alone (one definition of each rule);
-    see ``Budget`` for what each level means.
-
-    Attributes:
-        total: Model context window in tokens.
-        output_reserve: Tokens kept for the answer.
-        injection_reserve: Tokens kept for injection hooks.
-        safety_margin: Tokens kept for tokenizer error.
-        high_water: Compaction fires above this fraction of the target.
-        low_water: Compaction evicts down to this fraction of the target.
-        headroom: Fire this many tokens below the target instead (seed 000's reserve).
-        tool_results_cap: Tool results may use at most this fraction of the target.
-        head_cap: The keep_first head may use at most this fraction of the target.
-        message_cap: One message may use at most this fraction of the target.
-        compact_on_cache_expiry: Compact down to the low-water mark at the first event after a gap
-            longer than this provider cache TTL (``"5m"``, ``"1h"`` or seconds); None: never.
-    """
+class _BudgetModel(pydantic.BaseModel):
+    """What every configured budget does: forbid unknown keys, validate by ``Budget``, build one."""
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    total: int = 128_000
-    output_reserve: int = 4_000
-    injection_reserve: int = 0
-    safety_margin: int = 0
-    high_water: float = 0.9
-    low_water: float = 0.6
-    headroom: int | None = None
-    tool_results_cap: float | None = None
-    head_cap: float = 0.15
-    message_cap: float = 0.25
-    compact_on_cache_expiry: str | float | None = None
 
     @pydantic.model_validator(mode="after")
     def _valid(self) -> Self:
@@ -67,6 +38,33 @@ class BudgetConfig(pydantic.BaseModel):
     def build(self) -> Budget:
         """Return the ``Budget`` value."""
         return Budget(**self.model_dump())
+
+
+def _budget_fields() -> dict[str, Any]:
+    """The fields of ``Budget`` (names, types, defaults) as pydantic field definitions."""
+    return {
+        field.name: (field.type, ... if field.required else field.default)
+        for field in msgspec.structs.fields(Budget)
+    }
+
+
+if TYPE_CHECKING:
+
+    class BudgetConfig(_BudgetModel):
+        """The budget as configured (its fields are ``Budget``'s)."""
+
+        def __init__(self, **fields: Any) -> None:
+            """Take ``Budget``'s fields as keywords."""
+
+else:
+    BudgetConfig = pydantic.create_model(
+        "BudgetConfig",
+        __base__=_BudgetModel,
+        __module__=__name__,
+        __doc__="The budget as configured: ``Budget``'s fields, validated by ``Budget`` alone; "
+        "``build()`` returns the ``Budget`` value reducers receive.",
+        **_budget_fields(),
+    )
 
 
 class Policy(pydantic.BaseModel):

@@ -22,10 +22,10 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.counting import CountedEvent, event_texts
+from contextledger.projections.counting import CountedEvent, counted_texts
 from contextledger.projections.groups import pin_reason, remove_groups, replace_entries, resize_group
 from contextledger.projections.ingest import EntryBuilder
-from contextledger.projections.state import Entry, Group, Removed, RenderState, Window
+from contextledger.projections.state import Entry, Group, Removed, RenderState, WorkingContext
 
 __all__ = ["RESTORE_KEY", "TextCounter", "restore_pinned", "unrestore"]
 
@@ -42,7 +42,7 @@ class TextCounter(Protocol):
         ...
 
 
-def _find(window: Window, position: int) -> tuple[int, int] | None:
+def _find(window: WorkingContext, position: int) -> tuple[int, int] | None:
     """Return (group index, entry index) of the window entry logged at ``position``, or None."""
     starts = [g.start for g in window.groups]
     index = bisect.bisect_right(starts, position) - 1
@@ -143,7 +143,7 @@ def _group(payload: Any, state: RenderState, counter: TokenCounter, builder: Ent
 
 
 def _counted(records: list[Recorded], counter: TokenCounter) -> list[CountedEvent] | None:
-    texts = [event_texts(r.event) for r in records]
+    texts = [counted_texts(r.event) for r in records]
     flat = [t for group in texts for t in group]
     counts: list[int]
     if isinstance(counter, TextCounter):
@@ -164,7 +164,7 @@ def _counted(records: list[Recorded], counter: TokenCounter) -> list[CountedEven
     return out
 
 
-def _insert(window: Window, group: Group) -> None:
+def _insert(window: WorkingContext, group: Group) -> None:
     """Put ``group`` back at its place by position and take its positions out of the removed ranges."""
     starts = [g.start for g in window.groups]
     index = bisect.bisect_left(starts, group.start)

@@ -7,7 +7,7 @@ from contextledger.domain.content import Text
 from contextledger.domain.events import ToolSchema
 from contextledger.projections.context import DecisionAction, MessageKind, RenderedToolCall, Role
 
-__all__ = ["Entry", "Group", "PendingCall", "Removed", "RenderState", "SummaryRef", "Window"]
+__all__ = ["Entry", "Group", "PendingCall", "Removed", "RenderState", "SummaryRef", "WorkingContext"]
 
 
 class Entry(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -96,7 +96,7 @@ class SummaryRef(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     tokens: int
 
 
-class Window(msgspec.Struct, kw_only=True, array_like=True):
+class WorkingContext(msgspec.Struct, kw_only=True, array_like=True):
     """The working context reducers operate on: the summaries shown and the groups kept, in order.
 
     ``index`` maps a group's start position to its place in ``groups``; ``tokens`` and
@@ -111,9 +111,9 @@ class Window(msgspec.Struct, kw_only=True, array_like=True):
     tool_tokens: int = 0
     removed: list[Removed] = msgspec.field(default_factory=list)
 
-    def copy(self) -> Window:
+    def copy(self) -> WorkingContext:
         """Return an independent copy (groups are immutable, so containers are copied shallowly)."""
-        return Window(
+        return WorkingContext(
             groups=list(self.groups),
             index=dict(self.index),
             summaries=self.summaries,
@@ -144,7 +144,7 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
     head_open: bool = True
     head_tokens: int = 0
     head_end: int = 0
-    window: Window = msgspec.field(default_factory=Window)
+    window: WorkingContext = msgspec.field(default_factory=WorkingContext)
     owners: dict[str, int] = msgspec.field(default_factory=dict)
     pins: dict[int, int] = msgspec.field(default_factory=dict)
     restored: dict[int, Entry | None] = msgspec.field(default_factory=dict)

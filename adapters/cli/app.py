@@ -45,7 +45,15 @@ for module in (
     module.register(app)
 
 
-def run(open_ledger: Callable[[str | None], Ledger], argv: list[str] | None = None) -> NoReturn:
-    """Run the CLI; ``open_ledger`` (handed in by the composition root) opens the ledger a ``--db`` names."""
-    common.use_ledger_opener(open_ledger)
+def run(
+    open_ledger: Callable[[str | None], Ledger],
+    argv: list[str] | None = None,
+    *,
+    use_cases: common.UseCases | None = None,
+) -> NoReturn:
+    """Run the CLI; ``open_ledger`` (handed in by the composition root) opens the ledger a ``--db`` names.
+
+    ``use_cases`` (from the root too) builds the renderers and recorders commands use.
+    """
+    common.use_ledger_opener(open_ledger, use_cases)
     common.main(app, argv)

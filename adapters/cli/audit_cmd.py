@@ -14,6 +14,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     out_console,
     run_guarded,
+    use_cases,
 )
 
 __all__ = ["register"]
@@ -39,12 +40,11 @@ def _register_calls(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:
                 ledger.version(session_id)
-                views = CallRecorder(ledger).calls(session_id)
+                views = use_cases().recorder(ledger).calls(session_id)
             if json_output:
                 emit_json({"session_id": session_id, "calls": views})
                 return
@@ -190,7 +190,6 @@ def _register_why(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415
             from contextledger.application.audit.forensics import why  # noqa: PLC0415
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
                 chosen = resolve_policy(policy) if policy else None
@@ -198,7 +197,7 @@ def _register_why(app: typer.Typer) -> None:
                     ledger,
                     session_id,
                     text,
-                    renderer=Renderer(ledger, tokenizer=tokenizer),
+                    renderer=use_cases().renderer(ledger, tokenizer),
                     regex=regex,
                     position=position,
                     policy=chosen,

@@ -27,6 +27,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -42,7 +43,9 @@ from contextledger.domain.errors import (
 )
 
 if TYPE_CHECKING:
+    from contextledger.application.audit.call_recorder import CallRecorder
     from contextledger.application.kernel.ledger import Ledger
+    from contextledger.application.render.renderer import Renderer
     from rich.console import Console
     from rich.text import Text
 
@@ -59,6 +62,7 @@ __all__ = [
     "EXIT_USER",
     "DbOption",
     "JsonOption",
+    "UseCases",
     "cell",
     "command",
     "emit_json",
@@ -71,6 +75,7 @@ __all__ = [
     "new_app",
     "out_console",
     "run_guarded",
+    "use_cases",
     "use_ledger_opener",
 ]
 
@@ -205,9 +210,33 @@ _opener: list[Callable[[str | None], Ledger]] = []
 """How commands open a ledger; installed once by the composition root (``contextledger.cli``)."""
 
 
-def use_ledger_opener(open_ledger: Callable[[str | None], Ledger]) -> None:
-    """Install the function that opens the ledger a ``--db`` URL names."""
+def use_ledger_opener(open_ledger: Callable[[str | None], Ledger], factory: UseCases | None = None) -> None:
+    """Install the function that opens the ledger a ``--db`` URL names (and the root's use cases)."""
     _opener[:] = [open_ledger]
+    if factory is not None:
+        _use_cases[:] = [factory]
+
+
+@dataclass(frozen=True)
+class UseCases:
+    """What the composition root builds over an opened ledger for the commands (one wiring for all)."""
+
+    renderer: Callable[[Ledger, str], Renderer]
+    """The renderer over a ledger, counting with the named tokenizer."""
+    recorder: Callable[[Ledger], CallRecorder]
+    """The ``model_calls`` recorder (and reader) over a ledger."""
+
+
+_use_cases: list[UseCases] = []
+"""The root's use-case factory; installed once with the opener (``contextledger.cli``)."""
+
+
+def use_cases() -> UseCases:
+    """The use-case factory the composition root installed."""
+    if not _use_cases:
+        msg = "the CLI was started without its use cases: run it through contextledger.cli.main"
+        raise ConfigError(msg)
+    return _use_cases[0]
 
 
 def ledger_opener() -> Callable[[str | None], Ledger]:

@@ -14,6 +14,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     out_console,
     run_guarded,
+    use_cases,
 )
 
 __all__ = ["register"]
@@ -47,7 +48,6 @@ def register(app: typer.Typer) -> None:
                 print_context,
                 render_document,
             )
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415 - loaded on use
             from rich.text import Text  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:
@@ -60,7 +60,9 @@ def register(app: typer.Typer) -> None:
                 for message in demo_messages():
                     ledger.append(session_id, message)
                 events = ledger.events(session_id)
-                context = Renderer(ledger).render(session_id, "default", budget=budget)
+                context = (
+                    use_cases().renderer(ledger, "cl100k_base").render(session_id, "default", budget=budget)
+                )
                 store_url = ledger.store_url
             if json_output:
                 emit_json(

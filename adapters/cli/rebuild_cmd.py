@@ -12,7 +12,6 @@ from contextledger.adapters.cli.common import (
     command,
     emit_json,
     err_console,
-    fail,
     ledger_for,
     ledger_opener,
     out_console,
@@ -21,9 +20,9 @@ from contextledger.adapters.cli.common import (
 from contextledger.domain.errors import ConfigError
 
 if TYPE_CHECKING:
-    from contextledger.adapters.store.projections import RecorderProjections
     from contextledger.application.kernel.ledger import Ledger
     from contextledger.application.rebuild.blue_green import Comparison, RebuildSpec
+    from contextledger.application.rebuild.rebuild import RebuildResult
 
 __all__ = ["register"]
 
@@ -49,44 +48,16 @@ def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
     console.print("switched: the candidate is active" if switched else "not switched (add --switch)")
 
 
-def _views_of(ledger: Ledger, *, json_output: bool) -> RecorderProjections:
-    from contextledger.adapters.parallel_rebuild import projections_of  # noqa: PLC0415 - loaded on use
-
-    try:
-        return projections_of(ledger)
-    except ConfigError as error:
-        raise fail(str(error), json_output=json_output) from None
-
-
-def _build(
-    ledger: Ledger, store: RecorderProjections, spec: RebuildSpec, workers: int, *, quiet: bool
-) -> tuple[str, dict[str, int]]:
-    """Record the version's config and build it (in worker processes when it pays).
-
-    Returns its name and what this run folded: events, batches, the checkpoint it started from
-    (the lowest, when sharded) and the one it reached, and the number of workers.
-    """
+def _rebuild(
+    ledger: Ledger, spec: RebuildSpec, workers: int, *, switch: bool, drop: str | None, quiet: bool
+) -> RebuildResult:
+    """Run the rebuild use case with a progress bar on stderr (in worker processes when it pays)."""
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
-    from contextledger.application.rebuild.blue_green import record_config  # noqa: PLC0415
-    from contextledger.application.rebuild.lease_wait import (  # noqa: PLC0415
-        LEASE_WAIT_SECONDS,
-        lease_names,
-        wait_for_leases,
-    )
+    from contextledger.application.rebuild.lease_wait import LEASE_WAIT_SECONDS  # noqa: PLC0415
+    from contextledger.application.rebuild.rebuild import rebuild, store_views  # noqa: PLC0415
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
 
-    runner = spec.runner(ledger, store, store)
-    head = int(store.store.recorder.max_notification_id() or 0)
-    record_config(store, runner.projection, runner.projector.policy, spec.budget, spec.tokenizer)
-    count = workers or auto_workers(head)
-    wait_for_leases(
-        store,
-        lease_names(runner.runner.checkpoints(), count),
-        on_wait=lambda error: err_console().print(
-            f"waiting for {error.projection}: held by {error.holder}, a runner still finishing "
-            f"(up to {LEASE_WAIT_SECONDS:.0f} s)"
-        ),
-    )
+    head = store_views(ledger)[1].head()
     progress = Progress(
         TextColumn("rebuild"),
         BarColumn(),
@@ -98,53 +69,72 @@ def _build(
     )
     with progress:
         task = progress.add_task("rebuild", total=head)
-        if count == 1:
-            runner.on_batch = lambda done: progress.update(task, completed=done.tracking, refresh=True)
-            stats = runner.run()
-        else:
-            url = ledger.ports.url
-            stats = rebuild_in_shards(
+        result = rebuild(
+            ledger,
+            spec,
+            switch=switch,
+            drop=drop,
+            workers=workers or auto_workers(head),
+            in_shards=lambda shard_spec, count: rebuild_in_shards(
                 ledger_opener(),
-                url,
-                spec,
+                ledger.ports.url,
+                shard_spec,
                 count,
                 on_progress=lambda n: progress.update(task, completed=n, refresh=True),
-            )
+            ),
+            on_batch=lambda done: progress.update(task, completed=done.tracking, refresh=True),
+            on_wait=lambda error: err_console().print(
+                f"waiting for {error.projection}: held by {error.holder}, a runner still finishing "
+                f"(up to {LEASE_WAIT_SECONDS:.0f} s)"
+            ),
+        )
         progress.update(task, completed=head, refresh=True)
-    folded = {
+    return result
+
+
+def _folded(result: RebuildResult) -> dict[str, int]:
+    """What the run folded: events, batches, checkpoints from and to, workers, failed sessions.
+
+    ``from`` is the checkpoint the run started from (the lowest, when sharded), ``to`` the one reached.
+    """
+    stats = result.stats
+    return {
         "events": stats.events,
         "batches": stats.batches,
         "from": stats.started_at,
         "to": stats.tracking,
-        "workers": count,
+        "workers": result.workers,
         "failed": len(stats.failed),
     }
-    return runner.projection, folded
 
 
-def _follow(ledger: Ledger, store: RecorderProjections, spec: RebuildSpec) -> None:
+def _follow(ledger: Ledger, spec: RebuildSpec) -> None:
     """Tail new notifications into the version (woken by LISTEN/NOTIFY on PostgreSQL) until Ctrl-C."""
-    from contextledger.adapters.store.notification_waiters import notification_waiter  # noqa: PLC0415
+    from contextledger.application.rebuild.rebuild import store_views  # noqa: PLC0415 - loaded on use
 
-    waiter = notification_waiter(store.store)
+    views, reader = store_views(ledger)
+    if ledger.ports.waiter is None:
+        raise ConfigError("this ledger's store cannot wake a live tail")
+    waiter = ledger.ports.waiter()
     err_console().print("following new events (Ctrl-C stops)")
     try:
-        spec.runner(ledger, store, store).follow(stop=lambda: False, waiter=waiter, poll=5.0)
+        spec.runner(ledger, reader, views).follow(stop=lambda: False, waiter=waiter, poll=5.0)
     except KeyboardInterrupt:
         pass
     finally:
         waiter.close()
 
 
-def _checkpoint_rows(ledger: Ledger, *, json_output: bool) -> tuple[int, str | None, list[dict[str, object]]]:
+def _checkpoint_rows(ledger: Ledger) -> tuple[int, str | None, list[dict[str, object]]]:
     """The head notification id, the active context version, and each checkpoint with its lag."""
+    from contextledger.application.rebuild.rebuild import store_views  # noqa: PLC0415 - loaded on use
     from contextledger.application.render.context_versions import CONTEXT_VIEW  # noqa: PLC0415
 
-    store = _views_of(ledger, json_output=json_output)
-    head = int(store.store.recorder.max_notification_id() or 0)
-    active = store.active(CONTEXT_VIEW)
+    views, reader = store_views(ledger)
+    head = reader.head()
+    active = views.active(CONTEXT_VIEW)
     rows: list[dict[str, object]] = []
-    for name, position in store.checkpoints().items():
+    for name, position in views.checkpoints().items():
         view, _, shard = name.partition("@")
         rows.append(
             {
@@ -172,7 +162,7 @@ def _register_projections(app: typer.Typer) -> None:
             from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:
-                head, active, rows = _checkpoint_rows(ledger, json_output=json_output)
+                head, active, rows = _checkpoint_rows(ledger)
             if json_output:
                 emit_json({"head": head, "active": active, "checkpoints": rows})
                 return
@@ -235,32 +225,20 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
-            from contextledger.application.rebuild.blue_green import RebuildSpec, compare_versions  # noqa: PLC0415
-            from contextledger.application.render.context_versions import CONTEXT_VIEW  # noqa: PLC0415
+            from contextledger.application.rebuild.blue_green import RebuildSpec  # noqa: PLC0415
 
             chosen = resolve_policy(policy)
             kept = tuple(v for v in views.split(",") if v)
+            spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)
             with ledger_for(db) as ledger:
-                views_store = _views_of(ledger, json_output=json_output)
-                if drop is not None and drop == views_store.active(CONTEXT_VIEW) and not switch:
-                    raise fail(f"{drop} is the active version: switch first", json_output=json_output)
-                spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)
-                version, folded = _build(ledger, views_store, spec, workers, quiet=json_output)
-                comparison = compare_versions(ledger, views_store, version)
-                if switch:
-                    views_store.activate(CONTEXT_VIEW, version)
-                if drop is not None:
-                    if drop == views_store.active(CONTEXT_VIEW):
-                        raise fail(
-                            f"{drop} is the active version: it is not dropped", json_output=json_output
-                        )
-                    views_store.drop(drop)
+                result = _rebuild(ledger, spec, workers, switch=switch, drop=drop, quiet=json_output)
+                comparison, folded = result.comparison, _folded(result)
                 if json_output:
                     emit_json(
                         {
-                            "version": version,
-                            "switched": switch,
-                            "dropped": drop,
+                            "version": result.version,
+                            "switched": result.switched,
+                            "dropped": result.dropped,
                             "live": comparison.live,
                             "candidate": comparison.candidate,
                             "differing": comparison.differing,
@@ -268,12 +246,12 @@ def register(app: typer.Typer) -> None:
                         }
                     )
                 else:
-                    _print(comparison, version, switched=switch)
+                    _print(comparison, result.version, switched=result.switched)
                     out_console().print(
                         f"folded {folded['events']:,} events in {folded['batches']:,} batches "
                         f"(checkpoint {folded['from']:,} -> {folded['to']:,}, {folded['workers']} worker(s))"
                     )
                 if follow:
-                    _follow(ledger, views_store, spec)
+                    _follow(ledger, spec)
 
         run_guarded(body, json_output=json_output)

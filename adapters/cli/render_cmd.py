@@ -14,6 +14,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     out_console,
     run_guarded,
+    use_cases,
 )
 
 if TYPE_CHECKING:
@@ -155,7 +156,6 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415 - loaded on use
 
             call_id = None
             with ledger_for(db) as ledger:
@@ -166,16 +166,14 @@ def register(app: typer.Typer) -> None:
                     active = active_config(ledger.ports.projections)
                 chosen = resolve_policy(policy or "default") if policy or active is None else active[0]
                 used_budget = budget if budget is not None or active is None else active[1]
-                renderer = Renderer(ledger, tokenizer=tokenizer or (active[2] if active else "cl100k_base"))
+                renderer = use_cases().renderer(ledger, tokenizer or (active[2] if active else "cl100k_base"))
                 if from_projection:
                     projector = renderer.projector(chosen, budget=used_budget)
                     renderer.require_active(projector, policy or chosen.name, used_budget)
                 context = renderer.render(session_id, chosen, at=at, budget=used_budget)
                 document = render_document(context, wire)
                 if record:
-                    from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415
-
-                    recorder = CallRecorder(ledger)
+                    recorder = use_cases().recorder(ledger)
                     call_id = recorder.record(
                         context, chosen, payload=document["payload"], wire_format=wire
                     ).call_id

@@ -15,6 +15,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     out_console,
     run_guarded,
+    use_cases,
 )
 
 __all__ = ["register"]
@@ -69,11 +70,10 @@ def _register_compact(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
             from contextledger.application.summaries.compaction import Compactor  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
-                renderer = Renderer(ledger, tokenizer=tokenizer)
+                renderer = use_cases().renderer(ledger, tokenizer)
                 chosen = make_summarizer(summarizer, counter=renderer.counter, model=model)
                 compactor = Compactor(
                     ledger, renderer, summarizer=chosen.name, summarizer_config=chosen.config_sha
@@ -125,11 +125,10 @@ def _register_worker(app: typer.Typer) -> None:
             import socket  # noqa: PLC0415
 
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
-            from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
             from contextledger.application.summaries.summary_worker import SummaryWorker  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
-                renderer = Renderer(ledger, tokenizer=tokenizer)
+                renderer = use_cases().renderer(ledger, tokenizer)
                 name = worker_id or f"{socket.gethostname()}-{os.getpid()}"
                 chosen = make_summarizer(summarizer, counter=renderer.counter, model=model)
                 worker = SummaryWorker(ledger, renderer, chosen, worker_id=name)

@@ -59,6 +59,11 @@ class RecorderProjections:
         ]
         return NotificationBatch(rows[-1][0] if rows else 0, kept)
 
+    def head(self) -> int:
+        """Return the id of the newest notification, 0 when the store holds none."""
+        with _translated("read the newest notification id"):
+            return int(self.store.recorder.max_notification_id() or 0)
+
     def checkpoints(self) -> dict[str, int]:
         """Return every checkpoint (views and their shards) with its position."""
         with _translated("list checkpoints"):

@@ -91,6 +91,7 @@ class AgentLoop:
         policy: A preset name or a ``Policy``.
         budget: Tokens a request may hold (default: the policy's).
         renderer: A renderer to share (default: one of its own).
+        recorder: The call recorder to share (default: one of its own).
         retries: Attempts of a write that meets a concurrent writer.
     """
 
@@ -103,6 +104,7 @@ class AgentLoop:
         policy: Policy | str = "default",
         budget: int | None = None,
         renderer: Renderer | None = None,
+        recorder: CallRecorder | None = None,
         retries: int = 30,
     ) -> None:
         ledger.version(session_id)  # raises SessionNotFoundError early
@@ -112,7 +114,7 @@ class AgentLoop:
         self.policy = get_preset(policy) if isinstance(policy, str) else policy
         self.budget = budget
         self.renderer = renderer or Renderer(ledger)
-        self.recorder = CallRecorder(ledger)
+        self.recorder = recorder or CallRecorder(ledger)
         self.retries = max(1, retries)
         self._lock = _session_lock(ledger, session_id)
         self._stored_ids: dict[str, dict[str, str]] = {}

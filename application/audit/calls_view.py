@@ -12,7 +12,7 @@ from contextledger.application.views.side_stream_view import SideStreamView
 from contextledger.application.views.view_runner import Rows
 from contextledger.domain.errors import StoreError
 from contextledger.domain.events import DispositionRun, ModelCallRecorded, ModelCallUsageReported
-from contextledger.domain.ports import Notification, ProjectionStore
+from contextledger.domain.ports import Notification, ProjectionRows
 
 __all__ = [
     "CALLS_VIEW",
@@ -139,7 +139,7 @@ def _decode(data: bytes) -> CallRow:
         raise StoreError(f"a row of {CALLS_VIEW} does not decode: {error}") from error
 
 
-def list_calls(store: ProjectionStore, session_id: str, *, name: str = CALLS_VIEW) -> list[CallRow]:
+def list_calls(store: ProjectionRows, session_id: str, *, name: str = CALLS_VIEW) -> list[CallRow]:
     """Return the session's calls in the order they were recorded (one key range read)."""
     prefix = f"{session_id}/"
     # Every key with the prefix sorts after it and before ``<session>0`` ('0' follows '/').
@@ -161,7 +161,7 @@ class CallsView(SideStreamView):
 
     kind = CALLS_KIND
 
-    def __init__(self, store: ProjectionStore, *, name: str = CALLS_VIEW) -> None:
+    def __init__(self, store: ProjectionRows, *, name: str = CALLS_VIEW) -> None:
         """Keep the store; nothing is read until the first batch."""
         super().__init__(store, name=name)
 

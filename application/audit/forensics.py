@@ -12,7 +12,7 @@ from contextledger.application.audit.text_trace import Sighting, shown_as, sight
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
-from contextledger.application.search.log_search import event_texts
+from contextledger.application.search.log_search import searchable_texts
 from contextledger.application.search.text_index import TextIndex
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import (
@@ -153,7 +153,7 @@ def _carriers(
     )
     found: list[_Entry] = []
     for recorded in events:
-        for text, tool in event_texts(ledger, recorded.event):
+        for text, tool in searchable_texts(ledger, recorded.event):
             match = pattern.search(text)
             if match or position is not None:
                 start, end = match.span() if match else (0, min(len(text), 80))

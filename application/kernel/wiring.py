@@ -11,6 +11,7 @@ from contextledger.domain.ports import (
     EventLog,
     IdSource,
     NotificationReader,
+    NotificationWaiter,
     ProjectionStore,
     SnapshotStore,
     TokenCountStore,
@@ -43,6 +44,8 @@ class Ports:
     """Persistent views (checkpointed projections), when the store keeps them."""
     notifications: NotificationReader | None = None
     """Every stream's events in store order, when the store can list them."""
+    waiter: Callable[[], NotificationWaiter] | None = None
+    """Opens a waiter that wakes a live tail when new notifications may exist (LISTEN/NOTIFY, polling)."""
     close: Callable[[], None] = field(default=_nothing)
     url: str = "?"
     """Where the log lives (for messages and reports)."""

@@ -20,7 +20,7 @@ from contextledger.application.render.context_versions import (
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.views.view_runner import BATCH_SIZE, Shard
 from contextledger.domain.errors import ConfigError, ContextLedgerError
-from contextledger.domain.ports import NotificationReader, ProjectionStore
+from contextledger.domain.ports import NotificationReader, ProjectionStore, VersionRegistry
 from contextledger.projections.policy import Policy
 from contextledger.projections.state import RenderState
 
@@ -105,7 +105,7 @@ class RebuildSpec(msgspec.Struct, frozen=True):
 
 
 def record_config(
-    views: ProjectionStore, version: str, policy: Policy, budget: int | None, tokenizer: str
+    views: VersionRegistry, version: str, policy: Policy, budget: int | None, tokenizer: str
 ) -> None:
     """Record the config a version is built under (``compare_versions`` and serving read it)."""
     config = {"policy": policy.fingerprint(), "budget": budget, "tokenizer": tokenizer}
@@ -130,7 +130,7 @@ def build_version(
     return runner
 
 
-def active_config(views: ProjectionStore | None) -> tuple[Policy, int | None, str] | None:
+def active_config(views: VersionRegistry | None) -> tuple[Policy, int | None, str] | None:
     """The policy, budget and tokenizer the active context projection was built under (None: none active)."""
     version = None if views is None else views.active(CONTEXT_VIEW)
     if views is None or version is None:
@@ -138,7 +138,7 @@ def active_config(views: ProjectionStore | None) -> tuple[Policy, int | None, st
     return _config(views, version)
 
 
-def _config(views: ProjectionStore, version: str) -> tuple[Policy, int | None, str]:
+def _config(views: VersionRegistry, version: str) -> tuple[Policy, int | None, str]:
     raw = views.active(CONFIG_PREFIX + version)
     if raw is None:
         msg = f"projection version {version!r} has no recorded config (build it with `contextledger rebuild`)"

@@ -9,7 +9,7 @@ from datetime import datetime
 import msgspec
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.kernel.ledger import Ledger
-from contextledger.application.search.log_search import event_texts
+from contextledger.application.search.log_search import searchable_texts
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.domain.ports import TokenCounter
@@ -151,7 +151,7 @@ def _entered(source: Ledger, session_id: str, facts: Sequence[str]) -> dict[str,
     for recorded in source.events(session_id):
         if len(found) == len(wanted):
             break
-        texts = [_normalized(text) for text, _ in event_texts(source, recorded.event)]
+        texts = [_normalized(text) for text, _ in searchable_texts(source, recorded.event)]
         for fact, needle in wanted.items():
             if fact not in found and any(needle in text for text in texts):
                 found[fact] = recorded.position

@@ -16,7 +16,7 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.errors import EventDecodeError
 from contextledger.domain.events import AnyEvent, SessionStarted
 from contextledger.projections.context import RenderedToolCall
-from contextledger.projections.state import Entry, Group, RenderState, Window
+from contextledger.projections.state import Entry, Group, RenderState, WorkingContext
 
 __all__ = ["ContextRow", "decode_row", "encode_row", "row_state"]
 
@@ -64,7 +64,7 @@ def encode_row(state: RenderState, summaries: set[str], tool_names: set[str]) ->
                 entry = _slim(entry)  # noqa: PLW2901
             entries.append(entry)
         groups.append(msgspec.structs.replace(group, entries=tuple(entries)))
-    window: Window = msgspec.structs.replace(state.window, groups=groups)
+    window: WorkingContext = msgspec.structs.replace(state.window, groups=groups)
     system = state.system != ""
     slim = msgspec.structs.replace(state, window=window, system="" if system else state.system)
     return _ENCODER.encode(ContextRow(slim, sorted(summaries), sorted(tool_names), from_log, system))

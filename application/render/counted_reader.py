@@ -16,7 +16,7 @@ from contextledger.domain.events import (
     SummaryRecorded,
     ToolResultRecorded,
 )
-from contextledger.projections.counting import CountedEvent, event_texts
+from contextledger.projections.counting import CountedEvent, counted_texts
 from contextledger.projections.fold import Projector
 
 __all__ = ["CHUNK", "CountedReader", "Seen"]
@@ -120,7 +120,7 @@ class CountedReader:
 
     def count(self, projector: Projector, chunk: Sequence[Recorded]) -> list[CountedEvent]:
         """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut."""
-        texts = [event_texts(r.event) for r in chunk]
+        texts = [counted_texts(r.event) for r in chunk]
         flat = self.counter.count_texts([t for group in texts for t in group])
         out: list[CountedEvent] = []
         at = 0

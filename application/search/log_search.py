@@ -17,7 +17,7 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 
-__all__ = ["SearchHit", "event_texts", "search_session"]
+__all__ = ["SearchHit", "search_session", "searchable_texts"]
 
 SNIPPET_CHARS = 80
 """Characters shown on each side of a match."""
@@ -33,7 +33,7 @@ class SearchHit(msgspec.Struct, frozen=True, kw_only=True):
     tool_name: str | None = None
 
 
-def event_texts(ledger: Ledger, event: AnyEvent) -> Iterator[tuple[str, str | None]]:
+def searchable_texts(ledger: Ledger, event: AnyEvent) -> Iterator[tuple[str, str | None]]:
     """Yield the searchable texts of an event, each with the tool it belongs to (if any)."""
     if isinstance(event, SessionStarted):
         yield event.system_prompt, None
@@ -70,7 +70,7 @@ def search_session(
     hits: list[SearchHit] = []
     for recorded in ledger.events(session_id):
         kind = type(recorded.event).__name__
-        for text, tool in event_texts(ledger, recorded.event):
+        for text, tool in searchable_texts(ledger, recorded.event):
             match = pattern.search(text)
             if match:
                 hits.append(

@@ -15,14 +15,14 @@ from contextledger.application.search.text_index import (
 )
 from contextledger.application.views.view_runner import Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
-from contextledger.domain.ports import Notification, ProjectionStore
+from contextledger.domain.ports import Notification, ProjectionRows
 
 __all__ = ["SEARCH_VIEW", "SearchView", "chunk_key", "chunk_sketches"]
 
 log = get_logger(__name__)
 
 
-def chunk_sketches(store: ProjectionStore, session_id: str, *, name: str = SEARCH_VIEW) -> dict[int, bytes]:
+def chunk_sketches(store: ProjectionRows, session_id: str, *, name: str = SEARCH_VIEW) -> dict[int, bytes]:
     """Return the compressed word sketch of each full chunk of the session the view holds, by chunk index.
 
     A chunk missing here (a session not folded that far, or one that failed) is read from the log.
@@ -52,7 +52,7 @@ class SearchView:
     """
 
     def __init__(
-        self, ledger: Ledger, store: ProjectionStore, *, name: str = SEARCH_VIEW, chunk: int = CHUNK
+        self, ledger: Ledger, store: ProjectionRows, *, name: str = SEARCH_VIEW, chunk: int = CHUNK
     ) -> None:
         """Keep the ledger and store; nothing is read until a chunk completes."""
         self.ledger = ledger

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.snapshots import SnapshotSlot
-from contextledger.application.search.log_search import event_texts
+from contextledger.application.search.log_search import searchable_texts
 from contextledger.domain.events import AnyEvent, Recorded
 
 __all__ = ["CHUNK", "SEARCH_VIEW", "TextIndex", "chunk_key", "event_words", "sketch_bytes"]
@@ -54,7 +54,7 @@ def _words(text: str) -> set[str]:
 def event_words(ledger: Ledger, event: AnyEvent) -> set[str]:
     """The distinct casefolded words of an event's searchable texts (blobs read through ``ledger``)."""
     words: set[str] = set()
-    for text, tool in event_texts(ledger, event):
+    for text, tool in searchable_texts(ledger, event):
         words |= _words(text)
         if tool:
             words |= _words(tool)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contextledger.application.kernel.ledger import Ledger
-from contextledger.application.search.log_search import SNIPPET_CHARS, event_texts
+from contextledger.application.search.log_search import SNIPPET_CHARS, searchable_texts
 from contextledger.application.search.text_index import TextIndex
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
@@ -121,7 +121,7 @@ class RecallTool:
             label = "user message"
         else:
             label = type(event).__name__
-        text = "\n".join(t for t, _ in event_texts(self.ledger, event))
+        text = "\n".join(t for t, _ in searchable_texts(self.ledger, event))
         page = text[offset : offset + self.max_chars]
         header = f"[seq {position}: {label}, {len(text):,} characters"
         rest = len(text) - offset - len(page)
@@ -145,7 +145,7 @@ class RecallTool:
             return f"error: not a regular expression: {query!r} ({error})"
         lines: list[str] = []
         for recorded in TextIndex(self.ledger).scan(self.session_id, query, regex=regex):
-            for text, tool in event_texts(self.ledger, recorded.event):
+            for text, tool in searchable_texts(self.ledger, recorded.event):
                 match = pattern.search(text)
                 if match:
                     kind = type(recorded.event).__name__ + (f" {tool}" if tool else "")

@@ -20,7 +20,7 @@ from contextledger.domain.events import (
     SummaryAttemptStarted,
     SummaryRecorded,
 )
-from contextledger.domain.ports import Notification, ProjectionStore
+from contextledger.domain.ports import Notification, ProjectionRows
 
 __all__ = [
     "PREVIEW_CHARS",
@@ -220,7 +220,7 @@ def decode_summary_row(data: bytes) -> SummaryRow:
 
 
 def read_summaries(
-    store: ProjectionStore, session_id: str, *, name: str = SUMMARIES_VIEW
+    store: ProjectionRows, session_id: str, *, name: str = SUMMARIES_VIEW
 ) -> SummaryRow | None:
     """Return the session's folded summary row, or None when its summary stream has no events (yet)."""
     found = store.load_row(name, session_id)
@@ -241,7 +241,7 @@ class SummariesView(SideStreamView):
 
     kind = SUMMARIES_KIND
 
-    def __init__(self, store: ProjectionStore, *, name: str = SUMMARIES_VIEW) -> None:
+    def __init__(self, store: ProjectionRows, *, name: str = SUMMARIES_VIEW) -> None:
         """Keep the store; nothing is read until the first batch."""
         super().__init__(store, name=name)
 

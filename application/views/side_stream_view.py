@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.views.view_runner import KnownRows, Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
-from contextledger.domain.ports import Notification, ProjectionStore
+from contextledger.domain.ports import Notification, ProjectionRows
 
 __all__ = ["SideStreamView"]
 
@@ -30,7 +30,7 @@ class SideStreamView:
     kind = ""
     """The side stream's suffix after ``::``."""
 
-    def __init__(self, store: ProjectionStore, *, name: str) -> None:
+    def __init__(self, store: ProjectionRows, *, name: str) -> None:
         """Keep the store; nothing is read until the first batch."""
         self.store = store
         self.name = name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 from contextledger.application.views.view_runner import Rows, Shard
-from contextledger.domain.ports import ProjectionStore
+from contextledger.domain.ports import ProjectionRows
 
 __all__ = ["BLOCK", "TokenRows", "token_rows"]
 
@@ -32,7 +32,7 @@ class TokenRows:
     reader merges every writer's rows of a block (counts are the same whoever wrote them).
     """
 
-    def __init__(self, store: ProjectionStore, tokenizer: str, shard: Shard) -> None:
+    def __init__(self, store: ProjectionRows, tokenizer: str, shard: Shard) -> None:
         """Keep the rows of ``tokenizer`` in ``store``, writing as ``shard``."""
         self.store = store
         self.name = token_rows(tokenizer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from contextledger.projections.budget import Budget
-from contextledger.projections.state import RenderState, Window
+from contextledger.projections.state import RenderState, WorkingContext
 
 __all__ = ["Reducer"]
 
@@ -25,6 +25,8 @@ class Reducer(Protocol):
         """The rule name decisions cite."""
         ...
 
-    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+    def reduce(
+        self, context: WorkingContext, budget: Budget, state: RenderState
+    ) -> tuple[WorkingContext, RenderState]:
         """Return the reduced window and the state."""
         ...

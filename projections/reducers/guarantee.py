@@ -8,7 +8,7 @@ from contextledger.projections.budget import Budget
 from contextledger.projections.context import MESSAGE_OVERHEAD
 from contextledger.projections.groups import pin_reason, remove_groups, stub_results, stub_text
 from contextledger.projections.reducers.retention import RetentionConfig
-from contextledger.projections.state import RenderState, Window
+from contextledger.projections.state import RenderState, WorkingContext
 
 __all__ = ["GuaranteeConfig", "GuaranteeReducer"]
 
@@ -43,7 +43,9 @@ class GuaranteeReducer:
         self.retention = retention
         self.counter = counter
 
-    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+    def reduce(
+        self, context: WorkingContext, budget: Budget, state: RenderState
+    ) -> tuple[WorkingContext, RenderState]:
         """Evict as described in the class docstring; return the window and state."""
         self._tier(context, budget, state)
         fixed = state.system_tokens + state.tools_tokens
@@ -67,7 +69,7 @@ class GuaranteeReducer:
                     remove_groups(context, [newest], "dropped", "guarantee")
         return context, state
 
-    def _tier(self, context: Window, budget: Budget, state: RenderState) -> None:
+    def _tier(self, context: WorkingContext, budget: Budget, state: RenderState) -> None:
         cap, low = budget.tool_cap, budget.tool_low
         if cap is None or low is None or context.tool_tokens <= cap:
             return
@@ -93,7 +95,9 @@ class GuaranteeReducer:
         stub_results(context, targets, self.counter, state.pending_tokens)
 
     @staticmethod
-    def _drop_oldest(context: Window, goal: int, state: RenderState, *, keep_newest: bool, rule: str) -> None:
+    def _drop_oldest(
+        context: WorkingContext, goal: int, state: RenderState, *, keep_newest: bool, rule: str
+    ) -> None:
         excess = context.tokens - goal
         if excess <= 0:
             return

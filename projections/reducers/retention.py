@@ -8,7 +8,7 @@ import pydantic
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
 from contextledger.projections.groups import pin_reason, stub_results
-from contextledger.projections.state import RenderState, Window
+from contextledger.projections.state import RenderState, WorkingContext
 
 __all__ = ["RetentionConfig", "RetentionReducer", "ToolRetention"]
 
@@ -72,7 +72,9 @@ class RetentionReducer:
             rule = self._rules[tool] = self.config.rule_for(tool)
         return rule
 
-    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+    def reduce(
+        self, context: WorkingContext, budget: Budget, state: RenderState
+    ) -> tuple[WorkingContext, RenderState]:
         """Stub expired results outside pinned groups; return the window and state."""
         del budget
         if not self.config.enabled:

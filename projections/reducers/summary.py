@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import pydantic
 from contextledger.projections.budget import Budget
 from contextledger.projections.groups import pin_reason, remove_groups
-from contextledger.projections.state import Removed, RenderState, SummaryRef, Window
+from contextledger.projections.state import Removed, RenderState, SummaryRef, WorkingContext
 
 __all__ = ["SummaryConfig", "SummaryReducer", "select_summaries"]
 
@@ -86,7 +86,9 @@ class SummaryReducer:
         """Apply ``config``."""
         self.config = config
 
-    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+    def reduce(
+        self, context: WorkingContext, budget: Budget, state: RenderState
+    ) -> tuple[WorkingContext, RenderState]:
         """Swap in the selected summaries; return the window and state."""
         del budget
         if not self.config.enabled:

@@ -10,7 +10,7 @@ from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import MESSAGE_OVERHEAD
 from contextledger.projections.groups import pin_reason, replace_entries
-from contextledger.projections.state import Entry, RenderState, Window
+from contextledger.projections.state import Entry, RenderState, WorkingContext
 
 __all__ = ["TruncationConfig", "TruncationReducer", "cut_lines", "cut_tokens", "shorten"]
 
@@ -144,7 +144,9 @@ class TruncationReducer:
         """Apply ``config``."""
         self.config = config
 
-    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+    def reduce(
+        self, context: WorkingContext, budget: Budget, state: RenderState
+    ) -> tuple[WorkingContext, RenderState]:
         """Swap in short forms (also over a cap truncation); stubbed entries stay as they are."""
         cap = budget.message_tokens
         for i, group in enumerate(context.groups):

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import pydantic
 from contextledger.projections.budget import Budget
 from contextledger.projections.groups import pin_reason, remove_groups
-from contextledger.projections.state import Group, RenderState, Window
+from contextledger.projections.state import Group, RenderState, WorkingContext
 
 __all__ = ["WindowConfig", "WindowReducer"]
 
@@ -52,7 +52,9 @@ class WindowReducer:
         """Apply ``config``."""
         self.config = config
 
-    def reduce(self, context: Window, budget: Budget, state: RenderState) -> tuple[Window, RenderState]:
+    def reduce(
+        self, context: WorkingContext, budget: Budget, state: RenderState
+    ) -> tuple[WorkingContext, RenderState]:
         """Remove the groups outside the window; the newest group always stays."""
         del budget
         config = self.config

@@ -9,9 +9,10 @@ from pathlib import Path
 import contextledger
 import pytest
 from contextledger.adapters.importers.service import import_file
-from contextledger.adapters.parallel_rebuild import auto_workers, projections_of, rebuild_in_shards
+from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.views.view_runner import Shard
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, StoreError, ValidationError
 from contextledger.projections.presets import get_preset
@@ -66,7 +67,7 @@ def test_two_workers_write_the_rows_one_process_writes(url):
     """Shards fold disjoint sessions into the same rows: byte-identical to an unsharded rebuild."""
     stats = rebuild_in_shards(contextledger.open_ledger, url, _spec("two"), 2)
     with contextledger.open_ledger(url) as ledger:
-        views = projections_of(ledger)
+        views = store_views(ledger)[0]
         one = _spec("one").runner(ledger, views, views).run()
         two_rows = _all_rows(views, _names("two"))
         one_rows = _all_rows(views, _names("one"))
@@ -75,7 +76,7 @@ def test_two_workers_write_the_rows_one_process_writes(url):
         for a, b in zip(_names("two"), _names("one"), strict=True):
             assert two_rows[a] == one_rows[b]
         assert len(two_rows["two"]) == len(ledger.sessions())
-        head = int(views.store.recorder.max_notification_id() or 0)
+        head = views.head()
         # Each shard's checkpoint, and the hand-over of the view's own checkpoint to the tail.
         assert views.load_tracking("two@0/2") == views.load_tracking("two@1/2") == head
         assert views.load_tracking("two") == head
@@ -85,7 +86,7 @@ def test_a_tail_after_a_sharded_rebuild_folds_only_new_events(url):
     """After the hand-over one unsharded runner goes on from the shards' position, not from zero."""
     rebuild_in_shards(contextledger.open_ledger, url, _spec("two"), 2)
     with contextledger.open_ledger(url) as ledger:
-        views = projections_of(ledger)
+        views = store_views(ledger)[0]
         session = ledger.sessions()[0].session_id
         ledger.append(session, contextledger.UserMessage(content="one more question"))
         tail = _spec("two").runner(ledger, views, views).run()
@@ -130,7 +131,7 @@ def test_workers_on_postgres_write_the_rows_one_process_writes(pg_url):
                 assert import_file(ledger, name).ok
     stats = rebuild_in_shards(contextledger.open_ledger, pg_url, _spec("two"), 2)
     with contextledger.open_ledger(pg_url) as ledger:
-        views = projections_of(ledger)
+        views = store_views(ledger)[0]
         one = _spec("one").runner(ledger, views, views).run()
         assert stats.events == one.events > 0
         for a, b in zip(_names("two"), _names("one"), strict=True):
@@ -141,13 +142,13 @@ def test_dropping_a_version_drops_its_shards_checkpoints_too(url):
     """A version rebuilt with workers after a drop starts every shard from zero: all rows come back."""
     rebuild_in_shards(contextledger.open_ledger, url, _spec("v"), 2)
     with contextledger.open_ledger(url) as ledger:
-        views = projections_of(ledger)
+        views = store_views(ledger)[0]
         sessions = len(ledger.sessions())
         views.drop("v")
         assert [views.load_tracking(n) for n in ("v", "v@0/2", "v@1/2")] == [0, 0, 0]
     stats = rebuild_in_shards(contextledger.open_ledger, url, _spec("v"), 2)
     with contextledger.open_ledger(url) as ledger:
-        views = projections_of(ledger)
+        views = store_views(ledger)[0]
         assert stats.started_at == 0
         assert len(views.row_keys("v")) == sessions
 
@@ -155,7 +156,7 @@ def test_dropping_a_version_drops_its_shards_checkpoints_too(url):
 def test_a_held_view_refuses_a_sharded_rebuild_and_memory_ledgers_are_refused(url):
     """The parent takes the views' own leases first: a running tail makes the rebuild fail, typed."""
     with contextledger.open_ledger(url) as ledger:
-        views = projections_of(ledger)
+        views = store_views(ledger)[0]
         tail = _spec("held").runner(ledger, views, views)
         with tail.runner.leases(), pytest.raises(ProjectionLockedError):
             rebuild_in_shards(contextledger.open_ledger, url, _spec("held"), 2)

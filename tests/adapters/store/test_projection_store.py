@@ -13,7 +13,7 @@ from contextledger.adapters.store.factory import open_store
 from contextledger.adapters.store.postgres import SCHEMA_VERSION
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.domain.content import InlineText
-from contextledger.domain.errors import ProjectionLockedError, StoreError
+from contextledger.domain.errors import ConcurrencyConflictError, ProjectionLockedError, StoreError
 from contextledger.domain.events import SessionStarted, UserMessageAdded
 from contextledger.testing import FixedClock
 
@@ -186,3 +186,17 @@ def test_a_schema_3_postgres_ledger_gets_byte_ordered_row_keys(pg_url):
         assert collation == ("C",)
     finally:
         store.close()
+
+
+def test_head_is_the_newest_notification_id_and_a_refused_append_leaves_it(store):
+    """``head`` is 0 on an empty store, then the id of the newest notification; a conflict adds none."""
+    reader = RecorderProjections(store)
+    assert reader.head() == 0
+    store.append("a", 0, [_started("a")])
+    store.append("b", 0, [_started("b")])
+    store.append("a", 1, [_user("x")])
+    newest = reader.read_notifications(0, 10)[-1].id
+    assert reader.head() == newest
+    with pytest.raises(ConcurrencyConflictError):
+        store.append("a", 1, [_user("stale")])  # the stream is at 2: a conflict, nothing stored
+    assert reader.head() == newest

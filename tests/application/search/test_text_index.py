@@ -7,7 +7,7 @@ import re
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.audit.forensics import why
 from contextledger.application.render.renderer import Renderer
-from contextledger.application.search.log_search import event_texts
+from contextledger.application.search.log_search import searchable_texts
 from contextledger.application.search.text_index import CHUNK, TextIndex
 from contextledger.projections.presets import get_preset
 
@@ -26,14 +26,16 @@ def _session(ledger) -> tuple[str, int]:
         messages.append({"role": "tool", "call_id": f"c{i}", "content": body})
     ledger.append_many(session, messages)
     [planted] = [
-        r.position for r in ledger.events(session) if any(FACT in t for t, _ in event_texts(ledger, r.event))
+        r.position
+        for r in ledger.events(session)
+        if any(FACT in t for t, _ in searchable_texts(ledger, r.event))
     ]
     return session, planted
 
 
 def _first(events, pattern: re.Pattern[str], ledger) -> int | None:
     for recorded in events:
-        if any(pattern.search(t) for t, _ in event_texts(ledger, recorded.event)):
+        if any(pattern.search(t) for t, _ in searchable_texts(ledger, recorded.event)):
             return recorded.position
     return None
 

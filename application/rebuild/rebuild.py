@@ -1,0 +1,107 @@
+"""The rebuild use case: record a version's config, build it beside the live one, compare, switch, drop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.rebuild.blue_green import (
+    Comparison,
+    RebuildSpec,
+    compare_versions,
+    record_config,
+)
+from contextledger.application.rebuild.lease_wait import lease_names, wait_for_leases
+from contextledger.application.rebuild.projection_runner import BatchDone
+from contextledger.application.render.context_versions import CONTEXT_VIEW
+from contextledger.application.views.view_runner import RunStats
+from contextledger.domain.errors import ConfigError, ProjectionLockedError, ValidationError
+from contextledger.domain.ports import NotificationReader, ProjectionStore, VersionRegistry
+
+__all__ = ["RebuildResult", "ShardedBuild", "check_droppable", "rebuild", "store_views"]
+
+ShardedBuild = Callable[[RebuildSpec, int], RunStats]
+"""Builds a spec in that many worker processes (an adapter's; the processes open their own ledgers)."""
+
+
+class RebuildResult(msgspec.Struct, frozen=True):
+    """What a rebuild did: the version built, whether it was switched to, what was dropped, the comparison."""
+
+    version: str
+    switched: bool
+    dropped: str | None
+    comparison: Comparison
+    stats: RunStats
+    workers: int
+
+
+def store_views(ledger: Ledger) -> tuple[ProjectionStore, NotificationReader]:
+    """The projection store and notification reader the composition root handed this ledger.
+
+    Raises:
+        ConfigError: the ledger's store keeps no projections.
+    """
+    views, reader = ledger.ports.projections, ledger.ports.notifications
+    if views is None or reader is None:
+        raise ConfigError("this ledger's store keeps no projections")
+    return views, reader
+
+
+def check_droppable(registry: VersionRegistry, drop: str | None, *, switch_to: str | None = None) -> None:
+    """The one rule of dropping: the version that serves (after ``switch_to``, if given) is never dropped.
+
+    Raises:
+        ValidationError: ``drop`` is (or would become) the active context version.
+    """
+    if drop is None:
+        return
+    active = switch_to if switch_to is not None else registry.active(CONTEXT_VIEW)
+    if drop == active:
+        how = "it is the version being switched to" if switch_to is not None else "switch first"
+        raise ValidationError(f"{drop} is the active version: it is not dropped ({how})")
+
+
+def rebuild(
+    ledger: Ledger,
+    spec: RebuildSpec,
+    *,
+    switch: bool = False,
+    drop: str | None = None,
+    workers: int = 1,
+    in_shards: ShardedBuild | None = None,
+    on_batch: Callable[[BatchDone], None] | None = None,
+    on_wait: Callable[[ProjectionLockedError], None] | None = None,
+) -> RebuildResult:
+    """Build the context version of ``spec`` beside the live one, compare them, then switch and drop.
+
+    Order: the drop is checked first (nothing is written when it is refused), then the version's
+    config is recorded, the version is built (in ``workers`` processes through ``in_shards`` when
+    more than one), compared with the active version, made active with ``switch``, and ``drop`` is
+    deleted. Readers keep the active version until the switch. Before building, leases a finishing
+    runner still holds (the workers of a run killed with -9) are waited for, ``on_wait`` told once
+    per holder; a dead holder's lease is taken over at once.
+
+    Raises:
+        ValidationError: ``drop`` names the version that serves (or would serve after the switch).
+        ConfigError: the ledger's store keeps no projections.
+        ProjectionLockedError: a live runner still holds a lease after the wait (retry later).
+    """
+    views, reader = store_views(ledger)
+    runner = spec.runner(ledger, reader, views)
+    version = runner.projection
+    check_droppable(views, drop, switch_to=version if switch else None)
+    wait_for_leases(views, lease_names(runner.runner.checkpoints(), workers), on_wait=on_wait)
+    record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
+    if workers > 1 and in_shards is not None:
+        stats = in_shards(spec, workers)
+    else:
+        runner.on_batch = on_batch
+        stats = runner.run()
+        workers = 1
+    comparison = compare_versions(ledger, views, version)
+    if switch:
+        views.activate(CONTEXT_VIEW, version)
+    if drop is not None:
+        views.drop(drop)
+    return RebuildResult(version, switch, drop, comparison, stats, workers)

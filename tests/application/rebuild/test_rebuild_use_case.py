@@ -1,0 +1,82 @@
+"""The rebuild use case: record config, build beside the live version, compare, switch, drop."""
+
+from __future__ import annotations
+
+import contextledger
+import pytest
+from contextledger.application.rebuild.blue_green import RebuildSpec
+from contextledger.application.rebuild.rebuild import rebuild, store_views
+from contextledger.application.render.context_versions import CONFIG_PREFIX, CONTEXT_VIEW
+from contextledger.domain.errors import ValidationError
+from contextledger.projections.presets import get_preset
+
+
+def _spec(preset: str, budget: int = 2_000) -> RebuildSpec:
+    return RebuildSpec(get_preset(preset).model_dump_json(), budget, "heuristic")
+
+
+@pytest.fixture
+def filled(ledger):
+    """The conftest ledger holding two short sessions with a tool call each."""
+    for n in range(2):
+        session = ledger.start_session(session_id=f"s{n}", system_prompt="sys")
+        ledger.add_user_message(session, f"question {n} " * 40)
+        ledger.add_assistant_message(session, tool_calls=[{"id": "c", "name": "ls", "arguments": {}}])
+        ledger.add_tool_result(session, "c", "file " * 400)
+    return ledger
+
+
+def _version_of(ledger: contextledger.Ledger, spec: RebuildSpec) -> str:
+    views, reader = store_views(ledger)
+    return spec.runner(ledger, reader, views).projection  # building a runner reads and writes nothing
+
+
+def _written(ledger: contextledger.Ledger, version: str) -> tuple[str | None, int, list[str]]:
+    views, _ = store_views(ledger)
+    return views.active(CONFIG_PREFIX + version), views.load_tracking(version), views.row_keys(version)
+
+
+def test_a_rebuild_builds_and_compares_and_switches_only_when_asked(filled):
+    """Without ``switch`` the live version keeps serving; with it the candidate does; both are compared."""
+    views, reader = store_views(filled)
+    first = rebuild(filled, _spec("default"), switch=True)
+    assert views.active(CONTEXT_VIEW) == first.version
+    assert first.comparison.live is None  # nothing served before
+    assert first.comparison.candidate.sessions == 2
+    assert first.stats.tracking == reader.head()
+    second = rebuild(filled, _spec("threshold"))
+    assert not second.switched
+    assert views.active(CONTEXT_VIEW) == first.version
+    assert second.comparison.live is not None
+    assert second.comparison.live.version == first.version
+    assert sorted(views.row_keys(second.version)) == ["s0", "s1"]
+
+
+def test_the_active_version_is_never_dropped_and_a_refused_drop_writes_nothing(filled):
+    """Dropping what serves (now or after the switch) is refused before any config or row is written."""
+    live = rebuild(filled, _spec("default"), switch=True).version
+    candidate = _spec("threshold")
+    with pytest.raises(ValidationError, match="switch first"):
+        rebuild(filled, candidate, drop=live)
+    with pytest.raises(ValidationError, match="switched to"):
+        rebuild(
+            filled,
+            candidate,
+            switch=True,
+            drop=_version_of(filled, candidate),
+        )
+    name = _version_of(filled, candidate)
+    assert _written(filled, name) == (None, 0, [])
+    views, _ = store_views(filled)
+    assert views.active(CONTEXT_VIEW) == live
+
+
+def test_switching_then_dropping_the_old_version_leaves_only_the_new_one(filled):
+    """``switch`` with ``drop`` of the old live version serves the candidate and deletes the old rows."""
+    old = rebuild(filled, _spec("default"), switch=True).version
+    new = rebuild(filled, _spec("threshold"), switch=True, drop=old)
+    views, _ = store_views(filled)
+    assert (new.switched, new.dropped) == (True, old)
+    assert views.active(CONTEXT_VIEW) == new.version
+    assert views.row_keys(old) == []
+    assert views.load_tracking(old) == 0
