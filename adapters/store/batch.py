@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
@@ -13,11 +13,14 @@ Extras = Mapping[str, Any]
 """Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
 
 
-def first_positions(stored_events: Sequence[StoredEvent]) -> dict[str, int]:
-    """The first position each stream of a batch writes (its head must be the position before)."""
+def first_positions(stored_events: Sequence[StoredEvent], key: Callable[[Any], str] = str) -> dict[str, int]:
+    """The first position each stream of a batch writes (its head must be the position before).
+
+    ``key`` gives a stream's id as the backend stores it (``str`` unless the backend says otherwise).
+    """
     firsts: dict[str, int] = {}
     for event in stored_events:
-        stream = str(event.originator_id)
+        stream = key(event.originator_id)
         firsts[stream] = min(firsts.get(stream, event.originator_version), event.originator_version)
     return firsts
 

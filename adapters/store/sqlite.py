@@ -15,6 +15,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
+from uuid import UUID
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
@@ -48,6 +49,11 @@ def _persistence_error(error: sqlite3.Error) -> PersistenceError:
     if isinstance(error, sqlite3.DataError):
         return DataError(str(error))
     return DatabaseError(str(error))
+
+
+def _stored_id(originator_id: UUID | str) -> str:
+    """A stream id as eventsourcing's SQLite recorder stores and selects it (a UUID as its hex)."""
+    return originator_id.hex if isinstance(originator_id, UUID) else originator_id
 
 
 class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
@@ -117,7 +123,7 @@ class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
         Returns the events' notification ids, as eventsourcing's ``ApplicationRecorder`` does.
         """
         with self.writing() as c:
-            for stream, first in first_positions(stored_events).items():
+            for stream, first in first_positions(stored_events, key=_stored_id).items():
                 c.execute(
                     f"SELECT MAX(originator_version) FROM {self.events_table_name} WHERE originator_id = ?",  # noqa: S608
                     (stream,),
@@ -129,7 +135,10 @@ class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
             # consecutive and end at last_insert_rowid(): returned as eventsourcing's contract asks.
             c.executemany(
                 self.insert_events_statement,
-                [(s.originator_id, s.originator_version, s.topic, s.state) for s in stored_events],
+                [
+                    (_stored_id(s.originator_id), s.originator_version, s.topic, s.state)
+                    for s in stored_events
+                ],
             )
             c.execute("SELECT last_insert_rowid()")
             last = int(c.fetchone()[0])

@@ -8,8 +8,10 @@ deliberately stricter than the base contract, and says which:
 
 - ``new_originator_id``: our streams are named by text (session ids and their ``::`` side streams),
   so the datastores are opened with ``originator_id_type="text"``, as ``open_sqlite`` and
-  ``open_postgres`` do; the suite's UUIDs are passed as their text, which eventsourcing's own text-id
-  recorders are tested with too.
+  ``open_postgres`` do, and notifications carry text ids; the suite compares them with the ids it
+  wrote, so it writes the text of a UUID. UUID ids are still accepted:
+  ``test_an_eventsourcing_repository_runs_on_it`` runs eventsourcing's own ``EventStore`` and
+  ``Repository`` with UUID-keyed aggregates on each recorder (its mapper turns the text back into UUIDs).
 - ``test_concurrent_no_conflicts`` and ``test_concurrent_throughput``: a stream's positions are
   contiguous from 1 (a position is the ledger's version; an append that leaves a gap is refused with
   eventsourcing's ``IntegrityError``). These two tests write versions ``0..n-1`` to fresh streams;
@@ -29,7 +31,19 @@ import pytest
 from contextledger.adapters.store.memory import MemoryRecorder
 from contextledger.adapters.store.postgres import PostgresRecorder, open_postgres
 from contextledger.adapters.store.sqlite import SQLiteRecorder, open_sqlite
-from eventsourcing.persistence import ApplicationRecorder, IntegrityError, StoredEvent
+from eventsourcing.application import Repository
+from eventsourcing.domain import Aggregate, event
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    DatetimeAsISO,
+    DecimalAsStr,
+    EventStore,
+    IntegrityError,
+    JSONTranscoder,
+    Mapper,
+    StoredEvent,
+    UUIDAsHex,
+)
 from eventsourcing.tests.persistence import ApplicationRecorderTestCase
 
 from tests.conftest import require_postgres
@@ -109,7 +123,38 @@ class LedgerRecorderContract(ApplicationRecorderTestCase[Any]):
         assert [e.originator_version for e in recorder.select_events(stream)] == [1, 2, 3]
 
 
-class TestSQLiteRecorderContract(LedgerRecorderContract):
+class Dog(Aggregate):
+    """An eventsourcing aggregate with the default (UUID) ids, as an eventsourcing application has."""
+
+    @event("Registered")
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tricks: list[str] = []
+
+    @event("TrickAdded")
+    def add_trick(self, trick: str) -> None:
+        self.tricks.append(trick)
+
+
+class EventStoreOnLedgerRecorders:
+    """eventsourcing's own event store and repository, on our recorder, with UUID-keyed aggregates."""
+
+    def test_an_eventsourcing_repository_runs_on_it(self) -> None:
+        """Aggregates with UUID ids are stored, appended to in a second batch and read back whole."""
+        transcoder = JSONTranscoder()
+        for transcoding in (UUIDAsHex(), DatetimeAsISO(), DecimalAsStr()):
+            transcoder.register(transcoding)
+        store = EventStore(mapper=Mapper(transcoder=transcoder), recorder=self.create_recorder())  # type: ignore[attr-defined]
+        dog = Dog("Fido")
+        store.put(dog.collect_events())
+        dog.add_trick("roll over")
+        dog.add_trick("play dead")
+        store.put(dog.collect_events())
+        again = Repository(store).get(dog.id)
+        assert (again.id, again.version, again.tricks) == (dog.id, 3, ["roll over", "play dead"])
+
+
+class TestSQLiteRecorderContract(EventStoreOnLedgerRecorders, LedgerRecorderContract):
     """The suite on ``SQLiteRecorder`` over a real file, opened as ``open_sqlite`` opens it."""
 
     __test__ = True
@@ -125,7 +170,7 @@ class TestSQLiteRecorderContract(LedgerRecorderContract):
         return store.recorder
 
 
-class TestPostgresRecorderContract(LedgerRecorderContract):
+class TestPostgresRecorderContract(EventStoreOnLedgerRecorders, LedgerRecorderContract):
     """The suite on ``PostgresRecorder`` in a fresh schema, opened as ``open_postgres`` opens it."""
 
     __test__ = True
@@ -143,7 +188,7 @@ class TestPostgresRecorderContract(LedgerRecorderContract):
         return store.recorder
 
 
-class TestMemoryRecorderContract(LedgerRecorderContract):
+class TestMemoryRecorderContract(EventStoreOnLedgerRecorders, LedgerRecorderContract):
     """The suite on ``MemoryRecorder`` (``memory://``)."""
 
     __test__ = True
