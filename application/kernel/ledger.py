@@ -33,6 +33,8 @@ from contextledger.domain.errors import (
     SessionNotFoundError,
 )
 from contextledger.domain.events import (
+    TIME_KEY,
+    TIME_UNKNOWN,
     AnyEvent,
     ForkParent,
     Recorded,
@@ -126,7 +128,8 @@ class Ledger(LedgerControls):
     def start_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> list[str]:
         """Start several sessions in ONE transaction: all are stored, or none (e.g. one transcript file).
 
-        Each mapping takes the keyword arguments of ``start_session``. Every session is validated
+        Each mapping takes the keyword arguments of ``start_session`` (and ``unknown_time``: a session
+        whose source recorded no start time is stored with none, not the clock's). Every session is validated
         before anything is written; a session whose idempotency key is already stored is skipped (a
         retry), another that already exists raises ``SessionExistsError``.
         """
@@ -173,6 +176,7 @@ class Ledger(LedgerControls):
         parent: tuple[str, int] | None = None,
         messages: Sequence[MessageLike] = (),
         at: datetime | None = None,
+        unknown_time: bool = False,
     ) -> tuple[list[AnyEvent], dict[str, str]]:
         check_session_id(session_id)
         if metadata is not None and too_deep(dict(metadata)):
@@ -185,7 +189,8 @@ class Ledger(LedgerControls):
             tools=tuple(tool_schema(t) for t in tools),
             metadata=dict(metadata or {}),
             parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
-            at=at or self.clock.now(),
+            at=at if at is not None or unknown_time else self.clock.now(),
+            meta={TIME_KEY: TIME_UNKNOWN} if at is None and unknown_time else {},
         )
         state = SessionState(session_id)
         blobs: dict[str, str] = {}
