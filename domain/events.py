@@ -10,6 +10,8 @@ from contextledger.domain.content import Text
 
 __all__ = [
     "EVENT_TYPES",
+    "TIME_KEY",
+    "TIME_UNKNOWN",
     "AnyEvent",
     "AssistantMessageAdded",
     "CompactionRequested",
@@ -60,6 +62,14 @@ class ForkParent(msgspec.Struct, frozen=True, kw_only=True):
 
     session_id: str
     position: int
+
+
+TIME_KEY = "time"
+"""``meta[TIME_KEY]`` says how an event's ``at`` was obtained when its source recorded no time of its own:
+``TIME_UNKNOWN`` (``at`` is None: nothing says when it happened; never the time of an import), or
+``"derived: <from what>"``. Events without the key carry the time their caller gave (or the clock's)."""
+
+TIME_UNKNOWN = "unknown"
 
 
 class LedgerEvent(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

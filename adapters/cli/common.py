@@ -296,7 +296,7 @@ def new_app() -> typer.Typer:
     app = typer.Typer(
         name="contextledger",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
         epilog=f"Every command takes --db and --json. Exit codes:\n\n{codes}",

@@ -13,6 +13,7 @@ from contextledger.domain.events import (
     ItemUnpinned,
     Recorded,
     SessionStarted,
+    SummaryRecorded,
     ToolResultRecorded,
     UserMessageAdded,
 )
@@ -20,7 +21,7 @@ from contextledger.domain.events import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["event_documents", "history_rows", "print_history"]
+__all__ = ["event_documents", "history_rows", "print_history", "print_summaries"]
 
 _PREVIEW = 70
 
@@ -95,4 +96,29 @@ def print_history(console: Console, events: Sequence[Recorded]) -> None:
     table = Table("pos", "event", "role", "content", "tools", "stored")
     for row in history_rows(events):
         table.add_row(*(cell(row[name]) for name in columns))
+    console.print(table)
+
+
+def print_summaries(console: Console, summaries: Sequence[tuple[SummaryRecorded, str]]) -> None:
+    """Print each summary artifact: what it covers, from which position it applies, and its text."""
+    if not summaries:
+        console.print("no summaries")
+        return
+    from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+
+    table = Table("summary", "covers", "applies from", "round", "producer", "text", title="summaries")
+    for summary, text in summaries:
+        table.add_row(
+            *map(
+                cell,
+                (
+                    summary.summary_id,
+                    f"{summary.covers_from}-{summary.covers_through}",
+                    summary.produced_at,
+                    summary.round,
+                    summary.producer or "",
+                    text,
+                ),
+            )
+        )
     console.print(table)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
+import msgspec
 import typer
 from contextledger.adapters.cli.common import (
     DbOption,
@@ -16,7 +17,10 @@ from contextledger.adapters.cli.common import (
     run_guarded,
 )
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from contextledger.application.kernel.ledger import Ledger
+
+__all__ = ["register", "session_card"]
 
 
 def register(app: typer.Typer) -> None:
@@ -50,19 +54,39 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        """Print a session's stored events with their positions.
+        """Print a session's stored events with positions, then its summaries and its session-state card.
 
-        --json prints {"session_id", "events": [{"position", "event"}...]}.
+        --json: {"session_id", "events": [{"position", "event"}...], "summaries": [SummaryRecorded + "text"]}.
         """
 
         def body() -> None:
-            from contextledger.adapters.cli.history import event_documents, print_history  # noqa: PLC0415 - rich loads lazily
+            from contextledger.adapters.cli.history import (  # noqa: PLC0415 - rich loads lazily
+                event_documents,
+                print_history,
+                print_summaries,
+            )
 
             with ledger_for(db) as ledger:
                 events = ledger.events(session_id)
+                summaries = [(s, ledger.text(s.content)) for s in ledger.summaries(session_id)]
+                card = session_card(ledger, session_id)
             if json_output:
-                emit_json({"session_id": session_id, "events": event_documents(events)})
+                shown = [{**msgspec.to_builtins(s), "text": text} for s, text in summaries]
+                emit_json({"session_id": session_id, "events": event_documents(events), "summaries": shown})
                 return
-            print_history(out_console(), events)
+            console = out_console()
+            print_history(console, events)
+            print_summaries(console, summaries)
+            if card is not None:
+                console.print(cell(card))
 
         run_guarded(body, json_output=json_output)
+
+
+def session_card(ledger: Ledger, session_id: str) -> str | None:
+    """The session-state card (issue 17) as ``show`` prints it; None until the card exists.
+
+    The hook ``show`` calls after the summaries: the card's builder plugs in here.
+    """
+    del ledger, session_id
+    return None

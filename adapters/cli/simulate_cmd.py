@@ -19,7 +19,7 @@ from contextledger.adapters.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from contextledger.application.rebuild.simulator import Simulation
+    from contextledger.application.rebuild.simulator import PolicyTotals, Simulation
     from rich.table import Table
 
 __all__ = ["CSV_COLUMNS", "register", "write_csv"]
@@ -100,6 +100,24 @@ def write_csv(simulation: Simulation, path: Path) -> None:
             )
 
 
+def _expired(totals: PolicyTotals) -> str:
+    """Calls after cache expiry; for calls with no recorded time it cannot be known, and says so."""
+    known = f"{totals.expired_calls:,}"
+    return known if not totals.untimed_calls else f"{known} (unknown for {totals.untimed_calls:,})"
+
+
+def _untimed_note(simulation: Simulation) -> str | None:
+    """A line saying which time-dependent figures cannot be known, or None when every call has a time."""
+    untimed = max((t.untimed_calls for t in simulation.totals.values()), default=0)
+    calls = max((t.calls for t in simulation.totals.values()), default=0)
+    if not untimed:
+        return None
+    return (
+        f"note: {untimed:,} of {calls:,} calls have no recorded time (their transcript did not say when): "
+        "cache expiry before them and cache-aware compaction cannot be known; they count as no time elapsed"
+    )
+
+
 def _totals_table(simulation: Simulation) -> Table:
     """Return the totals with one column per policy (they stay readable on a narrow terminal)."""
     from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
@@ -123,7 +141,8 @@ def _totals_table(simulation: Simulation) -> Table:
         ("effective cost", [f"{t.effective_cost:,.0f}" for t in totals]),
         ("cost with no cache", [f"{t.uncached_cost:,.0f}" for t in totals]),
         ("prefix breaks", [f"{t.prefix_breaks:,}" for t in totals]),
-        ("calls after cache expiry", [f"{t.expired_calls:,}" for t in totals]),
+        ("calls after cache expiry", [_expired(t) for t in totals]),
+        ("calls with no recorded time", [f"{t.untimed_calls:,}" for t in totals]),
         ("over-budget calls", [f"{t.over_budget_calls:,}" for t in totals]),
         ("summary calls", [f"{t.summary_calls:,}" for t in totals]),
     ]
@@ -153,7 +172,7 @@ def _print(simulation: Simulation, *, per_call: bool) -> None:
                 )
                 if on
             ]
-            gap = "" if c.gap_seconds is None else f"{c.gap_seconds:,.0f}"
+            gap = "?" if c.at is None else "" if c.gap_seconds is None else f"{c.gap_seconds:,.0f}"
             calls.add_row(
                 cell(c.policy),
                 cell(c.session_id),
@@ -167,6 +186,9 @@ def _print(simulation: Simulation, *, per_call: bool) -> None:
             )
         console.print(calls)
     console.print(_totals_table(simulation))
+    note = _untimed_note(simulation)
+    if note:
+        console.print(cell(note))
     if simulation.facts:
         facts = Table(
             "fact", "session", *simulation.policies, title="facts (--fact): in the log, out of context"

@@ -18,6 +18,7 @@ from contextledger.domain.errors import (
     UnknownToolCallError,
     ValidationError,
 )
+from contextledger.domain.events import TIME_KEY, TIME_UNKNOWN
 from contextledger.domain.session import CallPairing
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+_Message = UserMessage | AssistantMessage | ToolResult
 
 
 @dataclass
@@ -219,6 +221,11 @@ def _pairing_problem(error: ValidationError) -> str:
     return str(error)
 
 
+def _time_unknown(message: _Message) -> _Message:
+    """The message marked as having no recorded time (the ledger then stores none, not the import's)."""
+    return message.model_copy(update={"meta": {**message.meta, TIME_KEY: TIME_UNKNOWN}})
+
+
 def prepare(draft: SessionDraft) -> PreparedSession:
     """Validate a draft as the ledger will, and give it its deterministic id and idempotency key.
 
@@ -234,6 +241,10 @@ def prepare(draft: SessionDraft) -> PreparedSession:
             raise TranscriptImportError(draft.source, where, str(error)) from None
     unpaired = _check_pairing(draft, validated)
     digest = _digest(draft)
+    untimed = sum(m.at is None for m in validated)
+    if untimed:  # after the digest: session ids and idempotency keys stay those of earlier imports
+        validated = [_time_unknown(m) if m.at is None else m for m in validated]
+        draft.note(f"{untimed} message(s) carry no time of their own: stored with the time unknown")
     slug = _SLUG.sub("-", draft.native_id).strip("-")[:48]
     session_id = (
         f"{draft.source_format}-{slug}-{digest[:12]}" if slug else f"{draft.source_format}-{digest[:16]}"

@@ -129,6 +129,7 @@ def _write(ledger: Ledger, sessions: list[PreparedSession], progress: Progress |
                 "metadata": _stored_metadata(session),
                 "messages": session.messages,
                 "at": session.draft.started_at,
+                "unknown_time": session.draft.started_at is None,
                 "idempotency_key": session.idempotency_key,
             }
             for session in pending

@@ -17,7 +17,7 @@ from contextledger.application.audit.forensics import _reducer as reducer_of
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
-from contextledger.application.search.log_search import event_texts
+from contextledger.application.search.log_search import searchable_texts
 from contextledger.application.summaries.lineage import compaction_turns
 from contextledger.domain.events import AssistantMessageAdded, DispositionRun, SessionStarted
 from contextledger.domain.ports import TokenCounter
@@ -427,9 +427,9 @@ def _events(ledger: Ledger, session_id: str, texts: _Texts) -> list[EventData]:
     out: list[EventData] = []
     for recorded in ledger.events(session_id):
         event = recorded.event
-        parts = [text for text, _ in event_texts(ledger, event) if text]
+        parts = [text for text, _ in searchable_texts(ledger, event) if text]
         label = type(event).__name__.removesuffix("Added").removesuffix("Recorded")
-        tool = next((name for _, name in event_texts(ledger, event) if name), None)
+        tool = next((name for _, name in searchable_texts(ledger, event) if name), None)
         if isinstance(event, SessionStarted):
             label = "SessionStarted"
         out.append(

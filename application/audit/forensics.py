@@ -7,8 +7,14 @@ import re
 from collections.abc import Iterator
 
 import msgspec
-from contextledger.application.audit.call_recorder import CallRecorder, CallView, context_sha
-from contextledger.application.audit.text_trace import Sighting, shown_as, sightings
+from contextledger.application.audit.call_recorder import CallRecorder
+from contextledger.application.audit.text_trace import Sighting, shown_as
+from contextledger.application.audit.traced_calls import (
+    TracedCall,
+    computed_calls,
+    recorded_calls,
+    sightings_at,
+)
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
@@ -16,14 +22,14 @@ from contextledger.application.search.log_search import searchable_texts
 from contextledger.application.search.text_index import TextIndex
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import (
+    AnyEvent,
     AssistantMessageAdded,
     DispositionRun,
     ItemPinned,
+    SessionStarted,
     ToolResultRecorded,
     UserMessageAdded,
 )
-from contextledger.projections.context import RenderedContext
-from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
@@ -125,15 +131,22 @@ class _Entry(msgspec.Struct, frozen=True):
     snippet: str
     text: str
     tool_name: str | None
+    sent: bool = True
+    """Whether the text is in a part of the event a payload sends (not its reasoning)."""
 
 
-class _Call(msgspec.Struct, frozen=True):
-    call_id: str
-    position: int
-    runs: tuple[DispositionRun, ...]
-    summary_id: str | None
-    context: RenderedContext | None
-    differs: bool = False
+def _sent(ledger: Ledger, event: AnyEvent, pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` is in a part of ``event`` a payload sends: text, tool-call names and arguments."""
+    if isinstance(event, SessionStarted):
+        texts = [event.system_prompt]
+    elif isinstance(event, AssistantMessageAdded):
+        texts = [ledger.text(event.content), *(c.name for c in event.tool_calls)]
+        texts += [c.arguments for c in event.tool_calls]
+    elif isinstance(event, UserMessageAdded | ToolResultRecorded):
+        texts = [ledger.text(event.content)]
+    else:
+        return False
+    return any(pattern.search(text) for text in texts)
 
 
 def _carriers(
@@ -158,7 +171,10 @@ def _carriers(
             if match or position is not None:
                 start, end = match.span() if match else (0, min(len(text), 80))
                 snippet = " ".join(text[max(0, start - 60) : end + 60].split())
-                found.append(_Entry(recorded.position, type(recorded.event).__name__, snippet, text, tool))
+                sent = _sent(ledger, recorded.event, pattern)
+                found.append(
+                    _Entry(recorded.position, type(recorded.event).__name__, snippet, text, tool, sent)
+                )
                 break
     return found
 
@@ -203,20 +219,23 @@ def why(
         )
     entry = carriers[0]
     source, policy_name, calls = _calls(
-        ledger,
-        session_id,
-        entry.position,
-        renderer=renderer,
-        policy=policy,
-        budget=budget,
-        text=position is None,
+        ledger, session_id, entry.position, renderer=renderer, policy=policy, budget=budget
     )
     differ = 0
     fates: list[CallFate] = []
     if position is None:
+        sent = {c.position: c.sent for c in carriers}
+        holds: dict[str, bool] = {}
+
+        def summary_holds(summary_id: str) -> bool:
+            if summary_id not in holds:
+                holds[summary_id] = _summary_contains(ledger, session_id, summary_id, pattern) == "exact"
+            return holds[summary_id]
+
         for call in calls:
-            fates.append(_text_fate(call, pattern, carriers, fates[-1] if fates else None))
-            differ += call.differs
+            found, differs = sightings_at(call, pattern, sent, summary_holds)
+            fates.append(_text_fate(call, found, carriers, fates[-1] if fates else None))
+            differ += differs
     else:
         fates = [f for f in (_event_fate(c, entry.position) for c in calls) if f is not None]
     answer = WhyAnswer(
@@ -293,10 +312,9 @@ def _verdict(
 
 
 def _text_fate(
-    call: _Call, pattern: re.Pattern[str], carriers: list[_Entry], previous: CallFate | None
+    call: TracedCall, found: tuple[Sighting, ...], carriers: list[_Entry], previous: CallFate | None
 ) -> CallFate:
-    """Where the text shows in this call, and the fate of the event it is followed through."""
-    found: tuple[Sighting, ...] = sightings(call.context, pattern) if call.context is not None else ()
+    """Where the text shows in this call (``found``), and the fate of the event it is followed through."""
     held = [c.position for c in carriers if c.position <= call.position]
     sources = {p for s in found for p in s.sources}
     shown_from = tuple(p for p in held if p in sources)
@@ -326,7 +344,7 @@ def _text_fate(
     )
 
 
-def _event_fate(call: _Call, position: int) -> CallFate | None:
+def _event_fate(call: TracedCall, position: int) -> CallFate | None:
     run = _fate(call.runs, position)
     if run is None:
         return None
@@ -350,51 +368,15 @@ def _calls(
     renderer: Renderer,
     policy: Policy | None,
     budget: int | None,
-    text: bool,
-) -> tuple[str, str | None, Iterator[_Call]]:
-    """The calls since ``entered``: recorded (re-rendered when ``text``), else computed under ``policy``."""
+) -> tuple[str, str | None, Iterator[TracedCall]]:
+    """The calls since ``entered``: recorded ones, else those computed under ``policy``."""
     recorder = CallRecorder(ledger)
     views = [v for v in recorder.calls(session_id) if v.record.position >= entered]
     if views and policy is None:
-        return "recorded", views[-1].record.policy, _recorded(recorder, renderer, views, text=text)
+        return "recorded", views[-1].record.policy, recorded_calls(recorder, renderer, views)
     chosen = policy or Policy()
-    return (
-        "computed",
-        chosen.name,
-        _computed(ledger, session_id, entered, renderer, chosen=chosen, budget=budget),
-    )
-
-
-def _recorded(
-    recorder: CallRecorder, renderer: Renderer, views: list[CallView], *, text: bool
-) -> Iterator[_Call]:
-    renderers = {renderer.counter.name: renderer}
-    policies: dict[str, Policy] = {}
-    for view in views:
-        record = view.record
-        context = None
-        differs = False
-        if text:
-            chosen = policies.get(record.policy_hash)
-            if chosen is None:
-                chosen = policies[record.policy_hash] = recorder.policy(record.session_id, record.policy_hash)
-            using = renderers.get(record.tokenizer)
-            if using is None:
-                using = renderers[record.tokenizer] = Renderer(recorder.ledger, tokenizer=record.tokenizer)
-            context = using.render(record.session_id, chosen, at=record.position, budget=record.budget)
-            differs = context_sha(context) != record.context_sha  # searched as re-rendered all the same
-        yield _Call(record.call_id, record.position, record.dispositions, record.summary_id, context, differs)
-
-
-def _computed(
-    ledger: Ledger, session_id: str, entered: int, renderer: Renderer, *, chosen: Policy, budget: int | None
-) -> Iterator[_Call]:
-    for recorded in ledger.events(session_id, after=entered):
-        if not isinstance(recorded.event, AssistantMessageAdded):
-            continue
-        at = recorded.position - 1
-        context = renderer.render(session_id, chosen, at=at, budget=budget)
-        yield _Call(f"computed@{at}", at, dispositions_of(context), context.summary_id, context)
+    calls = computed_calls(ledger, session_id, entered, renderer, policy=chosen, budget=budget)
+    return "computed", chosen.name, calls
 
 
 def _summary_contains(ledger: Ledger, session_id: str, summary_id: str, pattern: re.Pattern[str]) -> str:

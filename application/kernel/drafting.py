@@ -18,6 +18,8 @@ from contextledger.application.kernel.wire_shapes import ledger_tool_call, ledge
 from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text, content_address
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.events import (
+    TIME_KEY,
+    TIME_UNKNOWN,
     AnyEvent,
     AssistantMessageAdded,
     ToolCall,
@@ -51,7 +53,9 @@ class EventDrafter:
         blobs: dict[str, str],
     ) -> AnyEvent:
         """Return the event for ``message``; ``issued`` collects call ids issued earlier in the batch."""
-        at = message.at or self.clock.now()
+        at = message.at
+        if at is None and message.meta.get(TIME_KEY) != TIME_UNKNOWN:
+            at = self.clock.now()  # a live append happens now; a time marked unknown stays unknown
         if isinstance(message, UserMessage):
             return UserMessageAdded(content=self.text(message.content, blobs), at=at, meta=message.meta)
         if isinstance(message, AssistantMessage):

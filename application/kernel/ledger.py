@@ -32,6 +32,8 @@ from contextledger.domain.errors import (
     SessionNotFoundError,
 )
 from contextledger.domain.events import (
+    TIME_KEY,
+    TIME_UNKNOWN,
     AnyEvent,
     ForkParent,
     Recorded,
@@ -149,6 +151,7 @@ class Ledger:
             msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
             raise InvalidMessageError(msg)
         parent = spec.get("parent")
+        at, unknown_time = spec.get("at"), spec.get("unknown_time", False)
         started = SessionStarted(
             session_id=session_id,
             system_prompt=spec.get("system_prompt", ""),
@@ -156,7 +159,8 @@ class Ledger:
             tools=tuple(tool_schema(t) for t in spec.get("tools", ())),
             metadata=dict(metadata or {}),
             parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
-            at=spec.get("at") or self.clock.now(),
+            at=at if at is not None or unknown_time else self.clock.now(),
+            meta={TIME_KEY: TIME_UNKNOWN} if at is None and unknown_time else {},
         )
         state = SessionState(session_id)
         blobs: dict[str, str] = {}

@@ -23,7 +23,8 @@ class SessionSpec(TypedDict, total=False):
     ``session_id`` (default: derived from ``idempotency_key``, else a new id), ``system_prompt``
     (default ``""``), ``model``, ``tools`` (schemas or mappings), ``metadata``, ``parent``
     (``(session id, position)`` of a fork), ``messages`` (the first messages, stored atomically),
-    ``at`` (default: the clock's now) and ``idempotency_key`` (a retried start is a no-op).
+    ``at`` (default: the clock's now; with ``unknown_time`` and no ``at``, none: a source that recorded
+    no start time is not stamped with the clock's) and ``idempotency_key`` (a retried start is a no-op).
     """
 
     session_id: str | None
@@ -34,6 +35,7 @@ class SessionSpec(TypedDict, total=False):
     parent: tuple[str, int] | None
     messages: Sequence[MessageLike]
     at: datetime | None
+    unknown_time: bool
     idempotency_key: str | None
 
 

@@ -78,6 +78,9 @@ class PolicyTotals(msgspec.Struct, kw_only=True):
     """What the calls would cost with no prompt cache at all (every input token at 1x)."""
     prefix_breaks: int = 0
     expired_calls: int = 0
+    untimed_calls: int = 0
+    """Calls whose time was never recorded: whether the cache expired before them cannot be known
+    (counted as no time elapsed), and cache-aware compaction cannot fire at them."""
     over_budget_calls: int = 0
     summary_calls: int = 0
     evictions: dict[str, int] = msgspec.field(default_factory=dict)
@@ -93,6 +96,7 @@ class PolicyTotals(msgspec.Struct, kw_only=True):
         self.uncached_cost += call.input_tokens
         self.prefix_breaks += call.prefix_break
         self.expired_calls += call.cache_expired
+        self.untimed_calls += call.at is None
         self.over_budget_calls += call.over_budget
         self.summary_calls += call.summary_call
         for rule, count in call.evictions.items():

@@ -95,3 +95,23 @@ def test_errors_follow_the_cli_contract(imported):
     assert (
         _run("simulate", session, "--policy", "default", "--provider", "gemini", "--db", db).returncode == 2
     )
+
+
+def test_simulate_says_when_cache_figures_cannot_be_known(tmp_path):
+    """On a transcript that recorded no times, the expiry figure and a note say the time is unknown."""
+    db = f"sqlite:///{tmp_path / 'untimed.db'}"
+    source = (
+        Path(__file__).resolve().parents[2]
+        / "fixtures"
+        / "transcripts"
+        / "openhands-events__basic_gui_mode.json"
+    )
+    assert _run("import", str(source), "--db", db, "--json").returncode == 0
+    done = _run("simulate", "--all", "--policy", "default", "--tokenizer", "heuristic", "--db", db)
+    assert done.returncode == 0, done.stderr
+    assert "calls with no recorded time" in done.stdout
+    assert "(unknown for" in done.stdout
+    assert "cache-aware compaction cannot be known" in " ".join(done.stdout.split())
+    data = json.loads(_run("simulate", "--all", "--policy", "default", "--db", db, "--json").stdout)
+    totals = data["totals"]["default"]
+    assert totals["untimed_calls"] == totals["calls"] > 0

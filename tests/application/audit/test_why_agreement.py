@@ -20,6 +20,7 @@ import contextledger
 import pytest
 from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.importers.service import import_file
+from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.audit.forensics import why
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import (
@@ -186,3 +187,25 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_why_over_recorded_calls_agrees_too():
+    """Recorded calls (read from records, rendered again only when a record cannot decide) agree too."""
+    path = TRANSCRIPTS / "mini-swe-agent__pylint-dev__pylint-6528.traj.json"
+    with contextledger.open_ledger("memory://") as ledger:
+        assert import_file(ledger, path).ok
+        [info] = ledger.sessions()
+        session = Session(ledger, info.session_id)
+        renderer = Renderer(ledger, tokenizer="heuristic")
+        recorder = CallRecorder(ledger)
+        for at in session.calls:
+            context = renderer.render(info.session_id, PRESETS["default"], at=at, budget=BUDGET)
+            recorder.record(context, PRESETS["default"], payload=to_openai(context), call_id=f"c{at}")
+        facts = choose_facts(session, "default", FACTS * 2, seed=7)
+        sources: Counter[str] = Counter()
+        for fact, _ in facts:
+            answer = why(ledger, info.session_id, fact, renderer=Renderer(ledger, tokenizer="heuristic"))
+            sources[answer.calls_source] += 1
+            assert answer.calls_differ == 0
+            assert answer.first_left_position == session.expected("default", fact), fact
+        assert sources["recorded"] >= len(facts) * 3 // 4  # a fact entering after the last call has none

@@ -1,0 +1,114 @@
+"""The model calls a why-trace searches: recorded ones (rendered again only when needed) or computed ones."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from contextledger.application.audit.call_recorder import CallRecorder, CallView, context_sha
+from contextledger.application.audit.text_trace import Sighting, sightings
+from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.render.renderer import Renderer
+from contextledger.domain.events import AssistantMessageAdded, DispositionRun
+from contextledger.projections.context import RenderedContext
+from contextledger.projections.dispositions import dispositions_of
+from contextledger.projections.policy import Policy
+
+__all__ = ["TracedCall", "computed_calls", "recorded_calls", "sightings_at"]
+
+_WHOLE = {"verbatim", "pinned"}
+_CUT = {"truncated", "stubbed"}
+
+
+@dataclass(frozen=True)
+class TracedCall:
+    """A call: id, position, per-event fates, the summary applied, its context (or how to render it)."""
+
+    call_id: str
+    position: int
+    runs: tuple[DispositionRun, ...]
+    summary_id: str | None
+    summary_shown: bool
+    context: RenderedContext | None = None
+    render: Callable[[], tuple[RenderedContext, bool]] | None = None
+    """Renders a recorded call again; the flag says whether it no longer hashes as recorded."""
+
+
+def _fate(runs: tuple[DispositionRun, ...], position: int) -> str | None:
+    return next((r.disposition for r in runs if r.first <= position <= r.last), None)
+
+
+def sightings_at(
+    call: TracedCall,
+    pattern: re.Pattern[str],
+    sent: dict[int, bool],
+    summary_holds: Callable[[str], bool],
+) -> tuple[tuple[Sighting, ...], bool]:
+    """Where ``pattern`` shows in the call's payload, and whether a recorded call rendered differently.
+
+    ``sent`` maps each carrying event's position to whether its text is in a part a payload sends
+    (not reasoning). A recorded call is rendered again only when its record cannot decide: a
+    carrying event is cut (truncated, stubbed) and none is shown whole. Otherwise the record says it
+    all: an event shown whole shows its text, and else only the summary rendered can hold it.
+    """
+    if call.context is not None:
+        return sightings(call.context, pattern), False
+    fates = {p: _fate(call.runs, p) for p in sent if p <= call.position}
+    whole = [p for p, f in fates.items() if f in _WHOLE and sent[p]]
+    if whole or not any(f in _CUT for f in fates.values()):
+        found = [Sighting(shown=fates[p] or "verbatim", sources=(p,)) for p in whole]
+        if call.summary_id and call.summary_shown and summary_holds(call.summary_id):
+            covered = tuple(p for p, f in fates.items() if f == "summarized")
+            found.append(Sighting(shown="summary", sources=covered, summary_id=call.summary_id))
+        return tuple(found), False
+    assert call.render is not None  # noqa: S101 - recorded calls always carry their renderer
+    context, differs = call.render()
+    return sightings(context, pattern), differs
+
+
+def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallView]) -> Iterator[TracedCall]:
+    """The recorded calls, each able to render itself again under its registered policy, budget, tokenizer."""
+    renderers = {renderer.counter.name: renderer}
+    policies: dict[str, Policy] = {}
+
+    def again(view: CallView) -> tuple[RenderedContext, bool]:
+        record = view.record
+        chosen = policies.get(record.policy_hash)
+        if chosen is None:
+            chosen = policies[record.policy_hash] = recorder.policy(record.session_id, record.policy_hash)
+        using = renderers.get(record.tokenizer)
+        if using is None:
+            using = renderers[record.tokenizer] = Renderer(recorder.ledger, tokenizer=record.tokenizer)
+        context = using.render(record.session_id, chosen, at=record.position, budget=record.budget)
+        return context, context_sha(context) != record.context_sha
+
+    for view in views:
+        record = view.record
+        yield TracedCall(
+            call_id=record.call_id,
+            position=record.position,
+            runs=record.dispositions,
+            summary_id=record.summary_id,
+            summary_shown=record.tiers.summary > 0,
+            render=lambda view=view: again(view),  # type: ignore[misc]
+        )
+
+
+def computed_calls(
+    ledger: Ledger, session_id: str, entered: int, renderer: Renderer, *, policy: Policy, budget: int | None
+) -> Iterator[TracedCall]:
+    """The calls ``policy`` would have made since ``entered``: one render before each assistant message."""
+    for recorded in ledger.events(session_id, after=entered):
+        if not isinstance(recorded.event, AssistantMessageAdded):
+            continue
+        at = recorded.position - 1
+        context = renderer.render(session_id, policy, at=at, budget=budget)
+        yield TracedCall(
+            call_id=f"computed@{at}",
+            position=at,
+            runs=dispositions_of(context),
+            summary_id=context.summary_id,
+            summary_shown=any(m.kind == "summary" for m in context.messages),
+            context=context,
+        )
