@@ -388,8 +388,8 @@
     var dl = el("dl", "kv");
     function kv(k, v) { dl.appendChild(el("dt", null, k)); var dd = el("dd"); if (typeof v === "string") dd.textContent = v; else dd.appendChild(v); dl.appendChild(dd); }
     kv("common prefix", fmt(d.common_tokens) + " tokens (" + pct(d.common_tokens, call.tokens) + " of this call)");
-    kv("first different block", d.first_different ? blockLine(call, d.first_different) :
-      el("span", null, "none: the previous call is a prefix of this one"));
+    kv("first different block", d.first_different >= 0 ? blockLine(call, d.first_different) :
+      el("span", null, "none: the same blocks as the previous call"));
     kv("tokens", fmt(prev.tokens) + " \u2192 " + fmt(call.tokens) + " (" + (call.tokens >= prev.tokens ? "+" : "") +
       fmt(call.tokens - prev.tokens) + ")");
     kv("cost", fmt(prev.cost) + " \u2192 " + fmt(call.cost) + " (" + (d.cost_delta >= 0 ? "+" : "") + fmt(d.cost_delta) + ")");
