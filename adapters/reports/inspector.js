@@ -453,7 +453,7 @@
     });
     var e = EVENTS[entered];
     var verdict = "Entered at #" + entered + " (" + e[1] + (e[2] ? ", " + e[2] : "") + "). ";
-    verdict += firstLeft ? "First absent from call " + firstLeft.call.number + " (#" + firstLeft.call.position + "): " +
+    verdict += !CALLS.length ? "The session has no model call to trace it through." : firstLeft ? "First absent from call " + firstLeft.call.number + " (#" + firstLeft.call.position + "): " +
       firstLeft.fate + (firstLeft.rule ? " by " + firstLeft.rule : "") + "." : "Present in every call since.";
     out.appendChild(el("p", "verdict", verdict));
     var p = el("p");
