@@ -388,8 +388,8 @@
     var dl = el("dl", "kv");
     function kv(k, v) { dl.appendChild(el("dt", null, k)); var dd = el("dd"); if (typeof v === "string") dd.textContent = v; else dd.appendChild(v); dl.appendChild(dd); }
     kv("common prefix", fmt(d.common_tokens) + " tokens (" + pct(d.common_tokens, call.tokens) + " of this call)");
-    kv("first different block", d.first_different ? blockLine(call, d.first_different) :
-      el("span", null, "none: the previous call is a prefix of this one"));
+    kv("first different block", d.first_different >= 0 ? blockLine(call, d.first_different) :
+      el("span", null, "none: the same blocks as the previous call"));
     kv("tokens", fmt(prev.tokens) + " \u2192 " + fmt(call.tokens) + " (" + (call.tokens >= prev.tokens ? "+" : "") +
       fmt(call.tokens - prev.tokens) + ")");
     kv("cost", fmt(prev.cost) + " \u2192 " + fmt(call.cost) + " (" + (d.cost_delta >= 0 ? "+" : "") + fmt(d.cost_delta) + ")");
@@ -453,7 +453,7 @@
     });
     var e = EVENTS[entered];
     var verdict = "Entered at #" + entered + " (" + e[1] + (e[2] ? ", " + e[2] : "") + "). ";
-    verdict += firstLeft ? "First absent from call " + firstLeft.call.number + " (#" + firstLeft.call.position + "): " +
+    verdict += !CALLS.length ? "The session has no model call to trace it through." : firstLeft ? "First absent from call " + firstLeft.call.number + " (#" + firstLeft.call.position + "): " +
       firstLeft.fate + (firstLeft.rule ? " by " + firstLeft.rule : "") + "." : "Present in every call since.";
     out.appendChild(el("p", "verdict", verdict));
     var p = el("p");

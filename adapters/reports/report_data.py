@@ -78,6 +78,7 @@ class CallDiff(msgspec.Struct, frozen=True, kw_only=True):
 
     common_tokens: int
     first_different: int
+    """Index of this call's first block that the previous call did not send there (-1: identical calls)."""
     added: tuple[int, ...]
     """Indices of this call's blocks that the previous call did not send."""
     removed: tuple[int, ...]
@@ -274,7 +275,7 @@ def _diff(
             changed[fate].append(position)
     return CallDiff(
         common_tokens=common,
-        first_different=first + 1 if first else 0,
+        first_different=-1 if first == len(units) == len(before_units) else (first + 1 if first else 0),
         added=added,
         removed=removed,
         stubbed=tuple(changed["stubbed"]),

@@ -172,3 +172,14 @@ def test_why_not_finds_a_fact_and_names_the_call_and_rule_it_left_by(browser, re
     page.screenshot(path=str(screenshots / "django-why-not.png"))
     assert opened.errors == []
     page.close()
+
+
+def test_an_unknown_session_is_a_typed_error_and_writes_nothing(tmp_path):
+    """``report`` on a session the ledger lacks: SessionNotFoundError on stderr, exit 1, no file."""
+    db = f"sqlite:///{tmp_path / 'empty.db'}"
+    path = tmp_path / "report.html"
+    done = _run("report", "no-such-session", "-o", str(path), "--db", db, "--json")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert json.loads(done.stderr)["error"]["type"] == "SessionNotFoundError"
+    assert list(tmp_path.iterdir()) in ([], [tmp_path / "empty.db"])

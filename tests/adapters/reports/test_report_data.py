@@ -83,6 +83,10 @@ def test_computed_calls_add_up_and_store_each_text_once(imported):
         assert diff is not None
         assert 0 <= diff.common_tokens <= min(before.tokens, call.tokens)
         assert all(2 <= i < len(call.blocks) for i in diff.added)
+        if diff.added:
+            assert diff.first_different <= min(diff.added)
+        shared = call.blocks if diff.first_different == -1 else call.blocks[: diff.first_different]
+        assert diff.common_tokens == sum(b.tokens for b in shared)
         assert all(2 <= i < len(before.blocks) for i in diff.removed)
         assert diff.cost_delta == pytest.approx(call.cost - before.cost, abs=0.02)
     assert any(c.compaction for c in data.calls)
