@@ -24,6 +24,7 @@ __all__ = [
     "ItemPinned",
     "ItemUnpinned",
     "LedgerEvent",
+    "ModelCallFailed",
     "ModelCallRecorded",
     "ModelCallUsageReported",
     "PolicyRegistered",
@@ -319,6 +320,19 @@ class ModelCallUsageReported(LedgerEvent, frozen=True, kw_only=True, tag="ModelC
     model: str | None = None
 
 
+class ModelCallFailed(LedgerEvent, frozen=True, kw_only=True, tag="ModelCallFailed"):
+    """A recorded call the model did not complete: the error, and what arrived before it (a cut stream).
+
+    The conversation log is left as it was (the agent retries the call); what arrived is kept here.
+    """
+
+    call_id: str
+    error: str
+    partial_text: str | None = None
+    events: int = 0
+    """Stream events that arrived before the failure (0 for a call that failed before replying)."""
+
+
 AnyEvent = (
     SessionStarted
     | UserMessageAdded
@@ -334,6 +348,7 @@ AnyEvent = (
     | PolicyRegistered
     | ModelCallRecorded
     | ModelCallUsageReported
+    | ModelCallFailed
 )
 """Every event type the ledger stores."""
 

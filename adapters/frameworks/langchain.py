@@ -8,8 +8,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Self
 
+from contextledger.adapters.frameworks.langchain_wires import LANGCHAIN_ID, from_wire, provider_of, reply_of
+from contextledger.adapters.providers.agent import provider_format
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.application.agent.agent_loop import AgentLoop
+from contextledger.application.agent.agent_types import ProviderFormat
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
@@ -17,21 +20,16 @@ from contextledger.projections.policy import Policy
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    convert_to_messages,
     convert_to_openai_messages,
 )
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 
 __all__ = ["LANGCHAIN_ID", "ContextLedgerMiddleware"]
-
-LANGCHAIN_ID = "langchain_id"
-"""Key of a ledger message's ``meta`` naming the LangChain message it records (its ``id``)."""
 
 
 class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -42,8 +40,10 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     idempotency key ``lc:<id>``), so a re-run from a checkpoint or a second middleware on the same
     session writes nothing twice. ``wrap_model_call`` then sends the model the session's rendered,
     token-budgeted context in place of the whole history (the agent's state keeps the whole
-    history), records the call's audit record (the OpenAI Chat Completions wire form of what was
-    sent), and records the model's reply with its usage and latency.
+    history), records the call's audit record in the wire of the model in use (Anthropic Messages
+    for ``ChatAnthropic``, signed thinking blocks of the current tool-use turn sent back; OpenAI Chat
+    Completions otherwise), and records the model's reply with its usage and latency. The tools
+    sent are the session's schemas, as rendered and counted.
 
     Example::
 
@@ -56,6 +56,7 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         policy: A preset name or a ``Policy``.
         budget: Tokens a model call may hold (default: the policy's).
         renderer: A renderer to share.
+        provider: The wire (``openai``, ``anthropic`` or a format); default: the model's own.
     """
 
     def __init__(
@@ -66,10 +67,17 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         policy: Policy | str = "default",
         budget: int | None = None,
         renderer: Renderer | None = None,
+        provider: str | ProviderFormat | None = None,
     ) -> None:
         super().__init__()
+        self.provider = None if provider is None else provider_format(provider)
         self.loop = AgentLoop(
-            ledger, session_id, OpenAIChatFormat(), policy=policy, budget=budget, renderer=renderer
+            ledger,
+            session_id,
+            self.provider or OpenAIChatFormat(),
+            policy=policy,
+            budget=budget,
+            renderer=renderer,
         )
         self._known: set[str] | None = None
         self._known_lock = threading.RLock()
@@ -82,6 +90,7 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools: Iterable[Any] = (),
         policy: Policy | str = "default",
         budget: int | None = None,
+        provider: str | ProviderFormat | None = None,
         **session: Any,
     ) -> Self:
         """Start a session (``Ledger.start_session`` options) and return its middleware.
@@ -90,7 +99,8 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         are counted in the budget like the model will see them.
         """
         schemas = [convert_to_openai_tool(tool) for tool in tools]
-        return cls(ledger, ledger.start_session(tools=schemas, **session), policy=policy, budget=budget)
+        session_id = ledger.start_session(tools=schemas, **session)
+        return cls(ledger, session_id, policy=policy, budget=budget, provider=provider)
 
     @property
     def session_id(self) -> str:
@@ -183,12 +193,15 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._known
 
     def _rendered(self, request: ModelRequest[Any]) -> tuple[str, ModelRequest[Any]]:
-        agent_request = self.loop.request()
-        messages: list[AnyMessage] = list(convert_to_messages(agent_request.arguments["messages"]))  # type: ignore[arg-type]
-        system = request.system_message
-        if messages and isinstance(messages[0], SystemMessage):
-            system, messages = messages[0], messages[1:]
-        return agent_request.call_id, request.override(messages=messages, system_message=system)
+        with self._known_lock:
+            self.loop.provider = self.provider or provider_of(request.model)
+            agent_request = self.loop.request()
+        arguments = agent_request.arguments
+        system, messages = from_wire(self.loop.provider.wire_format, arguments)
+        changes: dict[str, Any] = {"messages": messages, "system_message": system or request.system_message}
+        if "tools" in arguments:
+            changes["tools"] = arguments["tools"]
+        return agent_request.call_id, request.override(**changes)
 
     def _recorded(self, call_id: str, response: ModelResponse[Any], latency_ms: float) -> ModelResponse[Any]:
         result = list(response.result)
@@ -198,29 +211,8 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 if not reply.id:  # give it the id the agent's state will keep, to know it again
                     reply = result[index] = original.model_copy(update={"id": f"lc-{call_id}"})
                 with self._known_lock:
-                    self.loop.record_response(call_id, _chat_completion(reply), latency_ms=latency_ms)
+                    wire = self.loop.provider.wire_format
+                    self.loop.record_response(call_id, reply_of(wire, reply), latency_ms=latency_ms)
                     self._known_ids().add(str(reply.id))
                 break
         return ModelResponse(result=result, structured_response=response.structured_response)
-
-
-def _chat_completion(message: AIMessage) -> dict[str, Any]:
-    """The reply as a Chat Completions dict (what ``OpenAIChatFormat`` parses), usage included."""
-    wire = convert_to_openai_messages(message)
-    wire = {k: v for k, v in wire.items() if k not in {"name", "id"}}
-    if not wire.get("content"):
-        wire["content"] = None
-    wire["meta"] = {LANGCHAIN_ID: message.id}
-    out: dict[str, Any] = {"choices": [{"message": wire}]}
-    usage = message.usage_metadata
-    if usage is not None:
-        details = usage.get("input_token_details") or {}
-        out["usage"] = {
-            "prompt_tokens": usage.get("input_tokens"),
-            "completion_tokens": usage.get("output_tokens"),
-            "prompt_tokens_details": {"cached_tokens": details.get("cache_read")},
-        }
-    model = message.response_metadata.get("model_name") or message.response_metadata.get("model")
-    if isinstance(model, str):
-        out["model"] = model
-    return out

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Self
 
 from contextledger.adapters.providers.anthropic_messages import AnthropicFormat
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
+from contextledger.adapters.providers.recorded_stream import AsyncRecordedStream, RecordedStream, failure_text
+from contextledger.adapters.providers.streams import StreamAssembler
 from contextledger.application.agent.agent_loop import AgentLoop, AsyncAgentLoop
-from contextledger.application.agent.agent_types import ProviderFormat
+from contextledger.application.agent.agent_types import ProviderFormat, ToolCallRequest
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import ConfigError
+from contextledger.domain.events import ModelCallFailed
 from contextledger.projections.policy import Policy
 
 __all__ = ["PROVIDERS", "AgentContext", "AsyncAgentContext", "provider_format"]
@@ -93,6 +97,42 @@ class AgentContext(AgentLoop):
         """Start a session (keyword arguments of ``Ledger.start_session``; tools in any provider's shape)."""
         return cls(ledger, ledger.start_session(**session), provider=provider, policy=policy, budget=budget)
 
+    def record_stream(self, call_id: str, stream: Any) -> RecordedStream:
+        """Pass a streamed reply through, event by event, and record it when it ends.
+
+        ``stream`` is what the SDK returned: a raw stream (``create(..., stream=True)``) or a stream
+        manager (``client.messages.stream(...)``, ``client.chat.completions.stream(...)``,
+        ``client.responses.stream(...)``; it is entered and closed here). Iterate the result as the
+        stream itself; afterwards its ``tool_calls`` are the calls to run. A Chat stream reports
+        usage only with ``stream_options={"include_usage": True}``. A stream that breaks off marks the
+        call failed (``record_failure``) with the text that arrived, and the error propagates.
+        """
+        return RecordedStream(
+            self.provider.wire_format,
+            stream,
+            lambda reply, latency: self.record_response(call_id, reply, latency_ms=latency),
+            lambda error, arrived: self._failed(call_id, error, arrived),
+        )
+
+    def record_failure(self, call_id: str, error: BaseException | str) -> ModelCallFailed:
+        """Mark a recorded call failed: the model call raised, or its reply never came whole.
+
+        The audit keeps the call with the error (``CallView.failure``); the conversation is left as
+        it was, so the call can be made again (a new ``request``). Marking it twice stores it once.
+        """
+        text = error if isinstance(error, str) else failure_text(error)
+        with self._lock.lock:
+            return self._retry(lambda: self.recorder.report_failure(self.session_id, call_id, text))
+
+    def _failed(self, call_id: str, error: str, arrived: StreamAssembler) -> None:
+        partial = arrived.partial_text() or None
+        with self._lock.lock:
+            self._retry(
+                lambda: self.recorder.report_failure(
+                    self.session_id, call_id, error, partial_text=partial, events=arrived.events
+                )
+            )
+
 
 class AsyncAgentContext(AsyncAgentLoop):
     """``AgentContext`` for asyncio: the same methods, awaited (each runs in a worker thread)."""
@@ -113,3 +153,26 @@ class AsyncAgentContext(AsyncAgentLoop):
         """Start a session like ``AgentContext.start`` (a quick local write) and return its async context."""
         session_id = ledger.start_session(**session)
         return cls(ledger, session_id, provider=provider, policy=policy, budget=budget)
+
+    @property
+    def context(self) -> AgentContext:
+        """The synchronous context underneath."""
+        assert isinstance(self.sync, AgentContext)  # noqa: S101 - built so in __init__
+        return self.sync
+
+    def record_stream(self, call_id: str, stream: Any) -> AsyncRecordedStream:
+        """See ``AgentContext.record_stream``: ``async for event in agent.record_stream(id, stream)``."""
+
+        async def record(reply: dict[str, Any], latency: float) -> list[ToolCallRequest]:
+            return await self.record_response(call_id, reply, latency_ms=latency)
+
+        async def fail(error: str, arrived: StreamAssembler) -> None:
+            async with self._lock:
+                await asyncio.to_thread(self.context._failed, call_id, error, arrived)  # noqa: SLF001
+
+        return AsyncRecordedStream(self.context.provider.wire_format, stream, record, fail)
+
+    async def record_failure(self, call_id: str, error: BaseException | str) -> ModelCallFailed:
+        """See ``AgentContext.record_failure``."""
+        async with self._lock:
+            return await asyncio.to_thread(self.context.record_failure, call_id, error)

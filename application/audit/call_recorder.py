@@ -15,6 +15,7 @@ from contextledger.domain.errors import ReplayMismatchError, ValidationError
 from contextledger.domain.events import (
     ItemPinned,
     ItemUnpinned,
+    ModelCallFailed,
     ModelCallRecorded,
     ModelCallUsageReported,
     PolicyRegistered,
@@ -63,6 +64,8 @@ class CallView(msgspec.Struct, frozen=True, kw_only=True):
 
     record: ModelCallRecorded
     usage: ModelCallUsageReported | None = None
+    failure: ModelCallFailed | None = None
+    """Set when the call was marked failed (``report_failure``): the model never completed it."""
 
 
 class CallRecorder:
@@ -160,17 +163,47 @@ class CallRecorder:
         )
         return usage
 
+    def report_failure(
+        self,
+        session_id: str,
+        call_id: str,
+        error: str,
+        *,
+        partial_text: str | None = None,
+        events: int = 0,
+    ) -> ModelCallFailed:
+        """Mark a recorded call failed (once: a second report of the same call stores nothing)."""
+        self.call(session_id, call_id)  # raises ValidationError for an unknown call
+        failed = ModelCallFailed(
+            call_id=call_id,
+            error=error,
+            partial_text=partial_text,
+            events=events,
+            at=self.ledger.clock.now(),
+        )
+        stream = calls_stream(session_id)
+        self.ledger.log.append(
+            stream, self.ledger.log.version(stream), [failed], idempotency_key=f"failed:{call_id}"
+        )
+        return failed
+
     def calls(self, session_id: str) -> list[CallView]:
         """Return the session's recorded calls in order, each with its reported usage."""
         records: dict[str, ModelCallRecorded] = {}
         usage: dict[str, ModelCallUsageReported] = {}
+        failures: dict[str, ModelCallFailed] = {}
         for recorded in self.ledger.log.read(calls_stream(session_id)):
             event = recorded.event
             if isinstance(event, ModelCallRecorded):
                 records[event.call_id] = event
             elif isinstance(event, ModelCallUsageReported):
                 usage[event.call_id] = event
-        return [CallView(record=r, usage=usage.get(r.call_id)) for r in records.values()]
+            elif isinstance(event, ModelCallFailed):
+                failures[event.call_id] = event
+        return [
+            CallView(record=r, usage=usage.get(r.call_id), failure=failures.get(r.call_id))
+            for r in records.values()
+        ]
 
     def call(self, session_id: str, call_id: str) -> CallView:
         """Return one recorded call."""

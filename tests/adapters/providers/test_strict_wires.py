@@ -64,13 +64,18 @@ def send(client: Any, provider: str, arguments: dict[str, Any]) -> Any:
     )
 
 
-def run_tasks(agent: Any, call: Any) -> None:
-    """Two tasks, each a tool loop until the model answers: ``call(arguments) -> reply``."""
+def run_tasks(agent: Any, call: Any, *, streamed: bool = False) -> None:
+    """Two tasks, each a tool loop until the model answers: ``call(request) -> reply or stream``."""
     for task in ("inspect the files", "and the date?"):
         agent.add_user_message(task)
         for _ in range(6):
             request = agent.request()
-            calls = agent.record_response(request.call_id, call(request))
+            if streamed:
+                recorded = agent.record_stream(request.call_id, call(request))
+                assert list(recorded)  # the events come through
+                calls = recorded.tool_calls
+            else:
+                calls = agent.record_response(request.call_id, call(request))
             if not calls:
                 break
             for tool in calls:
@@ -241,3 +246,156 @@ def test_replay_call_in_the_cli_verifies_every_call_of_each_wire(provider, tmp_p
         assert document["verified"] is True
         assert document["format"] == provider
         assert document["payload"] == {k: exchange.body[k] for k in KEYS[provider] if k in exchange.body}
+
+
+def stream(client: Any, provider: str, arguments: dict[str, Any], *, manager: bool) -> Any:
+    """A streamed SDK call: the raw stream (``stream=True``) or the SDK's stream manager."""
+    if provider == "openai":
+        chat = client.chat.completions
+        options = {"stream_options": {"include_usage": True}}
+        if manager:
+            return chat.stream(model="m", **options, **arguments)
+        return chat.create(model="m", stream=True, **options, **arguments)
+    if provider == "openai-responses":
+        options = {"store": False, "include": ["reasoning.encrypted_content"]}
+        if manager:
+            return client.responses.stream(model="m", **options, **arguments)
+        return client.responses.create(model="m", stream=True, **options, **arguments)
+    options = {"max_tokens": 2048, "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    if manager:
+        return client.messages.stream(model="m", **options, **arguments)
+    return client.messages.create(model="m", stream=True, **options, **arguments)
+
+
+@pytest.mark.parametrize("manager", [False, True], ids=["raw", "manager"])
+@pytest.mark.parametrize("provider", ["openai", "openai-responses", "anthropic"])
+def test_agent_context_streaming_on_each_wire_is_accepted_within_budget_and_replays(
+    provider, manager, tmp_path
+):
+    """record_stream passes every event through, records the assembled reply and usage; replay exact."""
+    with (
+        strict_server(SCRIPT, budget=BUDGET) as server,
+        contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger,
+        client_for(provider, server.url) as client,
+    ):
+        agent = contextledger.AgentContext.start(
+            ledger, provider=provider, budget=BUDGET, system_prompt="be brief", tools=TOOLS
+        )
+        run_tasks(agent, lambda r: stream(client, provider, r.arguments, manager=manager), streamed=True)
+        assert all(e.streamed for e in server.exchanges)
+        check_session(ledger, server, agent.session_id, provider)
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-responses", "anthropic"])
+def test_an_interrupted_stream_marks_the_call_failed_and_keeps_what_arrived(provider, tmp_path):
+    """A reply cut mid-stream: the call is marked failed with what arrived; the retry succeeds.
+
+    The error reaches the caller, and the log holds no half reply.
+    """
+    turns = [
+        Turn(text="Reading it now.", calls=(("run", {"command": "ls"}),)),
+        Turn(text="Half of this arrives."),
+    ]
+    turns += [Turn(text="Done.")]
+    with (
+        strict_server(turns, budget=BUDGET, cut={1}) as server,
+        contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger,
+        client_for(provider, server.url) as sdk,
+    ):
+        client = sdk.with_options(max_retries=0)
+        agent = contextledger.AgentContext.start(ledger, provider=provider, budget=BUDGET, tools=TOOLS)
+        agent.add_user_message("go")
+        request = agent.request()
+        (call,) = list_calls(agent, request, stream(client, provider, request.arguments, manager=False))
+        agent.record_tool_result(call.id, "a.txt")
+        cut = agent.request()
+        arrived = []
+        with pytest.raises(Exception, match=r"incomplete|peer closed|Connection error"):  # the SDK's error
+            arrived.extend(
+                agent.record_stream(cut.call_id, stream(client, provider, cut.arguments, manager=False))
+            )
+        assert arrived  # the first events came through before the cut
+        events_before = len(list(ledger.events(agent.session_id)))
+        retry = agent.request()
+        assert list_calls(agent, retry, stream(client, provider, retry.arguments, manager=False)) == []
+        views = {v.record.call_id: v for v in contextledger.CallRecorder(ledger).calls(agent.session_id)}
+        failure = views[cut.call_id].failure
+        assert failure is not None
+        assert failure.events > 0
+        assert (failure.partial_text or "") in "Half of this arrives."
+        assert views[cut.call_id].usage is None
+        assert views[retry.call_id].failure is None
+        assert len(list(ledger.events(agent.session_id))) == events_before + 1  # only the retried reply
+        assert retry.arguments == cut.arguments  # nothing of the cut reply entered the context
+
+
+def list_calls(agent: Any, request: Any, events: Any) -> list[Any]:
+    """Consume a stream through ``record_stream``; return the tool calls to run."""
+    recorded = agent.record_stream(request.call_id, events)
+    list(recorded)
+    return recorded.tool_calls
+
+
+def test_record_failure_marks_a_call_that_raised(tmp_path):
+    """A model call that raised is marked failed once; the audit keeps it with the error."""
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger:
+        agent = contextledger.AgentContext.start(ledger, provider="anthropic")
+        agent.add_user_message("go")
+        request = agent.request()
+        agent.record_failure(request.call_id, TimeoutError("the model took too long"))
+        agent.record_failure(request.call_id, TimeoutError("the model took too long"))
+        (view,) = contextledger.CallRecorder(ledger).calls(agent.session_id)
+        assert view.failure is not None
+        assert view.failure.error == "TimeoutError: the model took too long"
+        with pytest.raises(contextledger.ValidationError):
+            agent.record_failure("call-unknown", "boom")
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-responses", "anthropic"])
+def test_async_streaming_on_each_wire_is_accepted_within_budget_and_replays(provider, tmp_path):
+    """AsyncAgentContext.record_stream over the async SDKs' raw streams: accepted, recorded, replayed."""
+
+    async def main(ledger: contextledger.Ledger, url: str) -> str:
+        agent = contextledger.AsyncAgentContext.start(
+            ledger, provider=provider, budget=BUDGET, system_prompt="be brief", tools=TOOLS
+        )
+        async with _async_client(provider, url) as client:
+            for task in ("inspect the files", "and the date?"):
+                await agent.add_user_message(task)
+                for _ in range(6):
+                    request = await agent.request()
+                    recorded = agent.record_stream(
+                        request.call_id, await _async_stream(client, provider, request.arguments)
+                    )
+                    assert [event async for event in recorded]
+                    if not recorded.tool_calls:
+                        break
+                    for tool in recorded.tool_calls:
+                        await agent.record_tool_result(tool.id, OUTPUTS[tool.name])
+        return agent.session_id
+
+    with (
+        strict_server(SCRIPT, budget=BUDGET) as server,
+        contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger,
+    ):
+        session = asyncio.run(main(ledger, server.url))
+        assert all(e.streamed for e in server.exchanges)
+        check_session(ledger, server, session, provider)
+
+
+async def _async_stream(client: Any, provider: str, arguments: dict[str, Any]) -> Any:
+    if provider == "openai":
+        return await client.chat.completions.create(
+            model="m", stream=True, stream_options={"include_usage": True}, **arguments
+        )
+    if provider == "openai-responses":
+        return await client.responses.create(
+            model="m", stream=True, store=False, include=["reasoning.encrypted_content"], **arguments
+        )
+    return await client.messages.create(
+        model="m",
+        max_tokens=2048,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        stream=True,
+        **arguments,
+    )
