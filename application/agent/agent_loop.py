@@ -119,6 +119,8 @@ class AgentLoop:
         self._stored_ids: dict[str, dict[str, str]] = {}
         self._issued: dict[str, str] = {}
         """Stored tool-call id -> the model call whose reply issued it (for idempotency keys)."""
+        self._reasoning_at: dict[int, StoredReasoning | None] = {}
+        """Position of an assistant message of the current turn -> its signed reasoning (None: none)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -256,23 +258,47 @@ class AgentLoop:
             (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
             default=-1,
         )
-        out: dict[int, StoredReasoning] = {}
-        for index in range(last_user + 1, len(context.messages)):
-            message = context.messages[index]
-            if message.role != "assistant" or message.kind != "message" or not message.sources:
+        wanted = {
+            index: message.sources[0]
+            for index in range(last_user + 1, len(context.messages))
+            if (message := context.messages[index]).role == "assistant"
+            and message.kind == "message"
+            and message.sources
+        }
+        self._read_reasoning(set(wanted.values()))
+        return {
+            index: reasoning
+            for index, position in wanted.items()
+            if (reasoning := self._reasoning_at.get(position)) is not None
+        }
+
+    def _read_reasoning(self, positions: set[int]) -> None:
+        """Learn the signed reasoning at ``positions`` not seen yet, in one ranged read.
+
+        Each position is read once per loop: a request in a long tool-use turn reads only the
+        assistant messages logged since the previous request. Positions before the oldest one
+        asked for are forgotten (a later user message moves the window forward).
+        """
+        if not positions:
+            return
+        oldest = min(positions)
+        for seen in [p for p in self._reasoning_at if p < oldest]:
+            del self._reasoning_at[seen]
+        missing = sorted(p for p in positions if p not in self._reasoning_at)
+        if not missing:
+            return
+        found: dict[int, StoredReasoning | None] = dict.fromkeys(missing)
+        for recorded in self.ledger.events(self.session_id, after=missing[0] - 1, upto=missing[-1]):
+            event = recorded.event
+            if recorded.seq not in found or not isinstance(event, AssistantMessageAdded):
                 continue
-            position = message.sources[0]
-            for recorded in self.ledger.events(self.session_id, after=position - 1, upto=position):
-                event = recorded.event
-                if not isinstance(event, AssistantMessageAdded):
-                    continue
-                if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
-                    out[index] = StoredReasoning(
-                        text=event.reasoning or "",
-                        signature=event.reasoning_signature or "",
-                        meta=dict(event.meta),
-                    )
-        return out
+            if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
+                found[recorded.seq] = StoredReasoning(
+                    text=event.reasoning or "",
+                    signature=event.reasoning_signature or "",
+                    meta=dict(event.meta),
+                )
+        self._reasoning_at.update(found)
 
     def _resolve(self, message: Any) -> Any:
         """A tool result naming a provider's id gets the stored id of the latest request that sent it."""
