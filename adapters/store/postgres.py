@@ -11,7 +11,8 @@ Schema setup runs under an advisory lock, so processes opening one schema at onc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -206,6 +207,23 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
             "CROSS JOIN LATERAL (SELECT originator_version AS v FROM {} e WHERE e.originator_id = s.id "
             "ORDER BY originator_version DESC LIMIT 1) AS h"
         ).format(self.events)
+
+    @contextmanager
+    def stream_lock(self, stream_id: str) -> Iterator[None]:
+        """Hold a session-level advisory lock on one stream (released at exit, or when the process dies).
+
+        PostgreSQL queues waiters for a lock in arrival order, so writers of one hot session take turns
+        instead of losing optimistic-concurrency races again and again. The wait is bounded by the
+        connection's ``lock_timeout``. The key is the stream id and schema hashed to 64 bits: streams of
+        other sessions (or schemas) take other locks, so only writers of one session wait for each other.
+        """
+        key = f"contextledger:{self.datastore.schema}:{stream_id}"
+        with self.datastore.get_connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     def select_events(
         self,

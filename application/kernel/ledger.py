@@ -218,7 +218,7 @@ class Ledger(LedgerControls):
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
         parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
-        with self._lock:
+        with self._lock, self.log.writer_turn(session_id):  # writers of one session take turns
             state = self._state(session_id)
             if not state.exists:
                 raise SessionNotFoundError(session_id)
@@ -323,7 +323,7 @@ class Ledger(LedgerControls):
     # -- internals ---------------------------------------------------------------------------
 
     def _append_events(self, session_id: str, events: list[AnyEvent], **options: Any) -> int:
-        with self._lock:
+        with self._lock, self.log.writer_turn(session_id):
             return self._append(session_id, events, {}, **options).positions[0]
 
     def _append(

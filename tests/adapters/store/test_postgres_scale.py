@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import contextledger
 import psycopg
+import pytest
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres import PostgresRecorder
 
+from tests.adapters.store.test_concurrent_writers import APPENDS, PROCESSES, messages, run_writers, start
 from tests.conftest import PG_BASE
 
 
@@ -50,3 +54,30 @@ def test_heads_of_several_streams_and_appends_after_them(pg_url: str) -> None:
         assert recorder.stream_versions([a, b, "nobody"]) == {a: 6, b: 1}
         assert ledger.add_user_message(b, "y") == 2
         assert {s.session_id: s.events for s in ledger.sessions()} == {a: 6, b: 2}
+
+
+def test_writers_of_one_hot_session_take_turns_instead_of_conflicting(pg_url: str, tmp_path: Path) -> None:
+    """Four processes appending to ONE session with no retry at all: every append lands, none conflicts.
+
+    The ledger reads the head and appends inside the session's writer turn (an advisory lock PostgreSQL
+    queues in arrival order), so the README's retry recipe is no longer needed for ledger appends.
+    """
+    sessions = start(pg_url, 1)
+    outcomes = run_writers(pg_url, sessions, retry=False, folder=tmp_path)
+    assert [o["other"] for o in outcomes] == [[]] * PROCESSES
+    assert sum(o["conflicts"] + o["locked"] + o["unavailable"] for o in outcomes) == 0
+    assert sum(o["ok"] for o in outcomes) == PROCESSES * APPENDS
+    stored = messages(pg_url, sessions[0])
+    assert sorted(stored) == sorted(f"{w}-{n}" for w in range(PROCESSES) for n in range(APPENDS))
+
+
+def test_a_writer_turn_is_per_session_and_released_on_error(pg_url: str) -> None:
+    """Holding one session's turn does not block another session; a failed append releases its turn."""
+    with contextledger.open_ledger(pg_url) as first, contextledger.open_ledger(pg_url) as second:
+        a = first.start_session()
+        b = first.start_session()
+        with first.log.writer_turn(a):
+            assert second.add_user_message(b, "other session") == 2  # not blocked
+        with pytest.raises(contextledger.ConcurrencyConflictError):
+            first.add_user_message(a, "stale", expected_version=0)
+        assert second.add_user_message(a, "after the failed append") == 2  # its turn was released
