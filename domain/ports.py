@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
@@ -100,6 +101,15 @@ class EventLog(Protocol):
 
     def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
         """Return the positions an earlier append with ``key`` stored, or None."""
+        ...
+
+    def writer_turn(self, stream_id: str) -> AbstractContextManager[None]:
+        """Hold the stream's writer turn: other holders (any process) wait for it, first come first served.
+
+        A writer that reads the head and appends inside its turn meets no conflict from another
+        writer that does the same. A store may return a no-op context (memory, SQLite): writers then
+        still race, and the loser gets ``ConcurrencyConflictError``.
+        """
         ...
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 from contextledger.domain.events import Disposition, DispositionRun, TokenTiers
-from contextledger.projections.context import RenderedContext
+from contextledger.projections.context import Decision, RenderedContext
 
 __all__ = ["dispositions_of", "tiers_of"]
 
@@ -47,46 +50,46 @@ _PRECEDENCE = {"summarized": 0, "dropped": 1, "stubbed": 2, "truncated": 3, "pin
 """For an event no message shows, the first of these that a decision gives it is its fate."""
 
 
-def _from_decisions(context: RenderedContext) -> dict[int, Fate]:
-    fate: dict[int, Fate] = {}
-    for decision in context.decisions:
-        disposition = _ACTION[decision.action]
-        summary_id = context.summary_id if decision.action == "summarized" else None
-        for position in range(decision.first, decision.last + 1):
-            known = fate.get(position)
-            if known is None or _PRECEDENCE[disposition] < _PRECEDENCE[known[0]]:
-                fate[position] = (disposition, decision.rule, summary_id)
-    return fate
+def _decision_fate(decisions: Sequence[Decision], summary_id: str | None, position: int) -> Fate | None:
+    """The fate the decisions give ``position``: the first of the highest precedence covering it."""
+    best: Fate | None = None
+    for decision in decisions:
+        if decision.first <= position <= decision.last:
+            disposition = _ACTION[decision.action]
+            if best is None or _PRECEDENCE[disposition] < _PRECEDENCE[best[0]]:
+                sid = summary_id if decision.action == "summarized" else None
+                best = (disposition, decision.rule, sid)
+    return best
 
 
-def _pinned(context: RenderedContext) -> set[int]:
-    return {p for d in context.decisions if d.action == "pinned" for p in range(d.first, d.last + 1)}
-
-
-def _from_messages(context: RenderedContext, fate: dict[int, Fate]) -> set[int]:
-    """Label every shown event by its own message; return the shown positions."""
-    pinned = _pinned(context)
+def _from_messages(context: RenderedContext) -> dict[int, Fate]:
+    """The fate of every shown event, labelled by its own message (shown positions are the keys)."""
+    pinned = [(d.first, d.last) for d in context.decisions if d.action == "pinned"]
     rules: dict[str, str] = {d.action: d.rule for d in context.decisions}
-    shown: set[int] = set()
+    shown: dict[int, Fate] = {}
     for message in context.messages:
         kind = _KIND.get(message.kind)
         if kind is None:
             continue
         for position in message.sources:
-            shown.add(position)
-            if position in pinned:
-                fate[position] = ("pinned", fate.get(position, ("pinned", "pinned", None))[1], None)
+            labelled = shown.get(position) or _decision_fate(context.decisions, context.summary_id, position)
+            if any(first <= position <= last for first, last in pinned):
+                shown[position] = ("pinned", labelled[1] if labelled is not None else "pinned", None)
             elif kind == "verbatim":
-                fate[position] = ("verbatim", "verbatim", None)
+                shown[position] = ("verbatim", "verbatim", None)
             else:
-                labelled = fate.get(position)
                 rule = (
                     labelled[1]
                     if labelled is not None and labelled[0] == kind
                     else rules.get(kind, message.kind)
                 )
-                fate[position] = (kind, rule, None)
+                shown[position] = (kind, rule, None)
     return shown
+
+
+_NOT_RENDERED: Fate = ("dropped", "not-rendered", None)
+_SHOWN_ONLY = frozenset({"verbatim", "pinned", "truncated", "stubbed"})
+"""Dispositions a range may give only to events a message shows; an event not shown was dropped."""
 
 
 def dispositions_of(
@@ -97,25 +100,32 @@ def dispositions_of(
     Decisions give the rule of each range; each shown message then says exactly what happened to its
     own event (a range labelled ``truncated`` may hold untouched results), a summary stands for the
     positions of its span not shown, and ``controls`` (pins, unpins) are events with no text.
+
+    The work follows the number of decisions, shown messages and controls, not the session's length:
+    the positions are cut into segments at every decision boundary and every single-position fate,
+    and each segment gets one fate.
     """
-    fate = _from_decisions(context)
-    shown = _from_messages(context, fate)
-    for position, (disposition, _, _) in list(fate.items()):
-        if position not in shown and disposition in {"verbatim", "pinned", "truncated", "stubbed"}:
-            fate[position] = ("dropped", "not-rendered", None)  # labelled as kept by a range, yet not shown
-    fate[1] = ("pinned", "system", None) if context.system else ("control", "session-start", None)
-    for position in controls:
-        fate[position] = ("control", "control", None)
+    end = context.position
+    shown = _from_messages(context)
+    single: dict[int, Fate] = {p: f for p, f in shown.items() if 1 <= p <= end}
+    single[1] = ("pinned", "system", None) if context.system else ("control", "session-start", None)
+    single.update({p: ("control", "control", None) for p in controls if 1 <= p <= end})
+    cuts = {1, end + 1}
+    for decision in context.decisions:
+        cuts.update(c for c in (decision.first, decision.last + 1) if 1 <= c <= end)
+    for position in single:
+        cuts.update((position, position + 1))
+    bounds = sorted(c for c in cuts if 1 <= c <= end + 1)
     runs: list[DispositionRun] = []
-    for position in range(1, context.position + 1):
-        disposition, rule, summary_id = fate.get(position, ("dropped", "not-rendered", None))
+    for low, high in itertools.pairwise(bounds):
+        fate = single.get(low) if high == low + 1 else None
+        if fate is None:
+            ranged = _decision_fate(context.decisions, context.summary_id, low)
+            fate = _NOT_RENDERED if ranged is None or ranged[0] in _SHOWN_ONLY else ranged
+        disposition, rule, summary_id = fate
         last = runs[-1] if runs else None
-        if last is not None and (last.disposition, last.rule, last.summary_id) == (
-            disposition,
-            rule,
-            summary_id,
-        ):
-            runs[-1] = DispositionRun(last.first, position, disposition, rule, summary_id)
+        if last is not None and (last.disposition, last.rule, last.summary_id) == fate:
+            runs[-1] = DispositionRun(last.first, high - 1, disposition, rule, summary_id)
         else:
-            runs.append(DispositionRun(position, position, disposition, rule, summary_id))
+            runs.append(DispositionRun(low, high - 1, disposition, rule, summary_id))
     return tuple(runs)

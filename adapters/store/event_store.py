@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 import msgspec
@@ -118,6 +119,8 @@ class RecorderEventStore:
         self.mapper = mapper or MsgspecMapper()
         self._on_close = on_close
         self._started_topic = topic_of(SessionStarted)
+        self._turns = threading.local()
+        """Per thread: the streams whose writer turn it holds (a nested turn on one of them is a no-op)."""
 
     def append(
         self,
@@ -240,6 +243,23 @@ class RecorderEventStore:
         with _translated(f"look up idempotency key of {stream_id!r}"):
             found = self.extras.lookup_idempotency(stream_id, key)
         return None if found is None else tuple(range(found[0], found[1] + 1))
+
+    @contextmanager
+    def writer_turn(self, stream_id: str) -> Iterator[None]:
+        """Hold the stream's writer turn (PostgreSQL: an advisory lock; memory and SQLite: nothing)."""
+        take: Callable[[str], AbstractContextManager[None]] | None = getattr(
+            self.recorder, "stream_lock", None
+        )
+        held: set[str] = self._turns.__dict__.setdefault("held", set())
+        if take is None or "\x00" in stream_id or stream_id in held:
+            yield  # no lock to take, or this thread holds it already (a nested write)
+            return
+        with _translated(f"writer turn of {stream_id!r}"), take(stream_id):
+            held.add(stream_id)
+            try:
+                yield
+            finally:
+                held.discard(stream_id)
 
     def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
         """Return cached token counts of content hashes."""

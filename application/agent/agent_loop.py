@@ -122,6 +122,8 @@ class AgentLoop:
         """Stored tool-call id -> the model call whose reply issued it (for idempotency keys)."""
         self.conflicts = 0
         """Write attempts that lost a race to another writer and were retried (logged once per write)."""
+        self._reasoning_at: dict[int, StoredReasoning | None] = {}
+        """Position of an assistant message of the current turn -> its signed reasoning (None: none)."""
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -255,7 +257,7 @@ class AgentLoop:
 
     def _reasoning(self, context: RenderedContext) -> dict[int, StoredReasoning]:
         """Signed reasoning of the assistant messages with tool calls after the last user message."""
-        return signed_reasoning(self.ledger, self.session_id, context)
+        return signed_reasoning(self.ledger, self.session_id, context, self._reasoning_at)
 
     def _resolve(self, message: Any) -> Any:
         """A tool result naming a provider's id gets the stored id of the latest request that sent it."""

@@ -11,30 +11,62 @@ from contextledger.projections.context import RenderedContext
 __all__ = ["signed_reasoning"]
 
 
-def signed_reasoning(ledger: Ledger, session_id: str, context: RenderedContext) -> dict[int, StoredReasoning]:
+def signed_reasoning(
+    ledger: Ledger,
+    session_id: str,
+    context: RenderedContext,
+    known: dict[int, StoredReasoning | None] | None = None,
+) -> dict[int, StoredReasoning]:
     """Signed reasoning of the assistant messages after the last user message, by message index.
 
     A function of the log and the rendered context only, so a recorded call's payload is rebuilt
-    with the very reasoning its request sent (``replay_call``).
+    with the very reasoning its request sent (``replay_call``). ``known`` (position -> reasoning or
+    None) is a caller's memory across requests: each position is read once, in one ranged read.
     """
     last_user = max(
         (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
         default=-1,
     )
-    out: dict[int, StoredReasoning] = {}
-    for index in range(last_user + 1, len(context.messages)):
-        message = context.messages[index]
-        if message.role != "assistant" or message.kind != "message" or not message.sources:
+    wanted = {
+        index: message.sources[0]
+        for index in range(last_user + 1, len(context.messages))
+        if (message := context.messages[index]).role == "assistant"
+        and message.kind == "message"
+        and message.sources
+    }
+    memory: dict[int, StoredReasoning | None] = {} if known is None else known
+    _read(ledger, session_id, set(wanted.values()), memory)
+    return {
+        index: reasoning
+        for index, position in wanted.items()
+        if (reasoning := memory.get(position)) is not None
+    }
+
+
+def _read(
+    ledger: Ledger, session_id: str, positions: set[int], memory: dict[int, StoredReasoning | None]
+) -> None:
+    """Learn the signed reasoning at ``positions`` not in ``memory`` yet, in one ranged read.
+
+    Positions before the oldest one asked for are forgotten (a later user message moves the window).
+    """
+    if not positions:
+        return
+    oldest = min(positions)
+    for seen in [p for p in memory if p < oldest]:
+        del memory[seen]
+    missing = sorted(p for p in positions if p not in memory)
+    if not missing:
+        return
+    found: dict[int, StoredReasoning | None] = dict.fromkeys(missing)
+    for recorded in ledger.events(session_id, after=missing[0] - 1, upto=missing[-1]):
+        event = recorded.event
+        if recorded.position not in found or not isinstance(event, AssistantMessageAdded):
             continue
-        position = message.sources[0]
-        for recorded in ledger.events(session_id, after=position - 1, upto=position):
-            event = recorded.event
-            if not isinstance(event, AssistantMessageAdded):
-                continue
-            if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
-                out[index] = StoredReasoning(
-                    text=event.reasoning or "",
-                    signature=event.reasoning_signature or "",
-                    meta=dict(event.meta),
-                )
-    return out
+        if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
+            found[recorded.position] = StoredReasoning(
+                text=event.reasoning or "",
+                signature=event.reasoning_signature or "",
+                meta=dict(event.meta),
+            )
+    memory.update(found)

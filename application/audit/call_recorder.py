@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
-from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.kernel.summary_log import summary_stream
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.content import content_address
 from contextledger.domain.errors import ReplayMismatchError, ValidationError
@@ -34,6 +34,8 @@ __all__ = [
     "payload_sha",
     "policy_hash",
 ]
+
+_E = TypeVar("_E", ModelCallRecorded, ModelCallUsageReported, ModelCallFailed)
 
 CALLS_KIND = "calls"
 """The suffix of a session's model-call stream: ``<session>::calls``."""
@@ -78,6 +80,8 @@ class CallRecorder:
         """Per session: how far its log was read, and the positions of pins and unpins up to there."""
         self._known_calls: dict[str, set[str]] = {}
         """Per session: call ids recorded (or read back) by this recorder."""
+        self._summaries: dict[str, tuple[int, dict[str, SummaryRecorded]]] = {}
+        """Per session: how far its summary stream was read, and the artifacts found up to there."""
 
     def record(
         self,
@@ -143,10 +147,8 @@ class CallRecorder:
     ) -> ModelCallUsageReported:
         """Join the provider's usage report to a recorded call."""
         known = self._known_calls.setdefault(session_id, set())
-        if call_id not in known:  # recorded by another recorder or process: read the calls back once
-            known.update(v.record.call_id for v in self.calls(session_id))
-        if call_id not in known:
-            raise ValidationError(f"session {session_id!r} has no recorded call {call_id!r}")
+        if call_id not in known:  # recorded by another recorder or process: look it up by its key
+            known.add(self.call(session_id, call_id).record.call_id)
         usage = ModelCallUsageReported(
             call_id=call_id,
             input_tokens=input_tokens,
@@ -206,11 +208,28 @@ class CallRecorder:
         ]
 
     def call(self, session_id: str, call_id: str) -> CallView:
-        """Return one recorded call."""
-        for view in self.calls(session_id):
-            if view.record.call_id == call_id:
-                return view
-        raise ValidationError(f"session {session_id!r} has no recorded call {call_id!r}")
+        """Return one recorded call, read by its keys (``call:<id>``, ``usage:<id>``, ``failed:<id>``).
+
+        The cost does not grow with the number of calls the session has: the record and its usage
+        are found through the key index, and only their own positions are read and decoded.
+        """
+        stream = calls_stream(session_id)
+        record = self._keyed(stream, f"call:{call_id}", ModelCallRecorded)
+        if record is None or record.call_id != call_id:
+            raise ValidationError(f"session {session_id!r} has no recorded call {call_id!r}")
+        usage = self._keyed(stream, f"usage:{call_id}", ModelCallUsageReported)
+        failure = self._keyed(stream, f"failed:{call_id}", ModelCallFailed)
+        return CallView(record=record, usage=usage, failure=failure)
+
+    def _keyed(self, stream: str, key: str, kind: type[_E]) -> _E | None:
+        """The event of type ``kind`` that the append under idempotency key ``key`` stored, or None."""
+        positions = self.ledger.log.lookup_idempotency_key(stream, key)
+        if not positions:
+            return None
+        for recorded in self.ledger.log.read(stream, after=positions[0] - 1, upto=positions[-1]):
+            if isinstance(recorded.event, kind):
+                return recorded.event
+        return None
 
     def rerender(
         self, renderer: Renderer, session_id: str, call_id: str
@@ -254,9 +273,14 @@ class CallRecorder:
         )
 
     def _summary(self, session_id: str, summary_id: str | None) -> SummaryRecorded | None:
+        """The artifact ``summary_id``; the summary stream is read once, then only what was added since."""
         if summary_id is None:
             return None
-        for artifact in SummaryStream(self.ledger.log, session_id).artifacts():
-            if artifact.summary_id == summary_id:
-                return artifact
-        return None
+        read, found = self._summaries.get(session_id, (0, {}))
+        if summary_id not in found:
+            for recorded in self.ledger.log.read(summary_stream(session_id), after=read):
+                read = recorded.position
+                if isinstance(recorded.event, SummaryRecorded):
+                    found[recorded.event.summary_id] = recorded.event
+            self._summaries[session_id] = (read, found)
+        return found.get(summary_id)

@@ -10,6 +10,7 @@ above the log (rules, renders, pins, search, why) sees that one history; the par
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 
 import msgspec
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
@@ -161,6 +162,10 @@ class ForkAwareLog:
         if found is None or link is None:
             return found
         return tuple(self._to_virtual(link, p) for p in found)
+
+    def writer_turn(self, stream_id: str) -> AbstractContextManager[None]:
+        """The stored stream's writer turn (a fork's own events are its stored stream)."""
+        return self.inner.writer_turn(stream_id)
 
 
 def summary_in_force(ledger: SessionLedger, session_id: str, position: int) -> SummaryRecorded | None:

@@ -193,7 +193,7 @@ class Ledger:
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
         parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
-        with self._lock:
+        with self._lock, self.log.writer_turn(session_id):  # writers of one session take turns
             state = self._state(session_id)
             if not state.exists:
                 raise SessionNotFoundError(session_id)
@@ -304,7 +304,7 @@ class Ledger:
 
         ``options``: ``expected_version``, ``idempotency_key``. An empty build appends nothing.
         """
-        with self._lock:
+        with self._lock, self.log.writer_turn(session_id):  # writers of one session take turns
             events = list(build())
             return self._append(session_id, events, {}, **options).positions if events else ()
 

