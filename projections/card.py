@@ -12,7 +12,9 @@ from contextledger.projections.state import Window
 
 __all__ = ["CARD_HEADER", "RECALL_SPAN", "CardView", "card_text", "omitted_spans"]
 
-CARD_HEADER = "[Session state at log position {position}, kept by contextledger from the log; not the user's words]"
+CARD_HEADER = (
+    "[Session state at log position {position}, kept by contextledger from the log; not the user's words]"
+)
 RECALL_SPAN = 'recall {{"from": {first}, "through": {last}}}'
 """The handle of an omitted span: the ``recall`` tool lists the span's events and expands any of them."""
 
@@ -67,7 +69,7 @@ def _tools_in(card: CardState, first: int, last: int) -> str:
     counts = Counter(name for _, name in card.results[lo : min(hi, lo + 2_000)])
     if not counts:
         return ""
-    listed = ", ".join(f"{n}×{c}" for n, c in sorted(counts.items(), key=lambda i: (-i[1], i[0]))[:4])
+    listed = ", ".join(f"{n} x{c}" for n, c in sorted(counts.items(), key=lambda i: (-i[1], i[0]))[:4])
     more = "" if len(counts) <= 4 else ", …"  # noqa: PLR2004 - four tools name a span well enough
     return f"; {hi - lo} tool results: {listed}{more}"
 
@@ -87,6 +89,55 @@ def _users(card: CardState, shown: set[int], view: CardView) -> list[str]:
     return lines
 
 
+def _plan(card: CardState, shown: set[int], view: CardView) -> list[str]:
+    if card.todo is None or card.todo[0] in shown:
+        return []
+    seq, items = card.todo
+    lines = [f"Current plan/todo list (latest revision, seq {seq}):", *(f"- {i}" for i in items[: view.todo])]
+    if len(items) > view.todo:
+        lines.append(f'- … {len(items) - view.todo} more items: recall {{"position": {seq}}}')
+    return lines
+
+
+def _files(card: CardState, view: CardView) -> list[str]:
+    lines = []
+    for title, paths in (("Files changed", card.changed), ("Files read", card.read)):
+        newest = list(paths.items())[-view.files :] if view.files else []
+        if newest:
+            lines.append(f"{title}: " + ", ".join(f"{p} ({s})" for p, s in reversed(newest)))
+    return lines
+
+
+def _said(card: CardState, shown: set[int], view: CardView) -> list[str]:
+    lines = []
+    decisions = [d for d in card.decisions if d[0] not in shown][-view.decisions :] if view.decisions else []
+    if decisions:
+        lines.append("Decisions announced:")
+        lines += [f"- seq {seq}: {text}" for seq, text in decisions]
+    errors = [e for e in card.errors if e[0] not in shown][-view.errors :] if view.errors else []
+    if errors:
+        lines.append("Errors and resolutions:")
+        lines += [f"- seq {seq} {what} → {fix or 'unresolved'}" for seq, what, fix in errors]
+    return lines
+
+
+def _index(card: CardState, window: Window, position: int, view: CardView) -> list[str]:
+    spans = omitted_spans(window, position)
+    if not spans:
+        return []
+    lines = ['Not shown verbatim (recall {"position": N} reads one event):']
+    listed = spans[-view.spans :]
+    if len(spans) > len(listed):
+        first, last = spans[0][0], spans[len(spans) - len(listed) - 1][1]
+        handle = RECALL_SPAN.format(first=first, last=last)
+        lines.append(f"- {first}-{last}: {len(spans) - len(listed)} spans → {handle}")
+    for first, last, how in listed:
+        tools = _tools_in(card, first, last) if view.tools else ""
+        what = "summarized above" if how == "summarized" else "omitted"
+        lines.append(f"- {first}-{last}: {what}{tools} → {RECALL_SPAN.format(first=first, last=last)}")
+    return lines
+
+
 def card_text(card: CardState, window: Window, position: int, view: CardView, pending: list[str]) -> str:
     """Return the card's text: the parts of the session that matter and are not shown verbatim.
 
@@ -100,38 +151,16 @@ def card_text(card: CardState, window: Window, position: int, view: CardView, pe
     lines = [CARD_HEADER.format(position=position)]
     users = _users(card, shown, view)
     if users:
-        lines += ["User instructions no longer shown verbatim (they still apply unless the user changed them):", *users]
-    if card.todo is not None and card.todo[0] not in shown:
-        seq, items = card.todo
-        lines.append(f"Current plan/todo list (latest revision, seq {seq}):")
-        lines += [f"- {item}" for item in items[: view.todo]]
-        if len(items) > view.todo:
-            lines.append(f'- … {len(items) - view.todo} more items: recall {{"position": {seq}}}')
+        lines += [
+            "User instructions no longer shown verbatim (they still apply unless the user changed them):"
+        ]
+        lines += users
+    lines += _plan(card, shown, view)
     if pending:
         lines.append("Calls in flight: " + "; ".join(pending))
-    for title, paths in (("Files changed", card.changed), ("Files read", card.read)):
-        newest = list(paths.items())[-view.files :] if view.files else []
-        if newest:
-            lines.append(f"{title}: " + ", ".join(f"{p} ({s})" for p, s in reversed(newest)))
-    decisions = [d for d in card.decisions if d[0] not in shown][-view.decisions :] if view.decisions else []
-    if decisions:
-        lines.append("Decisions announced:")
-        lines += [f"- seq {seq}: {text}" for seq, text in decisions]
-    errors = [e for e in card.errors if e[0] not in shown][-view.errors :] if view.errors else []
-    if errors:
-        lines.append("Errors and resolutions:")
-        lines += [f"- seq {seq} {what} → {fix or 'unresolved'}" for seq, what, fix in errors]
-    spans = omitted_spans(window, position)
-    if spans:
-        lines.append('Not shown verbatim (recall {"position": N} reads one event):')
-        listed = spans[-view.spans :]
-        if len(spans) > len(listed):
-            first, last = spans[0][0], spans[len(spans) - len(listed) - 1][1]
-            lines.append(f"- {first}-{last}: {len(spans) - len(listed)} spans → {RECALL_SPAN.format(first=first, last=last)}")
-        for first, last, how in listed:
-            tools = _tools_in(card, first, last) if view.tools else ""
-            what = "summarized above" if how == "summarized" else "omitted"
-            lines.append(f"- {first}-{last}: {what}{tools} → {RECALL_SPAN.format(first=first, last=last)}")
+    lines += _files(card, view)
+    lines += _said(card, shown, view)
+    lines += _index(card, window, position, view)
     return "\n".join(lines)
 
 
@@ -150,6 +179,7 @@ def fit_card(
     window: Window,
     position: int,
     pending: list[str],
+    *,
     cap: int,
     count: Callable[[str], int],
 ) -> tuple[str, int]:
@@ -159,6 +189,8 @@ def fit_card(
     recall handle. A card that does not fit even at the last step is cut to its first lines.
     """
     text = ""
+    if cap <= 0:
+        return "", 0
     for view in _VIEWS:
         text = card_text(card, window, position, view, pending)
         size = count(text)

@@ -29,10 +29,13 @@ DECISION = re.compile(
     r"going with|I'll keep|we'll keep|I'll avoid|we'll avoid)\b",
     re.IGNORECASE,
 )
-"""A sentence the assistant announces a decision in (the one definition; the extractive summarizer uses it)."""
+"""A sentence in which the assistant announces a decision (the card's rule)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CHECK = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*\[([ xX~-])\]\s*(.+?)\s*$", re.MULTILINE)
-_ERROR = re.compile(r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)", re.M)
+_ERROR = re.compile(
+    r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)",
+    re.MULTILINE,
+)
 _USER_CHARS = 2_000
 """A user message longer than this is kept by extraction (its imperative and negative sentences)."""
 _KEEP = 60
@@ -117,7 +120,7 @@ def _text(content: Text | None, full_text: str | None) -> str:
 
 
 def checklist_of(text: str) -> tuple[str, ...]:
-    """Return the checklist lines of a plan message (``- [ ] item``, ``1. [x] item``) as ``[ ]``/``[x]`` lines."""
+    """Return the checklist lines of a message (``- [ ] item``, ``1. [x] item``) as ``[ ]``/``[x]`` lines."""
     return tuple(
         f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {_clip(item)}"
         for mark, item in _CHECK.findall(text[:20_000])

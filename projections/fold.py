@@ -18,9 +18,9 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
+from contextledger.projections.cache_aware import cache_expired
 from contextledger.projections.card import fit_card
 from contextledger.projections.card_state import observe
-from contextledger.projections.cache_aware import cache_expired
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
 from contextledger.projections.groups import replace_entries
@@ -99,7 +99,9 @@ class Projector:
         With the session-state card, a long user or assistant message is read too (the card keeps
         the user's words and the assistant's decisions); tool output only when it must be cut.
         """
-        if self.policy.card.enabled and isinstance(event := counted.event, UserMessageAdded | AssistantMessageAdded):
+        if self.policy.card.enabled and isinstance(
+            event := counted.event, UserMessageAdded | AssistantMessageAdded
+        ):
             return isinstance(event.content, BlobText)
         return self.capped.needs_text(counted)
 
@@ -284,20 +286,23 @@ class Projector:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)
 
-    def _refresh_card(self, state: RenderState) -> None:
-        """Rebuild the card's text from its state and the window, within its cap and the room left."""
+    def _refresh_card(self, state: RenderState, *, estimate: bool = False) -> None:
+        """Rebuild the card's text from its state and the window, within its cap and the room left.
+
+        With ``estimate`` (before the reducers run) the room left is not checked: the card's size
+        then is what the reducers make room for, and the refresh after them fits what is left.
+        """
         window = state.window
-        room = self.budget.target - (state.total - window.card_tokens)
-        pending = [
-            f"{p.tool_name} {p.call_id} (seq {g.start})" for g in window.groups for p in g.pending
-        ]
+        cap = self.policy.card.cap(self.budget)
+        room = cap if estimate else self.budget.target - (state.total - window.card_tokens)
+        pending = [f"{p.tool_name} {p.call_id} (seq {g.start})" for g in window.groups for p in g.pending]
         text, size = fit_card(
             state.card,
             window,
             state.position,
             pending,
-            min(self.policy.card.cap(self.budget), room) - MESSAGE_OVERHEAD,
-            self.counter.count,
+            cap=min(cap, room) - MESSAGE_OVERHEAD,
+            count=self.counter.count,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
         window.tokens += tokens - window.card_tokens
@@ -323,10 +328,8 @@ class Projector:
         state.reason = reason
         window = state.window
         card = self.policy.card
-        if card.enabled:  # the reducers make room for the card at its cap; it is refreshed after them
-            cap = card.cap(self.budget)
-            window.tokens += cap - window.card_tokens
-            window.card_tokens = cap
+        if card.enabled:  # the reducers make room for the card as it would stand now; refreshed after them
+            self._refresh_card(state, estimate=True)
         for reducer in reducers:
             window, state = reducer.reduce(window, self.budget, state)
         state.window = window

@@ -74,7 +74,8 @@ class Policy(pydantic.BaseModel):
     """A complete render policy: one budget and the config of each reducer, in pipeline order.
 
     Pipeline (cheap to expensive, at compaction points only): retention → truncation → summary →
-    window → guarantee; then the session-state card (``card``) is refreshed within its cap. Load one from TOML with ``contextledger.adapters.policy_files``.
+    window → guarantee; then the session-state card (``card``) is refreshed within its cap.
+    Load one from TOML with ``contextledger.adapters.policy_files``.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)

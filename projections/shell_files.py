@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Mapping
@@ -21,10 +22,21 @@ _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|>\|)$")
 _READERS = {"cat", "head", "tail", "less", "more", "nl", "wc", "bat", "view", "open", "diff", "md5sum"}
 _SEARCHERS = {"grep", "egrep", "rg", "ag"}
 _CHANGERS = {"rm", "touch", "mkdir", "truncate", "chmod", "unlink", "rmdir"}
-_EDIT_TOOL = re.compile(r"(?:write|edit|create|replace|insert|patch|save|update|delete|remove|rename|move)", re.I)
-_READ_TOOL = re.compile(r"(?:read|view|open|cat|show)", re.I)
+_EDIT_TOOL = re.compile(
+    r"(?:write|edit|create|replace|insert|patch|save|update|delete|remove|rename|move)", re.IGNORECASE
+)
+_READ_TOOL = re.compile(r"(?:read|view|open|cat|show)", re.IGNORECASE)
 _EDITOR_COMMANDS = {"create": True, "str_replace": True, "insert": True, "undo_edit": True, "view": False}
-_PATH_KEYS = ("path", "file", "file_path", "filepath", "filename", "file_name", "target_file", "notebook_path")
+_PATH_KEYS = (
+    "path",
+    "file",
+    "file_path",
+    "filepath",
+    "filename",
+    "file_name",
+    "target_file",
+    "notebook_path",
+)
 _COMMAND_KEYS = ("command", "cmd", "bash", "shell", "script")
 _SCAN_CHARS = 20_000
 
@@ -81,60 +93,70 @@ def _words(command: str) -> list[list[str]]:
     return [w for w in out if w]
 
 
-def _simple(words: list[str], read: list[str], changed: list[str]) -> None:
-    """Record the files one simple command reads and changes."""
+def _redirections(words: list[str], read: list[str], changed: list[str]) -> list[str]:
+    """Record the files a simple command redirects to and from; return its other words."""
     args: list[str] = []
     i = 0
     while i < len(words):
         word = words[i]
-        if _REDIRECT.match(word) or word in {">", ">>"}:
-            if i + 1 < len(words) and _plain(words[i + 1]):
-                changed.append(words[i + 1])
+        target = words[i + 1] if i + 1 < len(words) else ""
+        if _REDIRECT.match(word):
+            if _plain(target):
+                changed.append(target)
             i += 2
-            continue
-        if word == "<":
-            if i + 1 < len(words) and _plain(words[i + 1]):
-                read.append(words[i + 1])
+        elif word == "<":
+            if _plain(target):
+                read.append(target)
             i += 2
-            continue
-        if word.startswith("<<"):  # a heredoc or here-string: its delimiter or word is no file
-            i += 1 if len(word.lstrip("<-")) > 0 else 2
-            continue
-        args.append(word)
-        i += 1
-    while args and ("=" in args[0] and not args[0].startswith("-") or args[0] in {"sudo", "env", "time"}):
+        elif word.startswith("<<"):  # a heredoc or here-string: its delimiter or word is no file
+            i += 1 if word.lstrip("<-") else 2
+        else:
+            args.append(word)
+            i += 1
+    while args and (("=" in args[0] and not args[0].startswith("-")) or args[0] in {"sudo", "env", "time"}):
         args = args[1:]
+    return args
+
+
+def _in_place(name: str, rest: list[str], read: list[str], changed: list[str]) -> None:
+    """``sed``/``perl``: files after the script, changed with ``-i``, else read."""
+    flags = [a for a in rest if a.startswith("-") and not a.startswith("--")]
+    scripts = {
+        after
+        for before, after in itertools.pairwise(rest)
+        if before in _SED_VALUED or (name == "perl" and before in flags and before.endswith("e"))
+    }
+    operands = [a for a in rest if _plain(a) and a not in scripts]
+    in_place = any("i" in a[1:3] for a in flags) or "--in-place" in rest
+    has_script = bool(scripts)
+    files = operands if has_script else operands[1:]
+    (changed if in_place else read).extend(files)
+
+
+def _simple(words: list[str], read: list[str], changed: list[str]) -> None:
+    """Record the files one simple command reads and changes."""
+    args = _redirections(words, read, changed)
     if not args:
         return
     name, rest = args[0].rsplit("/", 1)[-1], args[1:]
     if name == "git" and rest and rest[0] in {"mv", "rm"}:
         name, rest = rest[0], rest[1:]
     operands = [a for a in rest if _plain(a)]
-    if name == "sed":
-        in_place = any(a.startswith(("-i", "--in-place")) or (a.startswith("-") and "i" in a[1:3]) for a in rest)
-        has_script = any(a in {"-e", "--expression", "-f"} for a in rest)
-        files = [a for a in operands if not _option_value(rest, a, _SED_VALUED)]
-        files = files if has_script else files[1:]
-        (changed if in_place else read).extend(files)
-    elif name == "perl" and any(a.startswith("-i") or (a.startswith("-") and "i" in a) for a in rest):
-        files = [a for a in operands if not _option_value(rest, a, _SED_VALUED)]
-        changed.extend(files[1:] if not any(a.startswith("-") and "e" in a for a in rest) else files)
-    elif name == "tee":
-        changed.extend(operands)
-    elif name in {"mv", "cp", "install", "ln"}:
-        if len(operands) >= 2:  # noqa: PLR2004 - source(s) then destination
-            (changed if name == "mv" else read).extend(operands[:-1])
-            changed.append(operands[-1])
-    elif name in _CHANGERS:
+    if name in {"sed", "perl"}:
+        _in_place(name, rest, read, changed)
+    elif name in {"mv", "cp", "install", "ln"} and len(operands) >= 2:  # noqa: PLR2004 - sources, destination
+        (changed if name == "mv" else read).extend(operands[:-1])
+        changed.append(operands[-1])
+    elif name in _CHANGERS or name == "tee":
         changed.extend(operands)
     elif name in _READERS:
         read.extend(operands)
     elif name in _SEARCHERS:
         read.extend(operands[1:])
     elif name == "patch":
-        targets = [a for a in operands if not _option_value(rest, a, _PATCH_VALUED)]
-        inputs = [v for a, v in zip(rest, rest[1:], strict=False) if a in {"-i", "--input"}]
+        inputs = [v for a, v in itertools.pairwise(rest) if a in {"-i", "--input"}]
         read.extend(inputs)
+        targets = [a for a in operands if not _option_value(rest, a, _PATCH_VALUED)]
         changed.extend(t for t in targets[:1] if t not in inputs)
 
 
@@ -144,7 +166,7 @@ _PATCH_VALUED = frozenset({"-i", "--input", "-p", "-d", "-o", "-r", "-B", "-D", 
 
 def _option_value(args: list[str], word: str, valued: frozenset[str]) -> bool:
     """Whether ``word`` is the value of one of the ``valued`` options (``-e SCRIPT``, ``-i FILE``)."""
-    return any(after == word and before in valued for before, after in zip(args, args[1:], strict=False))
+    return any(after == word and before in valued for before, after in itertools.pairwise(args))
 
 
 def files_of_command(command: str) -> FileTouches:

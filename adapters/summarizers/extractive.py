@@ -121,7 +121,8 @@ class ExtractiveSummarizer:
     ``projections.shell_files`` as the session-state card does), commands from shell-tool
     arguments, decisions from the assistant's own sentences, errors from failed tool results and
     the assistant's next words, pending work from todo-tool calls and the checklists and ``TODO``
-    lines the assistant or the user wrote (never from tool output: a file's ``# TODO`` is not work). Each section keeps its newest
+    lines the assistant or the user wrote (never from tool output: a file's ``# TODO`` is not
+    work). Each section keeps its newest
     items up to a fixed count, so round N (previous text + new span) never grows past the bound.
     """
 

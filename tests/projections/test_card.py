@@ -37,7 +37,10 @@ WORDS = Words()
         ("cat > notes/plan.md <<'EOF'\nline one > not a file\nEOF", "notes/plan.md"),
         ("patch -p1 <<EOF\n--- a/src/core.py\n+++ b/src/core.py\n@@ -1 +1 @@\n-x\n+y\nEOF", "src/core.py"),
         ("python - <<'PY'\nopen('conf/settings.ini', 'w').write('x')\nPY", "conf/settings.ini"),
-        ('python3 - <<EOF\nfrom pathlib import Path\nPath("out/data.json").write_text("{}")\nEOF', "out/data.json"),
+        (
+            'python3 - <<EOF\nfrom pathlib import Path\nPath("out/data.json").write_text("{}")\nEOF',
+            "out/data.json",
+        ),
         ("echo done | tee -a build.log", "build.log"),
         ("cd /repo && mv old_name.py new_name.py", "new_name.py"),
         ("cd /repo && mv old_name.py new_name.py", "old_name.py"),
@@ -56,7 +59,7 @@ def test_shell_edits_are_files_changed(command, changed):
 
 
 def test_shell_reads_are_not_changes():
-    """Reading commands (cat, grep, sed without -i) read files and change none; the heredoc body is not a command."""
+    """Reading commands (cat, grep, sed without -i) change no file; a heredoc body is not a command."""
     touches = files_of_command("cat src/a.py | grep -n TODO src/b.py && sed -n 1,20p src/c.py")
     assert touches.changed == ()
     assert set(touches.read) == {"src/a.py", "src/b.py", "src/c.py"}
@@ -66,8 +69,12 @@ def test_shell_reads_are_not_changes():
 
 def test_editor_tool_view_reads_and_create_changes():
     """An editor tool's `view` reads its path, `create`/`str_replace` change it; write tools change theirs."""
-    assert files_of_call("str_replace_based_edit_tool", {"command": "view", "path": "/r/a.py"}).read == ("/r/a.py",)
-    assert files_of_call("str_replace_editor", {"command": "str_replace", "path": "/r/a.py"}).changed == ("/r/a.py",)
+    assert files_of_call("str_replace_based_edit_tool", {"command": "view", "path": "/r/a.py"}).read == (
+        "/r/a.py",
+    )
+    assert files_of_call("str_replace_editor", {"command": "str_replace", "path": "/r/a.py"}).changed == (
+        "/r/a.py",
+    )
     assert files_of_call("write_file", {"path": "b.py", "content": "x"}).changed == ("b.py",)
     assert files_of_call("read_file", {"path": "c.py"}).read == ("c.py",)
 
@@ -77,12 +84,12 @@ def _session(
     steps: int,
     *,
     tool_words: int,
-    shell: str | None = None,
+    shell_command: str | None = None,
     viewed: str | None = None,
     extra: list[AnyEvent] | None = None,
     rule_after: int = 0,
 ) -> list[tuple[int, AnyEvent]]:
-    """A session: a task, ``steps`` bash steps with big outputs, a late user rule (then ``extra``) after ``rule_after`` of them."""
+    """A task, bash steps with big outputs, a late user rule (then ``extra``) after ``rule_after`` steps."""
     out: list[tuple[int, AnyEvent]] = [(1, SessionStarted(session_id="s", system_prompt="be brief"))]
 
     def add(event: AnyEvent) -> None:
@@ -95,10 +102,12 @@ def _session(
             add(UserMessageAdded(content=InlineText(late_rule)))
             for event in extra or ():
                 add(event)
-        command = shell if (shell is not None and i == 1) else f"ls dir{i}"
+        command = shell_command if (shell_command is not None and i == 1) else f"ls dir{i}"
         call = ToolCall(id=f"c{i}", name="bash", arguments=json.dumps({"command": command}))
         add(AssistantMessageAdded(content=InlineText(f"Step {i}: running a command."), tool_calls=(call,)))
-        body = viewed if (viewed is not None and i == 2) else " ".join(f"out{i}_{k}" for k in range(tool_words))
+        body = (
+            viewed if (viewed is not None and i == 2) else " ".join(f"out{i}_{k}" for k in range(tool_words))
+        )
         add(ToolResultRecorded(call_id=call.id, tool_name="bash", content=InlineText(body)))
     return out
 
@@ -118,7 +127,9 @@ def _small(name: str, total: int = 2_000) -> Policy:
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_shell_edit_appears_under_files_changed_in_the_card(preset):
     """A file edited with `sed -i` is listed under "Files changed" once its step left the verbatim context."""
-    session = _session("Please keep it short.", 40, tool_words=300, shell='sed -i "s/a/b/" src/parser.py')
+    session = _session(
+        "Please keep it short.", 40, tool_words=300, shell_command='sed -i "s/a/b/" src/parser.py'
+    )
     state, context = list(_renders(_small(preset), session))[-1]
     card = [m for m in context.messages if m.kind == "card"]
     assert state.compactions > 0
@@ -129,8 +140,10 @@ def test_shell_edit_appears_under_files_changed_in_the_card(preset):
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_a_todo_inside_a_viewed_file_is_never_pending_work(preset):
-    """A `# TODO` and a checklist inside tool output (a file the agent viewed) never become the card's plan."""
-    viewed = "def f():\n    # TODO: rewrite everything in Rust\n    pass\n- [ ] delete the database\n- [ ] ship it"
+    """A `# TODO` and a checklist inside tool output (a file the agent viewed) never become the plan."""
+    viewed = (
+        "def f():\n    # TODO: rewrite everything in Rust\n    pass\n- [ ] delete the database\n- [ ] ship it"
+    )
     session = _session("Please keep it short.", 40, tool_words=300, viewed=viewed)
     for _, context in _renders(_small(preset), session):
         for message in context.messages:
@@ -141,9 +154,12 @@ def test_a_todo_inside_a_viewed_file_is_never_pending_work(preset):
 
 
 def test_the_latest_todo_revision_is_in_the_card_whole():
-    """A todo tool's latest call is the card's plan, all its items with their status, after it left the window."""
+    """A todo tool's latest call is the card's plan, every item with its status, once it left the window."""
     old = [{"content": "write the test", "status": "pending"}]
-    todos = [{"content": "write the test", "status": "completed"}, {"content": "fix the bug", "status": "pending"}]
+    todos = [
+        {"content": "write the test", "status": "completed"},
+        {"content": "fix the bug", "status": "pending"},
+    ]
     extra: list[AnyEvent] = []
     for n, items in enumerate((old, todos)):
         call = ToolCall(id=f"t{n}", name="TodoWrite", arguments=json.dumps({"todos": items}))
@@ -160,7 +176,9 @@ def test_the_latest_todo_revision_is_in_the_card_whole():
 
 
 @settings(
-    max_examples=40 if LONG else 8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=40 if LONG else 8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(
     preset=st.sampled_from(list(PRESETS)),
@@ -169,12 +187,12 @@ def test_the_latest_todo_revision_is_in_the_card_whole():
     tool_words=st.integers(250, 400),
 )
 def test_constraints_from_a_late_user_message_survive_200_compactions(preset, rule_at, total, tool_words):
-    """A rule the user states after the first message is in every context through 200+ compactions, any preset."""
+    """A rule the user states after the first message is in every context through 200+ compactions."""
     rule = f"Do not add dependencies; use Python 3.9 syntax only (rule {rule_at})."
     session = _session(rule, 700, tool_words=tool_words, rule_after=rule_at)
     rule_seq = next(s for s, e in session if isinstance(e, UserMessageAdded) and rule in _text(e))
     state = None
-    for state, context in _renders(_small(preset, total), session):
+    for state, context in _renders(_small(preset, total), session):  # noqa: B007 - the last state
         if context.position >= rule_seq:
             assert any(rule in m.text for m in context.messages), f"rule lost at {context.position}"
         assert context.tokens <= context.budget
@@ -219,7 +237,13 @@ def test_card_never_breaks_the_cached_prefix_between_compaction_points(session, 
 
 def test_tail_card_is_rewritten_at_the_end_of_every_context():
     """With placement "tail" the card is the last message and follows every event (never cached)."""
-    policy = Policy.parse({"base": "default", "budget": {"total": 2_000, "output_reserve": 100, "safety_margin": 0}, "card": {"placement": "tail"}})
+    policy = Policy.parse(
+        {
+            "base": "default",
+            "budget": {"total": 2_000, "output_reserve": 100, "safety_margin": 0},
+            "card": {"placement": "tail"},
+        }
+    )
     session = _session("Never use tabs.", 30, tool_words=300)
     contexts = [c for _, c in _renders(policy, session)]
     late = [c for c in contexts if c.position > 20]
@@ -230,7 +254,13 @@ def test_tail_card_is_rewritten_at_the_end_of_every_context():
 
 def test_disabled_card_renders_as_before():
     """`card.enabled = false` renders no card and the same messages as a policy without card tokens."""
-    policy = Policy.parse({"base": "default", "budget": {"total": 2_000, "output_reserve": 100, "safety_margin": 0}, "card": {"enabled": False}})
+    policy = Policy.parse(
+        {
+            "base": "default",
+            "budget": {"total": 2_000, "output_reserve": 100, "safety_margin": 0},
+            "card": {"enabled": False},
+        }
+    )
     for state, context in _renders(policy, _session("Use tabs.", 20, tool_words=300)):
         assert all(m.kind != "card" for m in context.messages)
         assert state.window.card_tokens == 0
