@@ -37,7 +37,7 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_TODO_LINE = re.compile(r"^\s*(?:#\s*)?TODO:?\s+(.+)$", re.MULTILINE)
+_TODO_LINE = re.compile(r"\bTODO:\s+(.+)$", re.MULTILINE)
 _SCAN_CHARS = 20_000
 """How much of one assistant text is read for decisions."""
 _SMALLEST = 3
