@@ -24,10 +24,16 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "bench_append.py": (["--quick"], []),
     "bench_render.py": (["--quick"], []),
     "bench_policies.py": ([], []),  # every budget (16k, 32k, 64k) even in fast mode: about a minute
+    "bench_retention.py": (["--quick"], []),  # 2 sessions x 120 calls fast; 4 x 300 with --full
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
-RESULT_OF = {"bench_append.py": "append", "bench_render.py": "render", "bench_policies.py": "policies"}
+RESULT_OF = {
+    "bench_append.py": "append",
+    "bench_render.py": "render",
+    "bench_policies.py": "policies",
+    "bench_retention.py": "retention",
+}
 
 
 def _scripts(full: bool, only: list[str]) -> list[tuple[str, list[str]]]:
@@ -76,6 +82,13 @@ def _summary(name: str) -> list[str]:
                 f"failed {r['failed_sessions']}"
                 for r in rows
             )
+    elif name == "bench_retention.py":
+        lines.extend(
+            f"  @{r['budget']} {r['policy']:>23} {r['mode']:>5}: constraints at last {r['constraints_last']} "
+            f"todo {r['todo_latest'] if r['todo_latest'] is None else round(r['todo_latest'], 3)} "
+            f"H {r['H']:.3f} over {r['over_budget']} orphans {r['orphans']}"
+            for r in data["rows"]
+        )
     else:
         lines.append(f"  {path.name} written")
     return lines
