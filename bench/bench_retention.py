@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import sys
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import contextledger
+import structlog
 from contextledger.adapters.importers.service import import_files
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.render.renderer import Renderer
@@ -400,6 +402,81 @@ def run(sessions: int, calls: int, budgets: list[int], presets: list[str]) -> di
     return {"sessions": sessions, "calls": calls, "tool_token_share": tool_share, "rows": rows}
 
 
+def fixture_cache(budgets: list[int], presets: list[str]) -> list[dict[str, Any]]:
+    """H, C, prefix breaks and over-budget calls on the real transcripts of tests/fixtures, per mode.
+
+    Each assistant message of each session is a model call whose prompt is the render just before it
+    (no summary worker: the transcripts' own events only), as bench_policies replays them.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    files = sorted(p for p in TRANSCRIPTS.iterdir() if p.name not in {"FORMATS.md", "PROVENANCE.md"})
+    import_files(ledger, files)
+    sessions = sorted(i.session_id for i in ledger.sessions())
+    calls = {
+        s: [
+            r.seq
+            for r in ledger.events(s)
+            if isinstance(r.event, contextledger.AssistantMessageAdded) and r.seq > 2
+        ]
+        for s in sessions
+    }
+    rows = []
+    for budget in budgets:
+        for name in presets:
+            for mode in MODES:
+                policy = policy_for(name, mode)
+                renderer = Renderer(ledger, tokenizer="heuristic")
+                score = Score()
+                for session in sessions:
+                    prompts = []
+                    for seq in calls[session]:
+                        context = renderer.render(session, policy, budget=budget, at=seq - 1)
+                        prompts.append(units_of(context))
+                        score.calls += 1
+                        score.over_budget += context.tokens > budget
+                        score.orphans += _orphans(context)
+                    _cache(score, prompts)
+                row = score.row()
+                rows.append(
+                    {
+                        "budget": budget,
+                        "policy": name,
+                        "mode": mode,
+                        **{
+                            k: row[k]
+                            for k in ("H", "C_per_call", "breaks", "over_budget", "orphans", "calls")
+                        },
+                    }
+                )
+                print(
+                    f"fixtures @{budget} {name:>12} {mode:>5}: H {row['H']:.4f} "
+                    f"C/call {row['C_per_call']:.1f} "
+                    f"breaks {row['breaks']} over {row['over_budget']} orphans {row['orphans']}",
+                    flush=True,
+                )
+    return rows
+
+
+def fixture_table(rows: list[dict[str, Any]]) -> str:
+    """The markdown table of the fixture cache figures, each next to today's (card off)."""
+    today = {(r["budget"], r["policy"]): r for r in rows if r["mode"] == "today"}
+    lines = [
+        (
+            "| budget | policy | mode | H | H - today | C per call | C vs today | breaks | over budget "
+            "| orphans |"
+        )
+    ]
+    lines.append("|" + "---|" * 10)
+    for r in rows:
+        base = today[(r["budget"], r["policy"])]
+        ratio = r["C_per_call"] / base["C_per_call"] if base["C_per_call"] else 0.0
+        lines.append(
+            f"| {r['budget']} | {r['policy']} | {r['mode']} | {r['H']:.4f} | {r['H'] - base['H']:+.4f} | "
+            f"{r['C_per_call']:.1f} | {ratio:.3f} | {r['breaks']} | {r['over_budget']} | {r['orphans']} |"
+        )
+    return "\n".join(lines)
+
+
 def _fresh(plan: Plan) -> Plan:
     return Plan(
         calls=plan.calls,
@@ -467,14 +544,24 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--budgets", default="16000,32000")
     parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument("--no-fixtures", action="store_true", help="skip the cache figures on tests/fixtures")
     args = parser.parse_args()
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
+    )  # the worker's info
     sessions = args.sessions or (2 if args.quick else 4)
     calls = args.calls or (120 if args.quick else 300)
     started = time.perf_counter()
-    result = run(sessions, calls, [int(b) for b in args.budgets.split(",")], args.presets.split(","))
+    budgets, presets = [int(b) for b in args.budgets.split(",")], args.presets.split(",")
+    result = run(sessions, calls, budgets, presets)
+    if not args.no_fixtures:
+        result["fixtures"] = fixture_cache(budgets, presets)
     result["seconds"] = time.perf_counter() - started
     save("retention", result)
     print(table(result))
+    if "fixtures" in result:
+        print()
+        print(fixture_table(result["fixtures"]))
 
 
 if __name__ == "__main__":
