@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from contextledger.application.render.renderer import Renderer
     from contextledger.application.search.log_search import search_session
     from contextledger.application.summaries.compaction import Compactor
-    from contextledger.application.summaries.lineage import compaction_turns
+    from contextledger.application.summaries.lineage import SummaryText, compaction_turns, summary_texts
     from contextledger.application.summaries.recall import RecallTool, recall_tool
     from contextledger.application.summaries.summary_worker import SummaryWorker, WorkerSettings
     from contextledger.bootstrap import open_ledger
@@ -166,6 +166,8 @@ _LAZY: dict[str, str] = {
     "why": "contextledger.application.audit.forensics",
     "WhyAnswer": "contextledger.application.audit.forensics",
     "compaction_turns": "contextledger.application.summaries.lineage",
+    "summary_texts": "contextledger.application.summaries.lineage",
+    "SummaryText": "contextledger.application.summaries.lineage",
     "search_session": "contextledger.application.search.log_search",
     "Simulation": "contextledger.application.rebuild.simulator",
     "simulate": "contextledger.application.rebuild.simulator",
@@ -251,6 +253,7 @@ __all__ = [
     "SummarizerUnavailableError",
     "SummaryRecorded",
     "SummaryRejectedError",
+    "SummaryText",
     "SummaryWorker",
     "Text",
     "TokenizerError",
@@ -284,6 +287,7 @@ __all__ = [
     "resolve_policy",
     "search_session",
     "simulate",
+    "summary_texts",
     "to_anthropic",
     "to_openai",
     "to_openai_responses",

@@ -25,6 +25,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "bench_render.py": (["--quick"], []),
     "bench_policies.py": ([], []),  # every budget (16k, 32k, 64k) even in fast mode: about a minute
     "bench_report.py": (["--runs", "3"], ["--runs", "5"]),  # 500 calls, 5 MB, in headless chromium
+    "bench_retention.py": (["--quick"], []),  # 2 sessions x 120 calls fast; 4 x 300 with --full
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
@@ -33,6 +34,7 @@ RESULT_OF = {
     "bench_render.py": "render",
     "bench_policies.py": "policies",
     "bench_report.py": "report",
+    "bench_retention.py": "retention",
 }
 
 
@@ -89,6 +91,13 @@ def _summary(name: str) -> list[str]:
             f"{opened['median_ms']} ms ({opened['min_ms']}-{opened['max_ms']}), "
             f"floor {floor['median_ms']} ms, "
             f"ratio {data['ratio_to_floor']}x; switch call {data['switch_call_median_ms']} ms"
+        )
+    elif name == "bench_retention.py":
+        lines.extend(
+            f"  @{r['budget']} {r['policy']:>23} {r['mode']:>5}: constraints at last {r['constraints_last']} "
+            f"todo {r['todo_latest'] if r['todo_latest'] is None else round(r['todo_latest'], 3)} "
+            f"H {r['H']:.3f} over {r['over_budget']} orphans {r['orphans']}"
+            for r in data["rows"]
         )
     else:
         lines.append(f"  {path.name} written")

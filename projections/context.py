@@ -22,7 +22,7 @@ __all__ = [
 
 
 Role = Literal["user", "assistant", "tool"]
-MessageKind = Literal["message", "summary", "stub", "truncated", "injection"]
+MessageKind = Literal["message", "summary", "stub", "truncated", "injection", "card"]
 DecisionAction = Literal["kept", "stubbed", "truncated", "summarized", "dropped", "pinned"]
 
 
@@ -38,7 +38,8 @@ class RenderedMessage(msgspec.Struct, frozen=True, kw_only=True):
     """One message of the history after the system prompt.
 
     ``sources`` are the log positions it was rendered from; ``kind`` says whether it is a message
-    as logged, a summary block, a stubbed or truncated tool result, or injected content.
+    as logged, a summary block, a stubbed or truncated tool result, injected content, or the
+    session-state card (``projections.card``).
     ``tokens`` is its counted size including ``MESSAGE_OVERHEAD`` and tool-call overheads.
     """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import msgspec
-from contextledger.domain.content import Text
+from contextledger.domain.content import BlobText, Text
 from contextledger.domain.events import (
     AnyEvent,
     AssistantMessageAdded,
@@ -19,6 +19,8 @@ from contextledger.domain.events import (
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
 from contextledger.projections.cache_aware import cache_expired
+from contextledger.projections.card import fit_card
+from contextledger.projections.card_state import observe
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
 from contextledger.projections.groups import replace_entries
@@ -92,7 +94,15 @@ class Projector:
         return RenderState(pending_tokens=self.entries.pending_tokens())
 
     def needs_text(self, counted: CountedEvent) -> bool:
-        """Return whether the adapter must put the blob's text in ``counted.full_text``."""
+        """Return whether the adapter must put the blob's text in ``counted.full_text``.
+
+        With the session-state card, a long user or assistant message is read too (the card keeps
+        the user's words and the assistant's decisions); tool output only when it must be cut.
+        """
+        if self.policy.card.enabled and isinstance(
+            event := counted.event, UserMessageAdded | AssistantMessageAdded
+        ):
+            return isinstance(event.content, BlobText)
         return self.capped.needs_text(counted)
 
     def fold(self, events: Iterable[CountedEvent], state: RenderState | None = None) -> RenderState:
@@ -140,6 +150,11 @@ class Projector:
         elif isinstance(event, ItemPinned | ItemUnpinned):
             self._pin(state, event)
         state.position = counted.position
+        card = self.policy.card
+        if card.enabled and isinstance(event, UserMessageAdded | AssistantMessageAdded | ToolResultRecorded):
+            observe(state.card, counted.position, event, counted.full_text)
+            if card.placement == "tail":
+                self._refresh_card(state)
         self._maybe_compact(state, event)
 
     def _pin(self, state: RenderState, event: ItemPinned | ItemUnpinned) -> None:
@@ -159,7 +174,14 @@ class Projector:
 
     def render(self, state: RenderState, resolve: Callable[[Text], str]) -> RenderedContext:
         """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only."""
-        return render(state, resolve, budget=self.budget, policy=self.policy.name, tokenizer=self.tokenizer)
+        return render(
+            state,
+            resolve,
+            budget=self.budget,
+            policy=self.policy.name,
+            tokenizer=self.tokenizer,
+            card_tail=self.policy.card.placement == "tail",
+        )
 
     # -- folding messages ------------------------------------------------------------------
 
@@ -264,6 +286,28 @@ class Projector:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)
 
+    def _refresh_card(self, state: RenderState, *, estimate: bool = False) -> None:
+        """Rebuild the card's text from its state and the window, within its cap and the room left.
+
+        With ``estimate`` (before the reducers run) the room left is not checked: the card's size
+        then is what the reducers make room for, and the refresh after them fits what is left.
+        """
+        window = state.window
+        cap = self.policy.card.cap(self.budget)
+        room = cap if estimate else self.budget.target - (state.total - window.card_tokens)
+        pending = [f"{p.tool_name} {p.call_id} (seq {g.start})" for g in window.groups for p in g.pending]
+        text, size = fit_card(
+            state.card,
+            window,
+            state.position,
+            pending,
+            cap=min(cap, room) - MESSAGE_OVERHEAD,
+            count=self.counter.count,
+        )
+        tokens = size + MESSAGE_OVERHEAD if text else 0
+        window.tokens += tokens - window.card_tokens
+        window.card, window.card_tokens = text, tokens
+
     # -- compaction points -------------------------------------------------------------------
 
     def _maybe_compact(self, state: RenderState, event: AnyEvent | None = None) -> None:
@@ -283,9 +327,14 @@ class Projector:
     def _run(self, state: RenderState, reason: str, reducers: tuple[Reducer, ...]) -> None:
         state.reason = reason
         window = state.window
+        card = self.policy.card
+        if card.enabled:  # the reducers make room for the card as it would stand now; refreshed after them
+            self._refresh_card(state, estimate=True)
         for reducer in reducers:
             window, state = reducer.reduce(window, self.budget, state)
         state.window = window
+        if card.enabled:
+            self._refresh_card(state)
         state.reason = ""
         state.compactions += 1
         state.after_compaction = state.total

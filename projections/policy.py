@@ -11,6 +11,7 @@ import msgspec
 import pydantic
 from contextledger.domain.errors import ConfigError
 from contextledger.projections.budget import Budget
+from contextledger.projections.card_state import CardConfig
 from contextledger.projections.reducers.guarantee import GuaranteeConfig
 from contextledger.projections.reducers.retention import RetentionConfig
 from contextledger.projections.reducers.summary import SummaryConfig
@@ -71,7 +72,8 @@ class Policy(pydantic.BaseModel):
     """A complete render policy: one budget and the config of each reducer, in pipeline order.
 
     Pipeline (cheap to expensive, at compaction points only): retention → truncation → summary →
-    window → guarantee. Load one from TOML with ``contextledger.adapters.policy_files``.
+    window → guarantee; then the session-state card (``card``) is refreshed within its cap.
+    Load one from TOML with ``contextledger.adapters.policy_files``.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -84,6 +86,7 @@ class Policy(pydantic.BaseModel):
     summary: SummaryConfig = SummaryConfig()
     window: WindowConfig = WindowConfig()
     guarantee: GuaranteeConfig = GuaranteeConfig()
+    card: CardConfig = CardConfig()
 
     @classmethod
     def parse(cls, data: dict[str, Any], *, source: str = "policy") -> Policy:

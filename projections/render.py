@@ -15,7 +15,7 @@ from contextledger.projections.context import (
 )
 from contextledger.projections.groups import pin_reason
 from contextledger.projections.ingest import PENDING_TEXT
-from contextledger.projections.state import Entry, Group, RenderState, SummaryRef
+from contextledger.projections.state import Entry, Group, RenderState, SummaryRef, WorkingContext
 from contextledger.projections.wire import REQUEST_OVERHEAD
 
 __all__ = [
@@ -32,8 +32,12 @@ def render(
     budget: Budget,
     policy: str,
     tokenizer: str,
+    card_tail: bool = False,
 ) -> RenderedContext:
-    """Assemble the context of ``state``: system, pinned head, summaries, verbatim history.
+    """Assemble the context of ``state``: system, pinned head, summaries, card, verbatim history.
+
+    The session-state card sits in the stable prefix after the summaries (refreshed only at
+    compaction points), or at the very end when the policy places it in the tail.
 
     Args:
         state: The folded state.
@@ -41,6 +45,7 @@ def render(
         budget: The budget the state was folded under.
         policy: The policy's name, recorded in the context.
         tokenizer: The tokenizer's name, recorded in the context.
+        card_tail: Render the session-state card at the end instead of in the stable prefix.
 
     Raises:
         PinnedOverBudgetError: The pinned items alone exceed the budget's target.
@@ -49,14 +54,21 @@ def render(
         raise PinnedOverBudgetError(state.total, budget.target)
     messages: list[RenderedMessage] = []
     stable = -1
-    for group in state.window.groups:
+    window = state.window
+    tail = card_tail
+    card = [] if tail or not window.card else [_card_message(window)]
+    for group in window.groups:
         if not group.head and stable < 0:
-            messages.extend(_summary_message(s, resolve) for s in state.window.summaries)
+            messages.extend(_summary_message(s, resolve) for s in window.summaries)
+            messages.extend(card)
             stable = len(messages)
         messages.extend(_group_messages(group, resolve, state.pending_tokens))
     if stable < 0:
-        messages.extend(_summary_message(s, resolve) for s in state.window.summaries)
+        messages.extend(_summary_message(s, resolve) for s in window.summaries)
+        messages.extend(card)
         stable = len(messages)
+    if tail and window.card:
+        messages.append(_card_message(window))
     return RenderedContext(
         session_id=state.session_id,
         position=state.position,
@@ -91,6 +103,10 @@ def _summary_message(summary: SummaryRef, resolve: Callable[[Text], str]) -> Ren
         kind="summary",
         sources=(summary.covers_from, summary.covers_through),
     )
+
+
+def _card_message(window: WorkingContext) -> RenderedMessage:
+    return RenderedMessage(role="user", text=window.card, tokens=window.card_tokens, kind="card")
 
 
 def _group_messages(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 from contextledger.domain.content import Text
 from contextledger.domain.events import ToolSchema
+from contextledger.projections.card_state import CardState
 from contextledger.projections.context import DecisionAction, MessageKind, RenderedToolCall, Role
 
 __all__ = ["Entry", "Group", "PendingCall", "Removed", "RenderState", "SummaryRef", "WorkingContext"]
@@ -100,7 +101,7 @@ class WorkingContext(msgspec.Struct, kw_only=True, array_like=True):
     """The working context reducers operate on: the summaries shown and the groups kept, in order.
 
     ``index`` maps a group's start position to its place in ``groups``; ``tokens`` and
-    ``tool_tokens`` are running sums over the summaries and groups. ``removed`` holds the
+    ``tool_tokens`` are running sums over the summaries, the card and the groups. ``removed`` holds the
     decisions of everything evicted so far (ranges, coalesced).
     """
 
@@ -110,6 +111,9 @@ class WorkingContext(msgspec.Struct, kw_only=True, array_like=True):
     tokens: int = 0
     tool_tokens: int = 0
     removed: list[Removed] = msgspec.field(default_factory=list)
+    card: str = ""
+    """The session-state card's text as it renders now (``projections.card``); its size is in ``tokens``."""
+    card_tokens: int = 0
 
     def copy(self) -> WorkingContext:
         """Return an independent copy (groups are immutable, so containers are copied shallowly)."""
@@ -120,6 +124,8 @@ class WorkingContext(msgspec.Struct, kw_only=True, array_like=True):
             tokens=self.tokens,
             tool_tokens=self.tool_tokens,
             removed=list(self.removed),
+            card=self.card,
+            card_tokens=self.card_tokens,
         )
 
 
@@ -157,6 +163,8 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
     reason: str = ""
     last_at: float | None = None
     """Latest conversation timestamp seen (POSIX seconds), kept only for cache-aware compaction."""
+    card: CardState = msgspec.field(default_factory=CardState)
+    """What the session-state card is built from (``projections.card_state``)."""
 
     @property
     def total(self) -> int:
@@ -190,4 +198,5 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
             pending_tokens=self.pending_tokens,
             reason=self.reason,
             last_at=self.last_at,
+            card=self.card.copy(),
         )

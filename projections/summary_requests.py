@@ -39,7 +39,9 @@ Create a summary with these EXACT sections:
 - [ ] [each remaining item and every open todo item]
 
 Constraints: at most {max_tokens} tokens; exact file paths, commands, identifiers and numbers copied verbatim;
-if a previous summary exists, INTEGRATE (do not duplicate) its content."""
+if a previous summary exists, INTEGRATE (do not duplicate) its content.
+A "[Session state ...]" block in the context above comes from the log: keep every user instruction and the
+current todo list it shows, and never contradict it."""
 """Seed 004's structured template, sent after the live prefix so the summary call reads the provider cache."""
 
 EntryRole = Literal["user", "assistant", "tool", "summary"]

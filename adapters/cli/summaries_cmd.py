@@ -153,11 +153,21 @@ def _register_summaries(app: typer.Typer) -> None:
         session_id: Annotated[str, typer.Argument(help="The session.")],
         db: DbOption = None,
         json_output: JsonOption = False,
+        text: Annotated[
+            bool,
+            typer.Option("--text", help="Print each summary's text, span, status and fidelity report."),
+        ] = False,
     ) -> None:
         """Show each compaction as a turn: parent, summarized span, first kept position, tokens, fidelity.
 
-        --json prints {"session_id", "compactions": [CompactionTurn]}.
+        --json prints {"session_id", "compactions": [CompactionTurn]}; with --text,
+        {"session_id", "summaries": [SummaryText]}.
         """
+        if text:
+            run_guarded(
+                lambda: _print_texts(session_id, db, json_output=json_output), json_output=json_output
+            )
+            return
 
         def body() -> None:
             from contextledger.application.summaries.lineage import compaction_turns  # noqa: PLC0415
@@ -191,6 +201,39 @@ def _register_summaries(app: typer.Typer) -> None:
             out_console().print(table)
 
         run_guarded(body, json_output=json_output)
+
+
+def _print_texts(session_id: str, db: str | None, *, json_output: bool) -> None:
+    """``summaries --text``: each summary's text under a header with its span, status and fidelity."""
+    from contextledger.application.summaries.lineage import summary_texts  # noqa: PLC0415
+
+    with ledger_for(db) as ledger:
+        texts = summary_texts(ledger, session_id)
+    if json_output:
+        emit_json({"session_id": session_id, "summaries": texts})
+        return
+    console = out_console()
+    if not texts:
+        console.print(f"session {session_id} has no summary")
+    for t in texts:
+        name = t.summary_id or f"request {t.request_id}"
+        status = t.status
+        if t.status == "current":
+            status = (
+                f"current (available from position {t.produced_at}, applied at a compaction point after it)"
+            )
+        elif t.status == "superseded":
+            status = f"superseded by {t.superseded_by}"
+        console.print(f"== {name}: positions {t.covers_from}-{t.covers_through}, depth {t.depth}, {status}")
+        if t.fidelity is not None:
+            f = t.fidelity
+            console.print(
+                f"   fidelity {f.overall:.0%} of {f.total} facts (paths {f.paths:.0%}, "
+                f"commands {f.commands:.0%}, identifiers {f.identifiers:.0%}, numbers {f.numbers:.0%})"
+                + (f"; missing: {', '.join(f.missing[:10])}" if f.missing else "")
+            )
+        console.print(t.text or "(no text yet)")
+        console.print()
 
 
 def _register_search(app: typer.Typer) -> None:

@@ -9,7 +9,9 @@ from typing import Any
 import msgspec
 from contextledger.domain.content import content_address
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.fidelity import command_of, facts_of, paths_in_arguments
+from contextledger.projections.card_state import checklist_of, todo_items
+from contextledger.projections.fidelity import command_of, facts_of
+from contextledger.projections.shell_files import files_of_call
 from contextledger.projections.summary_requests import SpanEntry, SummaryDraft, SummaryRequest
 from contextledger.projections.wire import arguments_object
 
@@ -35,8 +37,7 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_TODO_OPEN = re.compile(r"^\s*[-*]\s*\[ \]\s*(.+)$|\bTODO:?\s+(.+)$", re.MULTILINE)
-_TODO_DONE = re.compile(r"^\s*[-*]\s*\[[xX]\]\s*(.+)$", re.MULTILINE)
+_TODO_LINE = re.compile(r"\bTODO:\s+(.+)$", re.MULTILINE)
 _SCAN_CHARS = 20_000
 """How much of one assistant text is read for decisions."""
 _SMALLEST = 3
@@ -87,29 +88,41 @@ def _merge(old: Iterable[str], new: Iterable[str], keep: int, key: Any = None) -
 
 
 def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
-    """Collect open todo items from checklists, TODO lines and todo-tool calls; drop those marked done."""
-    for match in _TODO_OPEN.finditer(entry.text):
-        pending[_clip(match.group(1) or match.group(2), limits.line_chars)] = None
-    for match in _TODO_DONE.finditer(entry.text):
-        pending.pop(_clip(match.group(1), limits.line_chars), None)
+    """Collect the open work the agent and the user stated; tool output is never read for it.
+
+    A todo-tool call writes the whole current list (it replaces what was pending); a checklist in
+    an assistant or user message (``- [ ]``/``- [x]``) adds its open items and closes its done
+    ones; a ``TODO:`` line the assistant or the user wrote is open work too.
+    """
+    if entry.role not in {"assistant", "user"}:
+        return
     for call in entry.tool_calls:
-        todos = (arguments_object(call.arguments) or {}).get("todos")
-        if not isinstance(todos, list):
+        todos = todo_items(arguments_object(call.arguments) or {})
+        if todos is None or not re.search(r"todo|plan|task", call.name, re.IGNORECASE):
             continue
         pending.clear()  # a todo tool writes the whole list: the latest call is the current list
-        for todo in todos:
-            if isinstance(todo, dict) and todo.get("status") != "completed":
-                text = todo.get("content") or todo.get("title") or todo.get("task")
-                if isinstance(text, str):
-                    pending[_clip(text, limits.line_chars)] = None
+        for item in todos:
+            if not item.startswith("[x]"):
+                pending[_clip(item[4:], limits.line_chars)] = None
+    for item in checklist_of(entry.text):
+        text = _clip(item[4:], limits.line_chars)
+        if item.startswith("[x]"):
+            pending.pop(text, None)
+        else:
+            pending[text] = None
+    for match in _TODO_LINE.finditer(entry.text[:_SCAN_CHARS]):
+        pending[_clip(match.group(1), limits.line_chars)] = None
 
 
 class ExtractiveSummarizer:
     """Summarizes a span with no model call: the same request always gives the same text.
 
-    Paths come from tool-call arguments, commands from shell-tool arguments, decisions from the
-    assistant's own sentences, errors from failed tool results and the assistant's next words,
-    pending work from checklists, ``TODO`` lines and todo-tool calls. Each section keeps its newest
+    Files read and changed come from tool calls (structured arguments and shell commands, parsed by
+    ``projections.shell_files`` as the session-state card does), commands from shell-tool
+    arguments, decisions from the assistant's own sentences, errors from failed tool results and
+    the assistant's next words, pending work from todo-tool calls and the checklists and ``TODO``
+    lines the assistant or the user wrote (never from tool output: a file's ``# TODO`` is not
+    work). Each section keeps its newest
     items up to a fixed count, so round N (previous text + new span) never grows past the bound.
     """
 
@@ -191,7 +204,10 @@ class ExtractiveSummarizer:
             "Pending Work": pending or ["(none open)"],
             "Key Facts": _key_facts(old["Key Facts"], request, limits),
         }
-        lines = [f"## Session Summary (Compaction Round {request.round})"]
+        lines = [
+            f"## Session Summary (Compaction Round {request.round})",
+            f"Covers log positions {request.covers_from}-{request.covers_through}.",
+        ]
         for name in _SECTIONS:
             lines.append(f"### {name}")
             lines.extend(body[name])
@@ -262,8 +278,14 @@ class _Span:
             self.working_on = _clip(entry.text, line)
         for call in entry.tool_calls:
             arguments = arguments_object(call.arguments) or {}
-            paths = paths_in_arguments(arguments)
-            self.files.extend(f"| {path} | {call.name} | position {entry.position} |" for path in paths)
+            touched = files_of_call(call.name, arguments)
+            self.files.extend(
+                f"| {path} | {call.name} | changed at position {entry.position} |" for path in touched.changed
+            )
+            self.files.extend(
+                f"| {path} | {call.name} | read at position {entry.position} |" for path in touched.read
+            )
+            paths = [*touched.changed, *touched.read]
             command = command_of(arguments)
             if command:
                 self.commands.append(f"- `{command}`")

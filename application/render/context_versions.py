@@ -11,7 +11,7 @@ __all__ = ["CONFIG_PREFIX", "CONTEXT_VIEW", "ROW_FORMAT", "projection_version", 
 CONTEXT_VIEW = "context"
 """The registry name whose active version serves rendered context."""
 
-ROW_FORMAT = 2
+ROW_FORMAT = 3
 """Part of every version's name: raise it when a change to the fold or the row layout changes rows
 (a version built by older code is then simply another version, never read with the new layout)."""
 

@@ -8,7 +8,14 @@ from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import CompactionRequested, Fidelity, SummaryRecorded
 
-__all__ = ["CompactionTurn", "compaction_turns", "history_of", "summarized_positions"]
+__all__ = [
+    "CompactionTurn",
+    "SummaryText",
+    "compaction_turns",
+    "history_of",
+    "summarized_positions",
+    "summary_texts",
+]
 
 
 class CompactionTurn(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,3 +98,75 @@ def summarized_positions(ledger: Ledger, session_id: str, summary_id: str) -> tu
     """Return the first and last position of the turns this compaction itself summarized."""
     turn = history_of(ledger, session_id, summary_id)[-1]
     return turn.new_from, turn.summarized_through
+
+
+class SummaryText(msgspec.Struct, frozen=True, kw_only=True):
+    """A summary as its reader needs it: the text, the span it covers, its status and its fidelity.
+
+    ``status`` is ``pending`` (requested, no artifact yet: ``text`` is empty), ``superseded`` (a
+    later artifact covers its whole span: ``superseded_by``) or ``current``; a current artifact is
+    available from ``produced_at`` on and applied at the next compaction point of a render after it.
+    """
+
+    summary_id: str | None
+    request_id: str | None
+    covers_from: int
+    covers_through: int
+    produced_at: int | None
+    status: str
+    superseded_by: str | None
+    depth: int
+    text: str
+    fidelity: Fidelity | None
+
+
+def summary_texts(ledger: Ledger, session_id: str) -> list[SummaryText]:
+    """Return every summary of the session with its text, span, status and fidelity, in recorded order."""
+    ledger.version(session_id)  # SessionNotFoundError for an unknown session
+    events = [r.event for r in SummaryStream(ledger.log, session_id).events()]
+    summaries = [e for e in events if isinstance(e, SummaryRecorded)]
+    answered = {s.request_id for s in summaries if s.request_id}
+    out: list[SummaryText] = []
+    for event in events:
+        if isinstance(event, CompactionRequested) and event.request_id not in answered:
+            out.append(
+                SummaryText(
+                    summary_id=None,
+                    request_id=event.request_id,
+                    covers_from=event.covers_from,
+                    covers_through=event.covers_through,
+                    produced_at=None,
+                    status="pending",
+                    superseded_by=None,
+                    depth=event.depth,
+                    text="",
+                    fidelity=None,
+                )
+            )
+        elif isinstance(event, SummaryRecorded):
+            later = next(
+                (
+                    o
+                    for o in summaries
+                    if o is not event
+                    and o.covers_from <= event.covers_from
+                    and o.covers_through >= event.covers_through
+                    and (o.produced_at, o.depth) > (event.produced_at, event.depth)
+                ),
+                None,
+            )
+            out.append(
+                SummaryText(
+                    summary_id=event.summary_id,
+                    request_id=event.request_id,
+                    covers_from=event.covers_from,
+                    covers_through=event.covers_through,
+                    produced_at=event.produced_at,
+                    status="current" if later is None else "superseded",
+                    superseded_by=None if later is None else later.summary_id,
+                    depth=event.depth,
+                    text=ledger.text(event.content),
+                    fidelity=event.fidelity,
+                )
+            )
+    return out

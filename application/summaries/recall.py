@@ -19,7 +19,8 @@ RECALL_DESCRIPTION = (
     "Look up earlier content of this conversation that is no longer shown in full: tool results that "
     "were stubbed (e.g. '[result expired: read_file call_7, 4,812 tokens; restore: seq 1234]'), "
     "truncated, summarized or dropped. Give `position` (the seq a stub names) to read that event in "
-    "full (use `offset` to page through a long one), or `query` to search the whole history for a text."
+    "full (use `offset` to page through a long one), `from` and `through` (a span the session-state "
+    "card lists as not shown) to list that span's events, or `query` to search the whole history for a text."
 )
 
 _PARAMETERS: dict[str, Any] = {
@@ -29,6 +30,8 @@ _PARAMETERS: dict[str, Any] = {
         "regex": {"type": "boolean", "description": "Treat `query` as a regular expression."},
         "position": {"type": "integer", "minimum": 1, "description": "The seq of the event to expand."},
         "offset": {"type": "integer", "minimum": 0, "description": "Character offset to read from."},
+        "from": {"type": "integer", "minimum": 1, "description": "First seq of a span to list."},
+        "through": {"type": "integer", "minimum": 1, "description": "Last seq of a span to list."},
     },
     "additionalProperties": False,
 }
@@ -100,9 +103,35 @@ class RecallTool:
             if not isinstance(position, int) or not isinstance(offset, int) or offset < 0:
                 return "error: `position` and `offset` must be non-negative integers"
             return self.expand(position, offset)
+        first, last = args.get("from"), args.get("through")
+        if first is not None or last is not None:
+            if not isinstance(first, int) or not isinstance(last, int) or not 1 <= first <= last:
+                return "error: `from` and `through` must be positions with from <= through"
+            return self.span(first, last)
         if isinstance(query, str) and query.strip():
             return self.search(query, regex=bool(args.get("regex", False)))
-        return "error: give `position` (the seq a stub names) or a non-empty `query`"
+        return "error: give `position` (the seq a stub names), `from` and `through`, or a non-empty `query`"
+
+    def span(self, first: int, last: int) -> str:
+        """Return one line per event of positions ``first..last``: its kind and the start of its text."""
+        head = self.ledger.version(self.session_id)
+        if first > head:
+            return f"error: position {first} is outside this session (1..{head})"
+        lines = [f"[seq {first}..{min(last, head)}: {min(last, head) - first + 1} events]"]
+        size = len(lines[0])
+        for recorded in self.ledger.events(self.session_id, after=first - 1, upto=min(last, head)):
+            event = recorded.event
+            texts = list(searchable_texts(self.ledger, event))
+            tool = next((t for _, t in texts if t), "")
+            body = " ".join(" ".join(t for t, _ in texts).split())[:160]
+            line = f"- seq {recorded.position} ({type(event).__name__}{' ' + tool if tool else ''}): {body}"
+            if size + len(line) + 1 > self.max_chars - 80:
+                lines.append(f'[more: call again with {{"from": {recorded.position}, "through": {last}}}]')
+                break
+            lines.append(line)
+            size += len(line) + 1
+        lines.append('Expand one with {"position": <seq>}.')
+        return "\n".join(lines)
 
     def expand(self, position: int, offset: int = 0) -> str:
         """Return the event at ``position`` in full (from ``offset``, at most ``max_chars``)."""

@@ -204,6 +204,11 @@ def policies(draw: st.DrawFn) -> Policy:
         "scope_turns": draw(st.none() | st.integers(0, 4)),
     }
     guarantee = {"protect_newest": draw(st.booleans())}
+    card = {  # the card in the stable prefix (the tail placement breaks the prefix by design)
+        "enabled": draw(st.booleans()),
+        "max_fraction": draw(st.floats(0.05, 0.5, allow_nan=False)),
+        "max_tokens": draw(st.integers(20, 400)),
+    }
     data = {
         "name": "random",
         "budget": budget,
@@ -212,6 +217,7 @@ def policies(draw: st.DrawFn) -> Policy:
         "summary": summary,
         "window": window,
         "guarantee": guarantee,
+        "card": card,
     }
     return Policy.parse(data)
 

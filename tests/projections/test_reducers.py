@@ -26,6 +26,7 @@ def _policy(**sections: Any) -> Policy:
         "retention": {"enabled": False},
         "truncation": {"enabled": False},
         "window": {"keep_first": 0},
+        "card": {"enabled": False},  # each reducer alone; the card's place is tested in test_card.py
     }
     for key, value in sections.items():
         base[key] = base.get(key, {}) | value if isinstance(value, dict) else value

@@ -55,6 +55,21 @@ def test_compact_then_worker_then_lineage_and_search(imported):
     assert hits
     assert any(h["summary_id"] == turn["summary_id"] for h in hits) or hits[0]["position"] >= 1
     assert _run("search", session, "no such text anywhere 42", *common)["hits"] == []
+    [shown] = _run("summaries", session, "--text", *common)["summaries"]
+    assert shown["summary_id"] == turn["summary_id"]
+    assert shown["status"] == "current"
+    assert shown["text"].startswith("## Session Summary (Compaction Round 1)")
+    printed = subprocess.run(
+        [CLI, "summaries", session, "--text", "--db", db],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    span = f"positions {turn['covers_from']}-{turn['summarized_through']}"
+    assert f"== {turn['summary_id']}: {span}" in printed
+    assert "fidelity " in printed
+    assert f"Covers log {span}." in printed  # the summary states the positions it covers
 
 
 def test_unknown_summarizer_is_a_user_error(imported):

@@ -114,3 +114,42 @@ def test_a_tiny_bound_is_still_respected():
     """Even a bound far below the natural size gives a text within it."""
     draft = ExtractiveSummarizer().summarize(_request(_span(), max_tokens=60))
     assert get_counter("cl100k_base").count(draft.text) <= 60
+
+
+def test_a_todo_inside_a_viewed_file_is_never_pending_work():
+    """A `# TODO` or a checklist inside tool output (a file the agent read) is not its pending work."""
+    entries = (
+        SpanEntry(position=2, role="user", text=TASK),
+        _call(3, "read_file", path="src/legacy.py"),
+        SpanEntry(
+            position=4,
+            role="tool",
+            text="def f():\n    # TODO: rewrite everything in Rust\n    pass\n- [ ] delete the database",
+            tool_name="read_file",
+        ),
+        SpanEntry(position=5, role="assistant", text="Noted. TODO: add a test for f"),
+    )
+    text = ExtractiveSummarizer().summarize(_request(entries)).text
+    pending = text.split("### Pending Work")[1].split("###")[0]
+    assert "Rust" not in pending
+    assert "delete the database" not in pending
+    assert "- [ ] add a test for f" in pending  # the assistant's own TODO is its work
+
+
+def test_shell_edits_are_files_touched():
+    """Edits made through shell commands (sed -i, heredoc, patch, python - <<) are listed as changed files."""
+    commands = [
+        'sed -i "s/float/Decimal/" src/money.py',
+        "cat > tests/test_round.py <<'EOF'\ndef test_round(): ...\nEOF",
+        "patch -p1 <<EOF\n--- a/src/api.py\n+++ b/src/api.py\n@@ -1 +1 @@\n-a\n+b\nEOF",
+        "python - <<'PY'\nopen('setup.cfg', 'w').write('[x]')\nPY",
+    ]
+    entries = (
+        SpanEntry(position=2, role="user", text=TASK),
+        *(_call(3 + i, "bash", command=c) for i, c in enumerate(commands)),
+    )
+    text = ExtractiveSummarizer().summarize(_request(entries)).text
+    assert "(no files touched)" not in text
+    for path in ("src/money.py", "tests/test_round.py", "src/api.py", "setup.cfg"):
+        assert f"| {path} | bash | changed at position" in text
+    assert text.splitlines()[1] == "Covers log positions 2-6."

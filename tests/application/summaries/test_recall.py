@@ -38,7 +38,14 @@ def test_schemas_have_the_provider_shapes(ledger):
     openai, anthropic = tool.schema["openai"], tool.schema["anthropic"]
     assert openai["type"] == "function"
     assert openai["function"]["name"] == "recall"
-    assert set(openai["function"]["parameters"]["properties"]) == {"query", "regex", "position", "offset"}
+    assert set(openai["function"]["parameters"]["properties"]) == {
+        "query",
+        "regex",
+        "position",
+        "offset",
+        "from",
+        "through",
+    }
     assert anthropic["name"] == "recall"
     assert anthropic["input_schema"] == openai["function"]["parameters"]
     json.dumps(tool.schema)  # plain JSON, ready to send

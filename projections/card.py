@@ -1,0 +1,211 @@
+"""The session-state card: a deterministic block of what matters, built from the log, under its own cap."""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Callable
+
+import msgspec
+from contextledger.projections.card_state import CardConfig, CardState
+from contextledger.projections.state import WorkingContext
+
+__all__ = ["CARD_HEADER", "RECALL_SPAN", "CardView", "card_text", "omitted_spans"]
+
+CARD_HEADER = (
+    "[Session state at log position {position}, kept by contextledger from the log; not the user's words]"
+)
+RECALL_SPAN = 'recall {{"from": {first}, "through": {last}}}'
+"""The handle of an omitted span: the ``recall`` tool lists the span's events and expands any of them."""
+
+
+class CardView(msgspec.Struct, frozen=True, kw_only=True):
+    """How much of each section one rendering of the card shows (shrunk until the card fits its cap)."""
+
+    users: int = 1_000
+    user_chars: int = 2_000
+    files: int = 20
+    decisions: int = 12
+    errors: int = 6
+    todo: int = 40
+    spans: int = 40
+    tools: bool = True
+
+
+def _shown(window: WorkingContext) -> set[int]:
+    """Positions the window shows verbatim (whole messages, not stubs or truncations)."""
+    return {e.position for g in window.groups for e in g.entries if e.kind == "message"}
+
+
+def omitted_spans(window: WorkingContext, position: int) -> list[tuple[int, int, str]]:
+    """Return the spans of positions 2..position no message of the window stands for, with how.
+
+    A position is shown when an entry of the window renders it (verbatim, stubbed or truncated: a
+    stub and a truncation carry their own handle); a shown summary stands for its span (``how`` is
+    ``summarized``); every other span is ``omitted``. Spans are maximal and in order.
+    """
+    covered: list[tuple[int, int]] = sorted(
+        {(e.position, e.position) for g in window.groups for e in g.entries}
+        | {(s.covers_from, s.covers_through) for s in window.summaries}
+    )
+    summaries = sorted((s.covers_from, s.covers_through) for s in window.summaries)
+    out: list[tuple[int, int, str]] = []
+    at = 2
+    for first, last in covered:
+        if first > at:
+            out.append((at, min(first - 1, position), "omitted"))
+        at = max(at, last + 1)
+        if at > position:
+            break
+    if at <= position:
+        out.append((at, position, "omitted"))
+    spans = [(f, t, "summarized") for f, t in summaries]
+    return sorted([s for s in out if s[0] <= s[1]] + spans)
+
+
+def _tools_in(card: CardState, first: int, last: int) -> str:
+    seqs = [s for s, _ in card.results]
+    lo, hi = bisect.bisect_left(seqs, first), bisect.bisect_right(seqs, last)
+    counts = Counter(name for _, name in card.results[lo : min(hi, lo + 2_000)])
+    if not counts:
+        return ""
+    listed = ", ".join(f"{n} x{c}" for n, c in sorted(counts.items(), key=lambda i: (-i[1], i[0]))[:4])
+    more = "" if len(counts) <= 4 else ", …"  # noqa: PLR2004 - four tools name a span well enough
+    return f"; {hi - lo} tool results: {listed}{more}"
+
+
+def _users(card: CardState, shown: set[int], view: CardView) -> list[str]:
+    hidden = [(seq, text, whole) for seq, text, whole in card.users if seq not in shown]
+    listed = hidden[-view.users :] if view.users else []
+    lines = []
+    for seq, text, whole in listed:
+        body = text if len(text) <= view.user_chars else text[: view.user_chars - 1] + "…"
+        cut = "" if whole and body == text else f' (cut: recall {{"position": {seq}}})'
+        lines.append(f"- seq {seq}: {body}{cut}")
+    left = hidden[: len(hidden) - len(listed)]
+    if left:
+        handles = ", ".join(str(seq) for seq, _, _ in left[-20:])
+        lines.insert(0, f"- {len(left)} earlier user messages not listed: recall positions {handles}")
+    return lines
+
+
+def _plan(card: CardState, shown: set[int], view: CardView) -> list[str]:
+    if card.todo is None or card.todo[0] in shown:
+        return []
+    seq, items = card.todo
+    lines = [f"Current plan/todo list (latest revision, seq {seq}):", *(f"- {i}" for i in items[: view.todo])]
+    if len(items) > view.todo:
+        lines.append(f'- … {len(items) - view.todo} more items: recall {{"position": {seq}}}')
+    return lines
+
+
+def _files(card: CardState, view: CardView) -> list[str]:
+    lines = []
+    for title, paths in (("Files changed", card.changed), ("Files read", card.read)):
+        newest = list(paths.items())[-view.files :] if view.files else []
+        if newest:
+            lines.append(f"{title}: " + ", ".join(f"{p} ({s})" for p, s in reversed(newest)))
+    return lines
+
+
+def _said(card: CardState, shown: set[int], view: CardView) -> list[str]:
+    lines = []
+    decisions = [d for d in card.decisions if d[0] not in shown][-view.decisions :] if view.decisions else []
+    if decisions:
+        lines.append("Decisions announced:")
+        lines += [f"- seq {seq}: {text}" for seq, text in decisions]
+    errors = [e for e in card.errors if e[0] not in shown][-view.errors :] if view.errors else []
+    if errors:
+        lines.append("Errors and resolutions:")
+        lines += [f"- seq {seq} {what} → {fix or 'unresolved'}" for seq, what, fix in errors]
+    return lines
+
+
+def _index(card: CardState, window: WorkingContext, position: int, view: CardView) -> list[str]:
+    spans = omitted_spans(window, position)
+    if not spans:
+        return []
+    lines = ['Not shown verbatim (recall {"position": N} reads one event):']
+    listed = spans[-view.spans :]
+    if len(spans) > len(listed):
+        first, last = spans[0][0], spans[len(spans) - len(listed) - 1][1]
+        handle = RECALL_SPAN.format(first=first, last=last)
+        lines.append(f"- {first}-{last}: {len(spans) - len(listed)} spans → {handle}")
+    for first, last, how in listed:
+        tools = _tools_in(card, first, last) if view.tools else ""
+        what = "summarized above" if how == "summarized" else "omitted"
+        lines.append(f"- {first}-{last}: {what}{tools} → {RECALL_SPAN.format(first=first, last=last)}")
+    return lines
+
+
+def card_text(
+    card: CardState, window: WorkingContext, position: int, view: CardView, pending: list[str]
+) -> str:
+    """Return the card's text: the parts of the session that matter and are not shown verbatim.
+
+    Sections (empty ones left out): the user's messages the window no longer shows (verbatim, or
+    their imperative and negative sentences, each with its position); the latest plan or todo list,
+    whole, when its message is not shown; calls in flight; files changed and files read (the newest);
+    decisions and errors with their resolutions the window no longer shows; and the index of every
+    span no message shows, with its tools and a ``recall`` handle.
+    """
+    shown = _shown(window)
+    lines = [CARD_HEADER.format(position=position)]
+    users = _users(card, shown, view)
+    if users:
+        lines += [
+            "User instructions no longer shown verbatim (they still apply unless the user changed them):"
+        ]
+        lines += users
+    lines += _plan(card, shown, view)
+    if pending:
+        lines.append("Calls in flight: " + "; ".join(pending))
+    lines += _files(card, view)
+    lines += _said(card, shown, view)
+    lines += _index(card, window, position, view)
+    return "\n".join(lines)
+
+
+_VIEWS = (
+    CardView(),
+    CardView(files=10, decisions=8, errors=4, user_chars=800),
+    CardView(files=6, decisions=5, errors=3, user_chars=400, spans=12, tools=False),
+    CardView(users=12, files=4, decisions=3, errors=2, user_chars=240, todo=20, spans=6, tools=False),
+    CardView(users=6, files=2, decisions=1, errors=1, user_chars=160, todo=12, spans=3, tools=False),
+    CardView(users=3, files=0, decisions=0, errors=0, user_chars=120, todo=8, spans=2, tools=False),
+)
+
+
+def fit_card(
+    card: CardState,
+    window: WorkingContext,
+    position: int,
+    pending: list[str],
+    *,
+    cap: int,
+    count: Callable[[str], int],
+) -> tuple[str, int]:
+    """Return the richest card text whose size (``count``) is within ``cap``, and that size.
+
+    Each step shows fewer items per section (``_VIEWS``); what is left out stays counted with a
+    recall handle. A card that does not fit even at the last step is cut to its first lines.
+    """
+    text = ""
+    if cap <= 0:
+        return "", 0
+    for view in _VIEWS:
+        text = card_text(card, window, position, view, pending)
+        size = count(text)
+        if size <= cap:
+            return text, size
+    lines = text.splitlines()
+    while lines:
+        lines.pop()
+        text = "\n".join([*lines, "[card cut to its cap]"])
+        size = count(text)
+        if size <= cap:
+            return text, size
+    return "", 0
+
+
+__all__ += ["CardConfig", "fit_card"]

@@ -1,0 +1,227 @@
+"""The session-state card's memory: what the log says matters, evolved one event at a time."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Literal
+
+import msgspec
+import pydantic
+from contextledger.domain.content import InlineText, Text, text_preview
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
+from contextledger.projections.budget import Budget
+from contextledger.projections.shell_files import files_of_call
+from contextledger.projections.wire import arguments_object
+
+__all__ = [
+    "DECISION",
+    "CardConfig",
+    "CardState",
+    "checklist_of",
+    "observe",
+    "todo_items",
+]
+
+DECISION = re.compile(
+    r"\b(?:I'll use|I will use|I'll go with|we'll use|let's use|I decided|we decided|decided to|"
+    r"decision:|I chose|we chose|switch(?:ed|ing)? to|instead of|the fix is|the root cause|root cause is|"
+    r"going with|I'll keep|we'll keep|I'll avoid|we'll avoid)\b",
+    re.IGNORECASE,
+)
+"""A sentence in which the assistant announces a decision (the card's rule)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_CHECK = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*\[([ xX~-])\]\s*(.+?)\s*$", re.MULTILINE)
+_ERROR = re.compile(
+    r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)",
+    re.MULTILINE,
+)
+_USER_CHARS = 2_000
+"""A user message longer than this is kept by extraction (its imperative and negative sentences)."""
+_KEEP = 60
+"""How many decisions, errors and file paths the state remembers (the newest); the card shows fewer."""
+_LINE = 300
+
+
+class CardConfig(pydantic.BaseModel):
+    """The session-state card: a block the fold derives from the log and renders in every context.
+
+    Attributes:
+        enabled: Render the card at all (False gives the contexts of the policy without a card).
+        placement: ``prefix`` keeps it in the stable prefix after the summaries, refreshed only at
+            compaction points (no extra cache break); ``tail`` rewrites it after every event at the
+            end of the context (never cached; kept to measure the difference).
+        max_tokens: The card's own cap in tokens.
+        max_fraction: The card may use at most this fraction of the budget's target.
+        files: Paths listed per list (files changed, files read), the newest.
+        decisions: Decisions listed, the newest.
+        errors: Errors with their resolutions listed, the newest.
+    """
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    placement: Literal["prefix", "tail"] = "prefix"
+    max_tokens: Annotated[int, pydantic.Field(gt=0)] = 1_500
+    max_fraction: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.1
+    files: Annotated[int, pydantic.Field(ge=0)] = 20
+    decisions: Annotated[int, pydantic.Field(ge=0)] = 12
+    errors: Annotated[int, pydantic.Field(ge=0)] = 6
+
+    def cap(self, budget: Budget) -> int:
+        """Return the card's tier cap under ``budget``: the smaller of its two limits."""
+        return min(self.max_tokens, math.floor(budget.target * self.max_fraction))
+
+
+class CardState(msgspec.Struct, kw_only=True, array_like=True):
+    """What the card is built from; ``observe`` updates it in place (the fold owns its copy).
+
+    ``users`` holds every user message (position, text: verbatim up to ``_USER_CHARS``, else its
+    extraction); ``todo`` the latest todo/plan revision (position, ``[ ]``/``[x]`` lines);
+    ``changed``/``read`` each path's latest position; ``decisions`` and ``errors`` the newest
+    ``_KEEP``; ``results`` each tool result's position and tool (for the index of omitted spans);
+    ``open_error`` the index in ``errors`` of an error no assistant message answered yet.
+    """
+
+    users: list[tuple[int, str, bool]] = msgspec.field(default_factory=list)
+    todo: tuple[int, tuple[str, ...]] | None = None
+    changed: dict[str, int] = msgspec.field(default_factory=dict)
+    read: dict[str, int] = msgspec.field(default_factory=dict)
+    decisions: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    errors: list[tuple[int, str, str]] = msgspec.field(default_factory=list)
+    results: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    open_error: int | None = None
+
+    def copy(self) -> CardState:
+        """Return an independent copy (O(what it remembers))."""
+        return CardState(
+            users=list(self.users),
+            todo=self.todo,
+            changed=dict(self.changed),
+            read=dict(self.read),
+            decisions=list(self.decisions),
+            errors=list(self.errors),
+            results=list(self.results),
+            open_error=self.open_error,
+        )
+
+
+def _clip(text: str, limit: int = _LINE) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def _text(content: Text | None, full_text: str | None) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, InlineText):
+        return content.text
+    return full_text if full_text is not None else text_preview(content)
+
+
+def checklist_of(text: str) -> tuple[str, ...]:
+    """Return the checklist lines of a message (``- [ ] item``, ``1. [x] item``) as ``[ ]``/``[x]`` lines."""
+    return tuple(
+        f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {_clip(item)}"
+        for mark, item in _CHECK.findall(text[:20_000])
+    )
+
+
+def todo_items(arguments: object) -> tuple[str, ...] | None:
+    """Return the whole list a todo-style tool call writes (``todos``/``items``/``tasks``), or None."""
+    if not isinstance(arguments, dict):
+        return None
+    for key in ("todos", "items", "tasks", "plan"):
+        todos = arguments.get(key)
+        if not isinstance(todos, list):
+            continue
+        lines = []
+        for todo in todos:
+            if isinstance(todo, str):
+                lines.append(f"[ ] {_clip(todo)}")
+            elif isinstance(todo, dict):
+                text = todo.get("content") or todo.get("title") or todo.get("task") or todo.get("step")
+                status = str(todo.get("status", "pending"))
+                mark = "x" if status in {"completed", "done"} else "~" if status == "in_progress" else " "
+                if isinstance(text, str):
+                    lines.append(f"[{mark}] {_clip(text)}")
+        return tuple(lines)
+    return None
+
+
+def _remember(paths: dict[str, int], found: tuple[str, ...], seq: int) -> None:
+    for path in found:
+        paths.pop(path, None)
+        paths[path] = seq
+    while len(paths) > _KEEP:
+        del paths[next(iter(paths))]
+
+
+def observe(
+    card: CardState, seq: int, event: object, full_text: str | None, *, user_extract: bool = True
+) -> None:
+    """Take one logged event into the card's state (in place).
+
+    User messages are kept whole (long ones by extraction: ``extract``); an assistant message's
+    todo-tool call or checklist is the new plan revision, its decision sentences are remembered,
+    its tool calls' files are read or changed (``shell_files``), and it resolves an open error;
+    a failed tool result is an error. Tool output is never read for anything but its failure.
+    """
+    if isinstance(event, UserMessageAdded):
+        text = _text(event.content, full_text)
+        whole = len(text) <= _USER_CHARS or not user_extract
+        card.users.append((seq, text if whole else extract(text), whole))
+    elif isinstance(event, AssistantMessageAdded):
+        _assistant(card, seq, event, _text(event.content, full_text))
+    elif isinstance(event, ToolResultRecorded):
+        card.results.append((seq, event.tool_name))
+        text = _text(event.content, full_text)
+        if event.is_error or _ERROR.search(text[:200]):
+            first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 160)
+            card.errors.append((seq, f"{event.tool_name}: {first}", ""))
+            card.errors = card.errors[-_KEEP:]
+            card.open_error = len(card.errors) - 1
+
+
+def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
+    if card.open_error is not None and text.strip():
+        at, what, _ = card.errors[card.open_error]
+        card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 200)}")
+        card.open_error = None
+    sentences = [s for s in _SENTENCE_END.split(text[:20_000]) if DECISION.search(s)]
+    card.decisions.extend((seq, _clip(s)) for s in sentences)
+    card.decisions = card.decisions[-_KEEP:]
+    plan = checklist_of(text)
+    if len(plan) >= 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
+        card.todo = (seq, plan)
+    for call in event.tool_calls:
+        arguments = arguments_object(call.arguments) or {}
+        todos = todo_items(arguments)
+        if todos is not None and re.search(r"todo|plan|task", call.name, re.IGNORECASE):
+            card.todo = (seq, todos)
+        touched = files_of_call(call.name, arguments)
+        _remember(card.changed, touched.changed, seq)
+        _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
+
+
+_IMPERATIVE = re.compile(
+    r"\b(?:do not|don't|never|must|mustn't|should|shouldn't|only|always|avoid|make sure|ensure|"
+    r"please|no longer|stop|keep|prefer|instead|required?|without)\b"
+    r"|^\s*(?:use|add|remove|keep|write|run|make|fix|do|put|leave|try|set|change|create|update|delete|"
+    r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude)\b",
+    re.IGNORECASE,
+)
+
+
+def extract(text: str) -> str:
+    """Keep the imperative and negative sentences of a long user message verbatim, in order.
+
+    A sentence is kept when it says ``do not``, ``never``, ``must``, ``only``, ``always``,
+    ``avoid``... or starts with a verb in the imperative (``use``, ``add``, ``keep``...). The
+    result ends with a count of the sentences left out; with none kept, the first 300 characters.
+    """
+    sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
+    kept = [_clip(s) for s in sentences if _IMPERATIVE.search(s)]
+    if not kept:
+        return _clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
+    return " ".join(kept) + f" [{len(sentences) - len(kept)} other sentences left out]"
