@@ -15,6 +15,7 @@ from contextledger.adapters.cli.common import (
     ledger_for,
     out_console,
     run_guarded,
+    use_cases,
 )
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print a session's stored events with positions, then its summaries and its session-state card.
 
-        --json: {"session_id", "events": [{"position", "event"}...], "summaries": [SummaryRecorded + "text"]}.
+        --json: {"session_id", "events": [{"position", "event"}...], "summaries": [SummaryRecorded + "text"],
+        "card": the session-state card's text or null}.
         """
 
         def body() -> None:
@@ -72,7 +74,14 @@ def register(app: typer.Typer) -> None:
                 card = session_card(ledger, session_id)
             if json_output:
                 shown = [{**msgspec.to_builtins(s), "text": text} for s, text in summaries]
-                emit_json({"session_id": session_id, "events": event_documents(events), "summaries": shown})
+                emit_json(
+                    {
+                        "session_id": session_id,
+                        "events": event_documents(events),
+                        "summaries": shown,
+                        "card": card,
+                    }
+                )
                 return
             console = out_console()
             print_history(console, events)
@@ -84,9 +93,14 @@ def register(app: typer.Typer) -> None:
 
 
 def session_card(ledger: Ledger, session_id: str) -> str | None:
-    """The session-state card (issue 17) as ``show`` prints it; None until the card exists.
+    """The session-state card as it stands after the last event (None: the session has nothing to show on it).
 
-    The hook ``show`` calls after the summaries: the card's builder plugs in here.
+    Rendered under the default policy with the card at the tail, where it is refreshed after every
+    event (in the stable prefix, the model is shown it as of the last compaction point).
     """
-    del ledger, session_id
-    return None
+    from contextledger.projections.card_state import CardConfig  # noqa: PLC0415 - loaded on use
+    from contextledger.projections.presets import PRESETS  # noqa: PLC0415
+
+    now = PRESETS["default"].model_copy(update={"card": CardConfig(placement="tail")})
+    context = use_cases().renderer(ledger, "cl100k_base").render(session_id, now)
+    return next((m.text for m in context.messages if m.kind == "card"), None)

@@ -61,3 +61,22 @@ def test_show_prints_the_summaries(tmp_path):
     [summary] = shown["summaries"]
     assert (summary["covers_from"], summary["covers_through"], summary["produced_at"]) == (2, 3, 4)
     assert summary["text"] == "The user gave the code ZETA-42."
+
+
+def test_show_prints_the_session_state_card(tmp_path):
+    """``show`` ends with the session-state card as it stands now (a shell edit is a file changed)."""
+    url = f"sqlite:///{tmp_path / 'card.db'}"
+    with contextledger.open_ledger(url) as ledger:
+        session = ledger.start_session(system_prompt="the system prompt")
+        ledger.add_user_message(session, "fix the parser")
+        for i in range(3):
+            command = 'sed -i "s/a/b/" src/parser.py' if i == 0 else f"cat notes{i}.txt"
+            call = {"id": f"c{i}", "name": "bash", "arguments": {"command": command}}
+            ledger.add_assistant_message(session, f"step {i}", tool_calls=[call])
+            ledger.add_tool_result(session, f"c{i}", "output line\n" * 20)
+    shown = json.loads(_run("show", session, "--db", url, "--json").stdout)
+    assert shown["card"] is not None
+    assert "Files changed: src/parser.py" in shown["card"]
+    done = _run("show", session, "--db", url)
+    assert done.returncode == 0, done.stderr
+    assert "Files changed: src/parser.py" in done.stdout
