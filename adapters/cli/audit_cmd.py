@@ -88,7 +88,7 @@ def _register_replay(app: typer.Typer) -> None:
     @command(
         app,
         "replay-call",
-        example="contextledger replay-call call-7 --session 0f3c9a... --format anthropic --json",
+        example="contextledger replay-call call-7 --session 0f3c9a... --json",
     )
     def replay_command(
         call_id: Annotated[str, typer.Argument(help="The recorded call.")],
@@ -100,9 +100,9 @@ def _register_replay(app: typer.Typer) -> None:
     ) -> None:
         """Rebuild the exact payload of a recorded call from the log and artifacts, and verify its hash.
 
-        --json prints {"call_id", "session_id", "verified", "payload_sha", "format", "payload"}; a payload
-        that
-        differs from the record is an error (ReplayMismatchError, exit 1).
+        The wire format is the one the call was recorded in. --json prints {"call_id", "session_id",
+        "verified", "payload_sha", "format", "payload"}; a payload that differs from the record is an error
+        (ReplayMismatchError, exit 1).
         """
 
         def body() -> None:

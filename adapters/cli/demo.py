@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 from contextledger.adapters.cli.common import (
-    DbOption,
     JsonOption,
     cell,
     command,
@@ -25,7 +24,14 @@ def register(app: typer.Typer) -> None:
 
     @command(app, "demo", example="contextledger demo --db sqlite:///demo.db --budget 2500")
     def demo(
-        db: DbOption = "sqlite:///contextledger-demo.db",
+        db: Annotated[
+            str,
+            typer.Option(
+                "--db",
+                help="Database URL the demo writes to (sqlite:///path.db, postgresql://..., memory://); "
+                "its own file unless given.",
+            ),
+        ] = "sqlite:///contextledger-demo.db",
         json_output: JsonOption = False,
         budget: Annotated[
             int, typer.Option("--budget", help="Prompt budget of the rendered context shown at the end.")

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import contextledger
+import typer
+from contextledger.adapters.cli.app import app
 
 CLI = str(Path(sys.executable).with_name("contextledger"))
 
@@ -80,3 +82,27 @@ def test_show_prints_the_session_state_card(tmp_path):
     done = _run("show", session, "--db", url)
     assert done.returncode == 0, done.stderr
     assert "Files changed: src/parser.py" in done.stdout
+
+
+def test_every_help_example_uses_only_options_its_command_has():
+    """An example copied from ``--help`` runs as written: every option it names exists on that command."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.core.TyperGroup)
+    for name, command in group.commands.items():
+        options = {opt for param in command.params for opt in getattr(param, "opts", [])}
+        for line in (command.epilog or "").splitlines():
+            words = line.split()
+            if "contextledger" not in words:
+                continue
+            assert words[words.index("contextledger") + 1] == name, line
+            named = {w.split("=")[0] for w in words if w.startswith("--")}
+            assert named <= options, f"{name}: {sorted(named - options)} in {line!r}"
+
+
+def test_demo_help_says_one_thing_about_its_database():
+    """``demo`` writes its own file unless --db says otherwise; its help says that, and only that."""
+    done = _run("demo", "--help")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "contextledger-demo.db" in text
+    assert "$CONTEXTLEDGER_DB" not in text
