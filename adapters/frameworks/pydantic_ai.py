@@ -6,30 +6,26 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
+from contextledger.adapters.frameworks.pydantic_ai_wires import MARK, from_wire, provider_of, reply_of
+from contextledger.adapters.providers.agent import provider_format
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.application.agent.agent_loop import AgentLoop
+from contextledger.application.agent.agent_types import ProviderFormat
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
 from contextledger.projections.policy import Policy
+from pydantic_ai import RunContext
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
-    ModelRequestPart,
     ModelResponse,
-    ModelResponsePart,
     RetryPromptPart,
     SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
 
 __all__ = ["MARK", "ContextLedgerHistory"]
-
-MARK = "contextledger"
-"""Key of a pydantic-ai message's ``metadata`` saying it is recorded (an id) or rendered (``rendered:``)."""
 
 
 class ContextLedgerHistory:
@@ -40,11 +36,14 @@ class ContextLedgerHistory:
 
     Before each model request it appends the run's messages not yet recorded (user prompts, tool
     returns and retries, the model's replies with their usage) and returns the session's rendered,
-    token-budgeted context as pydantic-ai messages, recording the call's audit record (the OpenAI
-    Chat Completions wire form of the context). pydantic-ai makes a processor's output the run's
-    history, so ``result.all_messages()`` holds the rendered context and what followed; the ledger
-    holds everything. A message is known by a mark in its ``metadata`` (kept when messages are
-    serialized), so handing the same history back, in this process or another, writes nothing twice.
+    token-budgeted context as pydantic-ai messages, recording the call's audit record in the wire of
+    the run's model: Anthropic Messages (signed thinking of the current tool-use turn kept as
+    ``ThinkingPart`` with its signature), OpenAI Responses (encrypted reasoning items as
+    ``ThinkingPart`` with id and signature), else Chat Completions. pydantic-ai makes a processor's
+    output the run's history, so ``result.all_messages()`` holds the rendered context and what
+    followed; the ledger holds everything. A message is known by a mark in its ``metadata`` (kept
+    when messages are serialized), so handing the same history back, in this process or another,
+    writes nothing twice.
     The reply that ends a run comes after the last request: record it with ``record(result.new_messages())``.
 
     Args:
@@ -53,6 +52,7 @@ class ContextLedgerHistory:
         policy: A preset name or a ``Policy``.
         budget: Tokens a model request may hold (default: the policy's).
         renderer: A renderer to share.
+        provider: The wire (``openai``, ``openai-responses``, ``anthropic``); default: the model's own.
     """
 
     def __init__(
@@ -63,9 +63,16 @@ class ContextLedgerHistory:
         policy: Policy | str = "default",
         budget: int | None = None,
         renderer: Renderer | None = None,
+        provider: str | ProviderFormat | None = None,
     ) -> None:
+        self.provider = None if provider is None else provider_format(provider)
         self.loop = AgentLoop(
-            ledger, session_id, OpenAIChatFormat(), policy=policy, budget=budget, renderer=renderer
+            ledger,
+            session_id,
+            self.provider or OpenAIChatFormat(),
+            policy=policy,
+            budget=budget,
+            renderer=renderer,
         )
         self._pending: str | None = None
         """The call id of the request rendered last, whose reply is not recorded yet."""
@@ -78,10 +85,12 @@ class ContextLedgerHistory:
         *,
         policy: Policy | str = "default",
         budget: int | None = None,
+        provider: str | ProviderFormat | None = None,
         **session: Any,
     ) -> Self:
         """Start a session (``Ledger.start_session`` options) and return its history processor."""
-        return cls(ledger, ledger.start_session(**session), policy=policy, budget=budget)
+        session_id = ledger.start_session(**session)
+        return cls(ledger, session_id, policy=policy, budget=budget, provider=provider)
 
     @property
     def session_id(self) -> str:
@@ -96,13 +105,15 @@ class ContextLedgerHistory:
             return {"history_processors": [self]}
         return {"capabilities": [ProcessHistory(self)]}
 
-    def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+    def __call__(self, ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         """Record the new messages; return the rendered context to send instead of ``messages``."""
         with self._lock:
             self.record(messages)
+            self.loop.provider = self.provider or provider_of(ctx.model)
             request = self.loop.request()
             self._pending = request.call_id
-            rendered = _from_chat(request.arguments["messages"], f"rendered:{request.call_id}")
+            wire = self.loop.provider.wire_format
+            rendered = from_wire(wire, request.arguments, f"rendered:{request.call_id}")
             if rendered and not request.context.system:
                 rendered[0] = _with_system(rendered[0], _system_parts(messages))
             return rendered
@@ -127,11 +138,11 @@ class ContextLedgerHistory:
         return new
 
     def _record_reply(self, message: ModelResponse, mark: str) -> None:
-        reply = _chat_completion(message, mark)
         if self._pending is not None:
             call_id, self._pending = self._pending, None
-            self.loop.record_response(call_id, reply)
+            self.loop.record_response(call_id, reply_of(self.loop.provider.wire_format, message, mark))
         else:  # a reply made before this processor saw the conversation
+            reply = reply_of("openai", message, mark)
             self.loop.ledger.append_many(
                 self.session_id, [reply["choices"][0]["message"]], idempotency_key=f"pai:{mark}"
             )
@@ -167,82 +178,6 @@ class ContextLedgerHistory:
 def _texts(content: Sequence[Any]) -> str:
     """The text items of a multi-part user prompt (images and files are not kept)."""
     return "\n".join(item for item in content if isinstance(item, str))
-
-
-def _chat_completion(message: ModelResponse, mark: str) -> dict[str, Any]:
-    """A model reply as a Chat Completions dict (what ``OpenAIChatFormat`` parses), usage included."""
-    texts = [p.content for p in message.parts if isinstance(p, TextPart)]
-    thoughts = [p.content for p in message.parts if isinstance(p, ThinkingPart) and p.content]
-    calls = [
-        {
-            "id": p.tool_call_id,
-            "type": "function",
-            "function": {"name": p.tool_name, "arguments": p.args_as_json_str()},
-        }
-        for p in message.parts
-        if isinstance(p, ToolCallPart)
-    ]
-    wire: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None, "meta": {MARK: mark}}
-    if calls:
-        wire["tool_calls"] = calls
-    if thoughts:
-        wire["reasoning_content"] = "\n\n".join(thoughts)
-    usage = message.usage
-    out: dict[str, Any] = {
-        "choices": [{"message": wire}],
-        "usage": {
-            "prompt_tokens": usage.input_tokens,
-            "completion_tokens": usage.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-        },
-    }
-    if message.model_name:
-        out["model"] = message.model_name
-    return out
-
-
-def _from_chat(messages: Sequence[dict[str, Any]], mark: str) -> list[ModelMessage]:
-    """Chat Completions messages (the rendered context) as pydantic-ai messages, marked as rendered."""
-    out: list[ModelMessage] = []
-    parts: list[ModelRequestPart] = []
-    names: dict[str, str] = {}
-    for message in messages:
-        role = message.get("role")
-        content = _text(message.get("content"))
-        if role == "system":
-            parts.append(SystemPromptPart(content=content))
-        elif role == "user":
-            parts.append(UserPromptPart(content=content))
-        elif role == "tool":
-            call_id = str(message.get("tool_call_id"))
-            parts.append(
-                ToolReturnPart(tool_name=names.get(call_id, "tool"), content=content, tool_call_id=call_id)
-            )
-        elif role == "assistant":
-            if parts:
-                out.append(ModelRequest(parts=parts, metadata={MARK: mark}))
-                parts = []
-            reply: list[ModelResponsePart] = [TextPart(content=content)] if content else []
-            for call in message.get("tool_calls") or ():
-                function = call["function"]
-                names[call["id"]] = function["name"]
-                reply.append(
-                    ToolCallPart(
-                        tool_name=function["name"], args=function["arguments"], tool_call_id=call["id"]
-                    )
-                )
-            out.append(ModelResponse(parts=reply or [TextPart(content="")], metadata={MARK: mark}))
-    if parts:
-        out.append(ModelRequest(parts=parts, metadata={MARK: mark}))
-    return out
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
 
 
 def _system_parts(messages: Sequence[ModelMessage]) -> list[SystemPromptPart]:
