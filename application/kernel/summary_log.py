@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR, check_stream_id
 from contextledger.domain.errors import ConcurrencyConflictError
 from contextledger.domain.events import (
     AnyEvent,
@@ -16,11 +16,19 @@ from contextledger.domain.events import (
     Recorded,
     SummaryAttemptFailed,
     SummaryAttemptStarted,
+    SummaryLeaseRenewed,
     SummaryRecorded,
 )
 from contextledger.domain.ports import EventLog
 
-__all__ = ["SUMMARIES_KIND", "RequestStatus", "SummaryStream", "request_status", "summary_stream"]
+__all__ = [
+    "SUMMARIES_KIND",
+    "RequestStatus",
+    "SummaryStream",
+    "renews",
+    "request_status",
+    "summary_stream",
+]
 
 Status = Literal["open", "running", "waiting", "done", "dead"]
 
@@ -31,7 +39,7 @@ SUMMARIES_KIND = "summaries"
 
 def summary_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's summary lifecycle and artifacts."""
-    return f"{session_id}{SIDE_STREAM_SEPARATOR}{SUMMARIES_KIND}"
+    return f"{check_stream_id(session_id)}{SIDE_STREAM_SEPARATOR}{SUMMARIES_KIND}"
 
 
 class _StatusFields(Protocol):
@@ -135,6 +143,24 @@ class SummaryStream:
         return True
 
 
+class _LeaseFields(Protocol):
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def lease_until(self) -> datetime | None: ...
+    @property
+    def lease_holder(self) -> str | None: ...
+
+
+def renews(request: _LeaseFields, renewal: SummaryLeaseRenewed) -> bool:
+    """The one rule for a heartbeat: it extends the lease of the attempt still running, by its holder only."""
+    return (
+        request.lease_until is not None
+        and renewal.attempt == request.attempts
+        and renewal.worker == request.lease_holder
+    )
+
+
 def fold_requests(events: Iterable[AnyEvent]) -> dict[str, RequestStatus]:
     """Fold a summary stream's events into the status of each request."""
     found: dict[str, RequestStatus] = {}
@@ -146,6 +172,10 @@ def fold_requests(events: Iterable[AnyEvent]) -> dict[str, RequestStatus]:
             status.attempts = max(status.attempts, event.attempt)
             status.lease_until = event.lease_until
             status.lease_holder = event.worker
+        elif isinstance(event, SummaryLeaseRenewed) and event.request_id in found:
+            status = found[event.request_id]
+            if renews(status, event):
+                status.lease_until = event.lease_until
         elif isinstance(event, SummaryAttemptFailed) and event.request_id in found:
             status = found[event.request_id]
             status.lease_until = None
