@@ -19,9 +19,12 @@ from contextledger.application.kernel.messages import (
     ToolSchemaIn,
     UserMessage,
     check_idempotency_key,
+    check_session_fields,
     check_session_id,
+    check_stream_id,
     parse_messages,
 )
+from contextledger.application.kernel.replays import check_replay
 from contextledger.application.kernel.rules_cache import RulesCache
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.kernel.wiring import Ports
@@ -141,9 +144,11 @@ class Ledger(LedgerControls):
                 options["session_id"] = options.get("session_id") or _id_for(key) or self.ids.new_id()
                 session_id = options["session_id"]
                 ids.append(session_id)
-                if key is not None and self.log.lookup_idempotency_key(session_id, key) is not None:
-                    continue  # stored by an earlier call with the same key: a retry stores nothing new
                 events, session_blobs = self._session_events(**options)
+                earlier = None if key is None else self.log.lookup_idempotency_key(session_id, key)
+                if key is not None and earlier is not None:
+                    check_replay(self.log, session_id, key, earlier, events)
+                    continue  # stored by an earlier call with the same key: a retry stores nothing new
                 if any(a.stream_id == session_id for a in appends):
                     raise SessionExistsError(session_id)
                 state = self._state(session_id)
@@ -175,6 +180,7 @@ class Ledger(LedgerControls):
         at: datetime | None = None,
     ) -> tuple[list[AnyEvent], dict[str, str]]:
         check_session_id(session_id)
+        check_session_fields(system_prompt=system_prompt, model=model, tools=tools, metadata=metadata)
         if metadata is not None and too_deep(dict(metadata)):
             msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
             raise InvalidMessageError(msg)
@@ -217,6 +223,7 @@ class Ledger(LedgerControls):
         idempotency_key: str | None = None,
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
+        check_stream_id(session_id)
         parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
         with self._lock:
             state = self._state(session_id)
@@ -340,6 +347,7 @@ class Ledger(LedgerControls):
         if idempotency_key is not None:
             earlier = self.log.lookup_idempotency_key(session_id, idempotency_key)
             if earlier is not None:
+                check_replay(self.log, session_id, idempotency_key, earlier, events)
                 return AppendOutcome(earlier, replayed=True)
         state = state or self._state(session_id)
         if expected_version is not None and expected_version != state.version:
@@ -349,6 +357,8 @@ class Ledger(LedgerControls):
             session_id, state.version, events, blobs=blobs, idempotency_key=idempotency_key
         )
         if outcome.replayed:
+            if idempotency_key is not None:
+                check_replay(self.log, session_id, idempotency_key, outcome.positions, events)
             return outcome
         for event in events:
             state.apply(event)
