@@ -10,6 +10,7 @@ __all__ = [
     "DuplicateToolCallError",
     "DuplicateToolResultError",
     "EventDecodeError",
+    "IdempotencyKeyReusedError",
     "InjectionOverflowError",
     "InvalidMessageError",
     "PinnedOverBudgetError",
@@ -205,3 +206,20 @@ class ProjectionConfigError(ConfigError):
         self.active = active
         self.running = running
         self.command = command
+
+
+_SHOWN_CHARS = 80
+"""How much of a long key or id an error message quotes."""
+
+
+class IdempotencyKeyReusedError(ValidationError):
+    """An idempotency key already stored other content: a retry must send what the first call sent."""
+
+    def __init__(self, session_id: str, key: str) -> None:
+        shown = key if len(key) <= _SHOWN_CHARS else key[:_SHOWN_CHARS] + "…"
+        super().__init__(
+            f"idempotency key {shown!r} of session {session_id[:_SHOWN_CHARS]!r} already stored different "
+            "content; nothing was written (use a new key for new content)"
+        )
+        self.session_id = session_id
+        self.key = key

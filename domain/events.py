@@ -32,6 +32,7 @@ __all__ = [
     "SessionStarted",
     "SummaryAttemptFailed",
     "SummaryAttemptStarted",
+    "SummaryLeaseRenewed",
     "SummaryRecorded",
     "TokenTiers",
     "ToolCall",
@@ -221,6 +222,15 @@ class SummaryAttemptStarted(LedgerEvent, frozen=True, kw_only=True, tag="Summary
     lease_until: datetime
 
 
+class SummaryLeaseRenewed(LedgerEvent, frozen=True, kw_only=True, tag="SummaryLeaseRenewed"):
+    """The worker on an attempt is alive (its heartbeat): its lease now runs until ``lease_until``."""
+
+    request_id: str
+    attempt: int
+    worker: str
+    lease_until: datetime
+
+
 class SummaryAttemptFailed(LedgerEvent, frozen=True, kw_only=True, tag="SummaryAttemptFailed"):
     """An attempt produced no usable summary; the projection is unchanged (compaction ended, failed)."""
 
@@ -343,6 +353,7 @@ AnyEvent = (
     | SummaryRecorded
     | CompactionRequested
     | SummaryAttemptStarted
+    | SummaryLeaseRenewed
     | SummaryAttemptFailed
     | ContextOverflowReported
     | PolicyRegistered

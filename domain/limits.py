@@ -8,7 +8,9 @@ from typing import Any
 __all__ = [
     "MAX_DEPTH",
     "MAX_IDEMPOTENCY_KEY_CHARS",
+    "MAX_SESSION_ID_CHARS",
     "MAX_STORED_DEPTH",
+    "MAX_TOKENS",
     "json_text_too_deep",
     "too_deep",
 ]
@@ -25,6 +27,14 @@ MAX_STORED_DEPTH = 2 * MAX_DEPTH
 
 MAX_IDEMPOTENCY_KEY_CHARS = 1024
 """Longest idempotency key, in characters; a key is non-empty text that encodes as UTF-8."""
+
+MAX_TOKENS = 100_000_000
+"""Largest token count a budget may name (window, reserves, a render's budget): 100 M tokens, ten times the
+largest context window offered; a larger number is a typo or an overflow, refused as bad configuration."""
+
+MAX_SESSION_ID_CHARS = 1024
+"""Longest session id, in characters (its side streams add a short suffix): a longer one is refused as bad
+input before any store sees it (PostgreSQL cannot index a 1 MB key)."""
 
 _SEQUENCES = (list, tuple, set, frozenset)
 _SCALARS = frozenset({str, bytes, int, float, bool, type(None)})

@@ -7,6 +7,7 @@ from functools import cached_property
 
 import msgspec
 from contextledger.domain.errors import ConfigError
+from contextledger.domain.limits import MAX_TOKENS
 from contextledger.projections.provider_cache import parse_ttl
 
 __all__ = ["Budget"]
@@ -62,10 +63,7 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         """
         if self.total <= 0:
             raise ConfigError(f"total: Input should be greater than 0 (got {self.total})")
-        for name in ("output_reserve", "injection_reserve", "safety_margin", "headroom"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ConfigError(f"{name}: Input should be greater than or equal to 0 (got {value})")
+        self._check_token_counts()
         for name in ("high_water", "low_water", "tool_results_cap", "head_cap", "message_cap"):
             value = getattr(self, name)
             if value is not None and not 0 < value <= 1:
@@ -153,8 +151,18 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             f"down to {self.low_mark:,}"
         )
 
+    def _check_token_counts(self) -> None:
+        for name in ("total", "output_reserve", "injection_reserve", "safety_margin", "headroom"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"{name}: Input should be greater than or equal to 0 (got {value})")
+            if value is not None and value > MAX_TOKENS:
+                raise ConfigError(f"{name}: Input should be at most {MAX_TOKENS:,} tokens (got {value:,})")
+
     def with_prompt_limit(self, prompt_limit: int) -> Budget:
         """Return this budget with the window resized so that ``prompt_limit`` is exactly as given."""
         if prompt_limit <= 0:
             raise ConfigError(f"budget must be positive, got {prompt_limit}")
+        if prompt_limit > MAX_TOKENS:
+            raise ConfigError(f"budget must be at most {MAX_TOKENS:,} tokens, got {prompt_limit:,}")
         return msgspec.structs.replace(self, total=prompt_limit + self.output_reserve + self.safety_margin)

@@ -121,17 +121,15 @@ def _register_worker(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            import os  # noqa: PLC0415
-            import socket  # noqa: PLC0415
-
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
+            from contextledger.adapters.system import worker_alive, worker_name  # noqa: PLC0415
             from contextledger.application.summaries.summary_worker import SummaryWorker  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
                 renderer = use_cases().renderer(ledger, tokenizer)
-                name = worker_id or f"{socket.gethostname()}-{os.getpid()}"
+                name = worker_id or worker_name()
                 chosen = make_summarizer(summarizer, counter=renderer.counter, model=model)
-                worker = SummaryWorker(ledger, renderer, chosen, worker_id=name)
+                worker = SummaryWorker(ledger, renderer, chosen, worker_id=name, holder_alive=worker_alive)
                 if status:
                     _print_status(worker, json_output=json_output)
                     return

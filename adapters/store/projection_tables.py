@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from threading import RLock
 from typing import Any, Protocol, cast
 
+from contextledger.adapters.system import process_alive
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from contextledger.domain.ports import ProjectionCommit
 
@@ -58,13 +59,8 @@ def holder_alive(owner: str, expires: float) -> bool:
     host, _, rest = owner.partition(":")
     if host != socket.gethostname():
         return True
-    try:
-        os.kill(int(rest.partition(":")[0]), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
+    pid = rest.partition(":")[0]
+    return pid.isdigit() and process_alive(int(pid))
 
 
 def _stale_tracking(projection: str, current: int, tracking: int) -> StoreError:

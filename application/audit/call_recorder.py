@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import msgspec
 from contextledger.application.kernel.ledger import Ledger
-from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR, check_stream_id
 from contextledger.application.kernel.summary_log import summary_stream
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.content import content_address
@@ -43,7 +43,7 @@ CALLS_KIND = "calls"
 
 def calls_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's model-call records."""
-    return f"{session_id}{SIDE_STREAM_SEPARATOR}{CALLS_KIND}"
+    return f"{check_stream_id(session_id)}{SIDE_STREAM_SEPARATOR}{CALLS_KIND}"
 
 
 def policy_hash(policy: Policy) -> str:

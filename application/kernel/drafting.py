@@ -97,6 +97,9 @@ class EventDrafter:
 
 def tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
     """Validate a tool schema given as a model or a mapping, in the ledger's or a provider's shape."""
+    if not isinstance(raw, ToolSchemaIn | Mapping):
+        msg = f"a tool schema must be a mapping or a ToolSchemaIn, not {type(raw).__name__}"
+        raise InvalidMessageError(msg)
     schema = (
         raw
         if isinstance(raw, ToolSchemaIn)
@@ -107,6 +110,9 @@ def tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
 
 def tool_call(raw: ToolCallIn | Mapping[str, Any]) -> ToolCallIn:
     """Validate a tool call given as a model or a mapping, in the ledger's or a provider's shape."""
+    if not isinstance(raw, ToolCallIn | Mapping):
+        msg = f"a tool call must be a mapping or a ToolCallIn, not {type(raw).__name__}"
+        raise InvalidMessageError(msg)
     return raw if isinstance(raw, ToolCallIn) else _validated(ToolCallIn, ledger_tool_call(raw), "tool call")
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 
 import msgspec
-from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR, check_stream_id
 from contextledger.application.kernel.session_port import SessionLedger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.domain.errors import ConcurrencyConflictError, ValidationError
@@ -40,7 +40,7 @@ class ForkAwareLog:
 
     def parent_of(self, stream_id: str) -> ForkParent | None:
         """Return the fork parent of a session stream, or None (a root session, or not a session)."""
-        if SIDE_STREAM_SEPARATOR in stream_id:
+        if SIDE_STREAM_SEPARATOR in check_stream_id(stream_id):
             return None
         if stream_id in self._links:
             return self._links[stream_id]
@@ -96,6 +96,7 @@ class ForkAwareLog:
         idempotency_key: str | None = None,
     ) -> AppendOutcome:
         """Append after a virtual ``expected_version``; return virtual positions."""
+        check_stream_id(stream_id)
         link = self._learn(stream_id, events, expected_version)
         if link is None:
             return self.inner.append(
@@ -117,6 +118,7 @@ class ForkAwareLog:
         """Append to several streams in one transaction, translating forked streams' versions."""
         translated = []
         for item in appends:
+            check_stream_id(item.stream_id)
             link = self._learn(item.stream_id, item.events, item.expected_version)
             if link is not None:
                 version = self._to_stream(item.stream_id, link, item.expected_version)
@@ -147,7 +149,7 @@ class ForkAwareLog:
 
     def version(self, stream_id: str) -> int:
         """Return the virtual position of the stream's last event (0 when it has none)."""
-        version = self.inner.version(stream_id)
+        version = self.inner.version(check_stream_id(stream_id))
         link = self.parent_of(stream_id) if version else None
         return version if link is None else self._to_virtual(link, version) if version > 1 else link.position
 
@@ -157,7 +159,7 @@ class ForkAwareLog:
 
     def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
         """Return the virtual positions an earlier append with ``key`` stored, or None."""
-        found = self.inner.lookup_idempotency_key(stream_id, key)
+        found = self.inner.lookup_idempotency_key(check_stream_id(stream_id), key)
         link = self.parent_of(stream_id)
         if found is None or link is None:
             return found

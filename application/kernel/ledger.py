@@ -17,9 +17,12 @@ from contextledger.application.kernel.messages import (
     ToolResult,
     UserMessage,
     check_idempotency_key,
+    check_session_fields,
     check_session_id,
+    check_stream_id,
     parse_messages,
 )
+from contextledger.application.kernel.replays import check_replay
 from contextledger.application.kernel.rules_cache import RulesCache
 from contextledger.application.kernel.session_port import MessageLike, SessionSpec, check_keywords
 from contextledger.application.kernel.summary_log import ArtifactSpec, SummaryStream, record_summary
@@ -121,9 +124,11 @@ class Ledger:
                 key = check_idempotency_key(spec.get("idempotency_key"))
                 session_id = spec.get("session_id") or _id_for(key) or self.ids.new_id()
                 ids.append(session_id)
-                if key is not None and self.log.lookup_idempotency_key(session_id, key) is not None:
-                    continue  # stored by an earlier call with the same key: a retry stores nothing new
                 events, session_blobs = self._session_events(session_id, spec)
+                earlier = None if key is None else self.log.lookup_idempotency_key(session_id, key)
+                if key is not None and earlier is not None:
+                    check_replay(self.log, session_id, key, earlier, events)
+                    continue  # stored by an earlier call with the same key: a retry stores nothing new
                 if any(a.stream_id == session_id for a in appends):
                     raise SessionExistsError(session_id)
                 state = self._state(session_id)
@@ -147,6 +152,12 @@ class Ledger:
         check_keywords("start_session", spec, SessionSpec)
         check_session_id(session_id)
         metadata = spec.get("metadata")
+        check_session_fields(
+            system_prompt=spec.get("system_prompt", ""),
+            model=spec.get("model"),
+            tools=spec.get("tools", ()),
+            metadata=metadata,
+        )
         if metadata is not None and too_deep(dict(metadata)):
             msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
             raise InvalidMessageError(msg)
@@ -192,6 +203,7 @@ class Ledger:
         idempotency_key: str | None = None,
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
+        check_stream_id(session_id)
         parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
         with self._lock, self.log.writer_turn(session_id):  # writers of one session take turns
             state = self._state(session_id)
@@ -350,6 +362,7 @@ class Ledger:
         if idempotency_key is not None:
             earlier = self.log.lookup_idempotency_key(session_id, idempotency_key)
             if earlier is not None:
+                check_replay(self.log, session_id, idempotency_key, earlier, events)
                 return AppendOutcome(earlier, replayed=True)
         state = state or self._state(session_id)
         if expected_version is not None and expected_version != state.version:
@@ -359,6 +372,8 @@ class Ledger:
             session_id, state.version, events, blobs=blobs, idempotency_key=idempotency_key
         )
         if outcome.replayed:
+            if idempotency_key is not None:
+                check_replay(self.log, session_id, idempotency_key, outcome.positions, events)
             return outcome
         for event in events:
             state.apply(event)

@@ -7,13 +7,20 @@ tool-call arguments (an object or JSON text) and tool parameters may nest at mos
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
 from contextledger.application.kernel.wire_shapes import ledger_messages
 from contextledger.domain.errors import InvalidMessageError
-from contextledger.domain.limits import MAX_DEPTH, MAX_IDEMPOTENCY_KEY_CHARS, json_text_too_deep, too_deep
+from contextledger.domain.limits import (
+    MAX_DEPTH,
+    MAX_IDEMPOTENCY_KEY_CHARS,
+    MAX_SESSION_ID_CHARS,
+    json_text_too_deep,
+    too_deep,
+)
 
 __all__ = [
     "SIDE_STREAM_SEPARATOR",
@@ -24,7 +31,9 @@ __all__ = [
     "ToolSchemaIn",
     "UserMessage",
     "check_idempotency_key",
+    "check_session_fields",
     "check_session_id",
+    "check_stream_id",
     "parse_message",
     "parse_messages",
 ]
@@ -203,11 +212,13 @@ SIDE_STREAM_SEPARATOR = "::"
 def check_session_id(session_id: object) -> str:
     """Return ``session_id`` if a session may be started under it; raise ``InvalidMessageError`` if not.
 
-    An id is non-empty text that encodes as UTF-8, holds no NUL and no ``::`` (which separates a
-    session's id from its side streams' names, so every view can tell whose stream it reads).
+    An id is non-empty text of at most ``MAX_SESSION_ID_CHARS`` characters that encodes as UTF-8, holds
+    no NUL and no ``::`` (which separates a session's id from its side streams' names, so every view can
+    tell whose stream it reads).
     """
-    if not isinstance(session_id, str) or not session_id:
-        msg = f"a session id must be non-empty text, not {session_id!r}"
+    session_id = check_stream_id(session_id)
+    if len(session_id) > MAX_SESSION_ID_CHARS:
+        msg = f"a session id may have at most {MAX_SESSION_ID_CHARS} characters, not {len(session_id):,}"
         raise InvalidMessageError(msg)
     if SIDE_STREAM_SEPARATOR in session_id:
         msg = (
@@ -216,6 +227,38 @@ def check_session_id(session_id: object) -> str:
         raise InvalidMessageError(msg)
     _check_storable(session_id, "a session id")
     return session_id
+
+
+def check_session_fields(*, system_prompt: object, model: object, tools: object, metadata: object) -> None:
+    """Refuse ill-typed session fields (``InvalidMessageError``): text, optional text, a list, a mapping."""
+    if not isinstance(system_prompt, str):
+        msg = f"system_prompt must be text (a string), not {type(system_prompt).__name__}"
+        raise InvalidMessageError(msg)
+    if model is not None and not isinstance(model, str):
+        msg = f"model must be text (a string) or None, not {type(model).__name__}"
+        raise InvalidMessageError(msg)
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+        msg = f"tools must be a list of tool schemas, not {type(tools).__name__}"
+        raise InvalidMessageError(msg)
+    if metadata is not None and not isinstance(metadata, Mapping):
+        msg = f"metadata must be a mapping, not {type(metadata).__name__}"
+        raise InvalidMessageError(msg)
+
+
+_STREAM_SUFFIX_CHARS = 64
+"""Room past ``MAX_SESSION_ID_CHARS`` for a side stream's suffix (``::summaries``)."""
+
+
+def check_stream_id(stream_id: object) -> str:
+    """Return ``stream_id`` if it can name a stream: non-empty text of a bounded length (refused typed)."""
+    if not isinstance(stream_id, str) or not stream_id:
+        shown = repr(stream_id)
+        msg = f"a session id must be non-empty text, not {type(stream_id).__name__} {shown[:80]}"
+        raise InvalidMessageError(msg)
+    if len(stream_id) > MAX_SESSION_ID_CHARS + _STREAM_SUFFIX_CHARS:
+        msg = f"a session id may have at most {MAX_SESSION_ID_CHARS} characters, not {len(stream_id):,}"
+        raise InvalidMessageError(msg)
+    return stream_id
 
 
 def check_idempotency_key(key: object) -> str | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol, TypedDict, Unpack
 
-from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR, check_stream_id
 from contextledger.application.kernel.session_port import SessionLedger, check_keywords
 from contextledger.domain.errors import ConcurrencyConflictError, InvalidMessageError
 from contextledger.domain.events import (
@@ -17,6 +17,7 @@ from contextledger.domain.events import (
     Recorded,
     SummaryAttemptFailed,
     SummaryAttemptStarted,
+    SummaryLeaseRenewed,
     SummaryRecorded,
 )
 from contextledger.domain.ports import EventLog
@@ -27,6 +28,7 @@ __all__ = [
     "RequestStatus",
     "SummaryStream",
     "record_summary",
+    "renews",
     "request_status",
     "summary_stream",
 ]
@@ -40,7 +42,7 @@ SUMMARIES_KIND = "summaries"
 
 def summary_stream(session_id: str) -> str:
     """Return the id of the stream that holds a session's summary lifecycle and artifacts."""
-    return f"{session_id}{SIDE_STREAM_SEPARATOR}{SUMMARIES_KIND}"
+    return f"{check_stream_id(session_id)}{SIDE_STREAM_SEPARATOR}{SUMMARIES_KIND}"
 
 
 class _StatusFields(Protocol):
@@ -144,6 +146,24 @@ class SummaryStream:
         return True
 
 
+class _LeaseFields(Protocol):
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def lease_until(self) -> datetime | None: ...
+    @property
+    def lease_holder(self) -> str | None: ...
+
+
+def renews(request: _LeaseFields, renewal: SummaryLeaseRenewed) -> bool:
+    """The one rule for a heartbeat: it extends the lease of the attempt still running, by its holder only."""
+    return (
+        request.lease_until is not None
+        and renewal.attempt == request.attempts
+        and renewal.worker == request.lease_holder
+    )
+
+
 def fold_requests(events: Iterable[AnyEvent]) -> dict[str, RequestStatus]:
     """Fold a summary stream's events into the status of each request."""
     found: dict[str, RequestStatus] = {}
@@ -155,6 +175,10 @@ def fold_requests(events: Iterable[AnyEvent]) -> dict[str, RequestStatus]:
             status.attempts = max(status.attempts, event.attempt)
             status.lease_until = event.lease_until
             status.lease_holder = event.worker
+        elif isinstance(event, SummaryLeaseRenewed) and event.request_id in found:
+            status = found[event.request_id]
+            if renews(status, event):
+                status.lease_until = event.lease_until
         elif isinstance(event, SummaryAttemptFailed) and event.request_id in found:
             status = found[event.request_id]
             status.lease_until = None

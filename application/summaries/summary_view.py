@@ -7,7 +7,7 @@ from datetime import datetime
 
 import msgspec
 from contextledger.application.kernel.logs import get_logger
-from contextledger.application.kernel.summary_log import SUMMARIES_KIND, Status, request_status
+from contextledger.application.kernel.summary_log import SUMMARIES_KIND, Status, renews, request_status
 from contextledger.application.views.side_stream_view import SideStreamView
 from contextledger.application.views.view_runner import Rows
 from contextledger.domain.content import text_chars, text_preview
@@ -18,6 +18,7 @@ from contextledger.domain.events import (
     Recorded,
     SummaryAttemptFailed,
     SummaryAttemptStarted,
+    SummaryLeaseRenewed,
     SummaryRecorded,
 )
 from contextledger.domain.ports import Notification, ProjectionRows
@@ -165,6 +166,26 @@ def _failed(status: RequestRow, event: SummaryAttemptFailed) -> RequestRow:
     )
 
 
+def _attempt_folded(
+    status: RequestRow, event: SummaryAttemptStarted | SummaryLeaseRenewed | SummaryAttemptFailed
+) -> RequestRow:
+    """A request row after one of its attempt's events (started, lease renewed, failed)."""
+    if isinstance(event, SummaryAttemptStarted):
+        return msgspec.structs.replace(
+            status,
+            attempts=max(status.attempts, event.attempt),
+            lease_until=event.lease_until,
+            lease_holder=event.worker,
+        )
+    if isinstance(event, SummaryLeaseRenewed):
+        return (
+            msgspec.structs.replace(status, lease_until=event.lease_until)
+            if renews(status, event)
+            else status
+        )
+    return _failed(status, event)
+
+
 def fold_summary_row(row: SummaryRow | None, events: Iterable[Recorded]) -> SummaryRow:
     """Fold a session's summary-stream events (in order) into its row; ``row`` is left as it was.
 
@@ -186,16 +207,9 @@ def fold_summary_row(row: SummaryRow | None, events: Iterable[Recorded]) -> Summ
         position = at
         if isinstance(event, CompactionRequested):
             requests.setdefault(event.request_id, _request(at, event))
-        elif isinstance(event, SummaryAttemptStarted) and event.request_id in requests:
-            status = requests[event.request_id]
-            requests[event.request_id] = msgspec.structs.replace(
-                status,
-                attempts=max(status.attempts, event.attempt),
-                lease_until=event.lease_until,
-                lease_holder=event.worker,
-            )
-        elif isinstance(event, SummaryAttemptFailed) and event.request_id in requests:
-            requests[event.request_id] = _failed(requests[event.request_id], event)
+        elif isinstance(event, SummaryAttemptStarted | SummaryLeaseRenewed | SummaryAttemptFailed):
+            if event.request_id in requests:
+                requests[event.request_id] = _attempt_folded(requests[event.request_id], event)
         elif isinstance(event, SummaryRecorded):
             artifacts.append(_artifact(at, event))
             if event.request_id is not None and event.request_id in requests:

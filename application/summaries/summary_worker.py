@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
@@ -16,12 +17,18 @@ from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import policy_key
 from contextledger.application.views.view_runner import split_stream
 from contextledger.domain.content import BlobText, InlineText, content_address
-from contextledger.domain.errors import ContextLedgerError, SummarizerError, SummaryRejectedError
+from contextledger.domain.errors import (
+    ConcurrencyConflictError,
+    ContextLedgerError,
+    SummarizerError,
+    SummaryRejectedError,
+)
 from contextledger.domain.events import (
     AssistantMessageAdded,
     CompactionRequested,
     SummaryAttemptFailed,
     SummaryAttemptStarted,
+    SummaryLeaseRenewed,
     SummaryRecorded,
     ToolResultRecorded,
     UserMessageAdded,
@@ -58,9 +65,13 @@ class CompactionCallbacks(Protocol):
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """How a worker retries: lease per attempt, attempts before dead-lettering, backoff, entry size."""
+    """How a worker retries: lease and heartbeat, attempts before dead-lettering, backoff, entry size."""
 
-    lease: timedelta = timedelta(minutes=5)
+    lease: timedelta = timedelta(minutes=1)
+    """An attempt's lease; the worker's heartbeat renews it while the summarizer call lasts."""
+    heartbeat: timedelta = timedelta(seconds=15)
+    """How often a working worker renews its lease (``SummaryLeaseRenewed``): a holder that died, on any
+    host, frees its request within ``lease`` of its last heartbeat."""
     max_attempts: int = 5
     backoff: timedelta = timedelta(seconds=10)
     """The first retry waits this long, each later one twice as long."""
@@ -93,7 +104,8 @@ class SummaryWorker:
 
     Resumable: requests, attempts (with leases) and outcomes are events in each session's summary
     stream, so a restarted worker sees what was in flight; a lease held by this worker's id from an
-    earlier process, or an expired lease, is taken over. Several workers may run: starting an
+    earlier process, by a holder ``holder_alive`` says is dead (same host: its pid is gone), or no
+    longer renewed by its holder's heartbeat (any host), is taken over. Several workers may run: starting an
     attempt appends at the version the worker read (one wins), and the artifact's idempotency key
     stores one artifact per request however many finish. A failure records ``SummaryAttemptFailed``
     (retry after a backoff, dead-lettered after ``max_attempts``) and changes nothing in any
@@ -104,6 +116,8 @@ class SummaryWorker:
         renderer: Renders the live prefix a model summarizer sends first (cache reads).
         summarizer: The summarizer port.
         worker_id: This worker's name in attempts and leases.
+        holder_alive: Says whether another lease holder may still run (by its name); none: every
+            holder is trusted until its lease, renewed by its heartbeat, runs out.
         policies: Policies by ``policy_key``/name for rendering prefixes (presets by default).
         callbacks: Hooks before and after each compaction.
     """
@@ -118,8 +132,10 @@ class SummaryWorker:
         settings: WorkerSettings | None = None,
         policies: Mapping[str, Policy] | None = None,
         callbacks: Sequence[CompactionCallbacks] = (),
+        holder_alive: Callable[[str], bool] | None = None,
     ) -> None:
         self.ledger = ledger
+        self.holder_alive = holder_alive
         self.renderer = renderer
         self.summarizer = summarizer
         self.worker_id = worker_id
@@ -165,22 +181,21 @@ class SummaryWorker:
         state = status.status(self.ledger.clock.now())
         if state == "open":
             return True
+        if state != "running" or status.request.request_id in self._in_flight:
+            return False
         holder = status.lease_holder
-        return (
-            state == "running"
-            and holder == self.worker_id
-            and status.request.request_id not in self._in_flight
-        )
+        if holder == self.worker_id:
+            return True  # this worker's earlier process died mid-call
+        return holder is not None and self.holder_alive is not None and not self.holder_alive(holder)
 
     def run_once(self, limit: int | None = None) -> int:
-        """Process the requests that can be taken now (at most ``limit``); return how many were tried."""
+        """Process the requests that can be taken now (at most ``limit``); return how many it tried itself."""
         done = 0
         for session_id, status in self.requests():
             if limit is not None and done >= limit:
                 break
-            if self._takeable(status):
-                self.process(session_id, status)
-                done += 1
+            if self._takeable(status) and self.process(session_id, status) is not None:
+                done += 1  # a request another worker took first is not counted
         return done
 
     # -- one request --------------------------------------------------------------------------
@@ -231,8 +246,9 @@ class SummaryWorker:
             policy.summary.max_tokens if policy and policy.summary.max_tokens else None
         ) or self.settings.max_summary_tokens
         try:
-            summary_request = self._request(session_id, request, previous, policy, limit)
-            draft = self.summarizer.summarize(summary_request)
+            with self._heartbeat(stream, request.request_id, attempt):
+                summary_request = self._request(session_id, request, previous, policy, limit)
+                draft = self.summarizer.summarize(summary_request)
             text = check_summary_text(draft.text)
             tokens = _within_bound(self.renderer.counter.count(text), limit)
         except (SummarizerError, ContextLedgerError) as error:
@@ -268,6 +284,34 @@ class SummaryWorker:
         stream.append(artifact, idempotency_key=f"artifact:{request.request_id}", blobs=blobs)
         log.info("summary_recorded", request_id=request.request_id, tokens=tokens, session_id=session_id)
         return artifact
+
+    @contextmanager
+    def _heartbeat(self, stream: SummaryStream, request_id: str, attempt: int) -> Iterator[None]:
+        """Renew the attempt's lease every ``heartbeat`` while the body runs; stopped before the outcome."""
+        stop = threading.Event()
+        interval = self.settings.heartbeat.total_seconds()
+
+        def beat() -> None:
+            while not stop.wait(interval):
+                renewal = SummaryLeaseRenewed(
+                    request_id=request_id,
+                    attempt=attempt,
+                    worker=self.worker_id,
+                    lease_until=self.ledger.clock.now() + self.settings.lease,
+                    at=self.ledger.clock.now(),
+                )
+                try:
+                    stream.append(renewal)
+                except (ConcurrencyConflictError, ContextLedgerError) as error:  # next beat tries again
+                    log.info("lease_renewal_failed", request_id=request_id, error=type(error).__name__)
+
+        thread = threading.Thread(target=beat, name=f"heartbeat-{request_id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def _failed(
         self, stream: SummaryStream, request: CompactionRequested, attempt: int, kind: str, message: str

@@ -1,0 +1,183 @@
+"""Smaller defects of issue 21: each a typed error (of the one tree) or a fix; nothing written on refusal."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import contextledger
+import pydantic
+import pytest
+from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
+from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.render.renderer import Renderer
+from contextledger.application.summaries.compaction import Compactor
+from contextledger.application.summaries.summary_worker import SummaryWorker
+from contextledger.domain.errors import (
+    ConfigError,
+    ContextLedgerError,
+    IdempotencyKeyReusedError,
+    InvalidMessageError,
+)
+from contextledger.domain.limits import MAX_SESSION_ID_CHARS, MAX_TOKENS
+from contextledger.projections.budget import Budget
+from contextledger.projections.policy import Policy
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))
+from test_agent_loop import OPENAI_TOOL, chat_completion
+
+BAD_IDS = [5, 5.0, None, b"bytes", ["s"], {"s": 1}]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS, ids=repr)
+def test_a_non_string_session_id_is_a_typed_error_everywhere(ledger, bad):
+    """Reads, appends, forks, pins and renders by a non-text session id raise InvalidMessageError."""
+    calls = [
+        lambda: ledger.add_user_message(bad, "hi"),
+        lambda: ledger.events(bad),
+        lambda: ledger.version(bad),
+        lambda: ledger.fork(bad, at=1),
+        lambda: ledger.pin(bad, 1),
+        lambda: ledger.summaries(bad),
+        lambda: Renderer(ledger, tokenizer="heuristic").render(bad, "default"),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidMessageError):
+            call()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"tools": "abc"},
+        {"tools": {"name": "run"}},
+        {"tools": [5]},
+        {"tools": 7},
+        {"system_prompt": 5},
+        {"system_prompt": None},
+        {"model": 5},
+        {"metadata": ["a"]},
+    ],
+    ids=repr,
+)
+def test_ill_typed_session_fields_are_typed_errors_and_write_nothing(ledger, fields):
+    """tools="abc" (a ValueError before), system_prompt=5 (accepted before): InvalidMessageError now."""
+    before = len(ledger.sessions())
+    with pytest.raises(InvalidMessageError):
+        ledger.start_session(session_id="s1", **({"system_prompt": "x"} | fields))
+    assert len(ledger.sessions()) == before
+
+
+def test_tool_calls_given_as_text_are_a_typed_error(ledger):
+    """An assistant message whose tool_calls is a string is refused, typed."""
+    session = ledger.start_session(system_prompt="x")
+    with pytest.raises(InvalidMessageError):
+        ledger.add_assistant_message(session, "", tool_calls="abc")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_huge_session_id_is_bad_input_with_a_short_message(backend, sqlite_url, request):
+    """A 1 MB session id: InvalidMessageError (not StoreUnavailableError) whose message stays short."""
+    url = sqlite_url if backend == "sqlite" else request.getfixturevalue("pg_url")
+    huge = "s" * 1_000_000
+    with contextledger.open_ledger(url) as ledger:
+        for call in (
+            lambda: ledger.start_session(session_id=huge, system_prompt="x"),
+            lambda: ledger.add_user_message(huge, "hi"),
+            lambda: ledger.events(huge),
+        ):
+            with pytest.raises(InvalidMessageError) as caught:
+                call()
+            assert len(str(caught.value)) < 300
+        ledger.start_session(session_id="s" * MAX_SESSION_ID_CHARS, system_prompt="x")  # the limit itself
+        assert [s.session_id for s in ledger.sessions()] == ["s" * MAX_SESSION_ID_CHARS]
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres"])
+def test_reusing_an_idempotency_key_for_other_content_is_refused_naming_the_key(backend, sqlite_url, request):
+    """Same key and content: a replay. Same key, other content: IdempotencyKeyReusedError, nothing written."""
+    url = {"memory": "memory://", "sqlite": sqlite_url}.get(backend) or request.getfixturevalue("pg_url")
+    with contextledger.open_ledger(url) as ledger:
+        session = ledger.start_session(system_prompt="x")
+        first = ledger.add_user_message(session, "deploy to staging", idempotency_key="turn-7")
+        assert ledger.add_user_message(session, "deploy to staging", idempotency_key="turn-7") == first
+        with pytest.raises(IdempotencyKeyReusedError, match="turn-7"):
+            ledger.add_user_message(session, "deploy to PRODUCTION", idempotency_key="turn-7")
+        assert [ledger.text(r.event.content) for r in ledger.events(session)[1:]] == ["deploy to staging"]
+        started = ledger.start_session(system_prompt="a", idempotency_key="start-1")
+        assert ledger.start_session(system_prompt="a", idempotency_key="start-1") == started
+        with pytest.raises(IdempotencyKeyReusedError, match="start-1"):
+            ledger.start_session(system_prompt="b", idempotency_key="start-1")
+        with pytest.raises(IdempotencyKeyReusedError):
+            ledger.start_sessions([{"system_prompt": "c", "idempotency_key": "start-1"}])
+
+
+def test_record_response_twice_never_returns_calls_it_did_not_store(ledger):
+    """A second, different reply for one call id is refused; the stored calls still take their results."""
+    agent = contextledger.AgentContext.start(
+        ledger, tools=[OPENAI_TOOL], messages=[{"role": "user", "content": "x"}]
+    )
+    request = agent.request()
+    stored = agent.record_response(
+        request.call_id, chat_completion(None, [("c1", "read_file", {"path": "a"})])
+    )
+    with pytest.raises(IdempotencyKeyReusedError):
+        agent.record_response(request.call_id, chat_completion(None, [("c2", "read_file", {"path": "b"})]))
+    assert [c.id for c in stored] == ["c1"]
+    assert (
+        agent.record_response(request.call_id, chat_completion(None, [("c1", "read_file", {"path": "a"})]))
+        == stored
+    )
+    agent.record_tool_result("c1", "contents of a")
+
+
+def test_run_once_counts_only_requests_this_worker_processed(ledger):
+    """A request another worker took between the listing and the attempt is not counted (was: counted)."""
+    session = ledger.start_session(system_prompt="agent")
+    ledger.add_user_message(session, "Fix src/app.py")
+    for i in range(30):
+        ledger.add_assistant_message(session, f"step {i} " + "word " * 120)
+        ledger.add_user_message(session, f"go on {i}")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    summarizer = ExtractiveSummarizer(counter=renderer.counter)
+    compactor = Compactor(
+        ledger, renderer, summarizer=summarizer.name, summarizer_config=summarizer.config_sha
+    )
+    assert compactor.plan(session, "threshold", budget=3_000) is not None
+    slow = SummaryWorker(ledger, renderer, summarizer, worker_id="slow")
+    listed = slow.requests()  # the slow worker lists the request as open ...
+    assert (
+        SummaryWorker(ledger, renderer, summarizer, worker_id="fast").run_once() == 1
+    )  # ... a faster one takes it
+    slow.requests = lambda: listed  # type: ignore[method-assign]
+    assert slow.run_once() == 0
+    assert len(SummaryStream(ledger.log, session).artifacts()) == 1
+
+
+@pytest.mark.parametrize(
+    "field", ["total", "output_reserve", "safety_margin", "injection_reserve", "headroom"]
+)
+def test_policy_budgets_have_an_upper_bound(field):
+    """A budget past MAX_TOKENS (a typo, an overflow) is refused naming the field (Budget: ConfigError)."""
+    big = {"total": MAX_TOKENS + 1} if field == "total" else {"total": 200_000, field: MAX_TOKENS + 1}
+    with pytest.raises(ConfigError, match=field):
+        Budget(**(Policy().budget.model_dump() | big))
+    with pytest.raises(pydantic.ValidationError, match=field):
+        Policy(budget=big)
+    Policy(budget={"total": MAX_TOKENS})
+
+
+def test_a_render_budget_has_an_upper_bound(ledger):
+    """render(budget=10**30) is a ConfigError, not a render under an absurd limit."""
+    session = ledger.start_session(system_prompt="x")
+    ledger.add_user_message(session, "hi")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    with pytest.raises(ConfigError):
+        renderer.render(session, "default", budget=10**30)
+    assert renderer.render(session, "default", budget=1_000_000).budget == 1_000_000
+
+
+def test_every_refusal_here_is_in_the_error_tree():
+    """The new error is part of the one tree and public."""
+    assert issubclass(IdempotencyKeyReusedError, ContextLedgerError)
+    assert contextledger.IdempotencyKeyReusedError is IdempotencyKeyReusedError
