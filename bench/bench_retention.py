@@ -373,7 +373,9 @@ def langchain_picker(budget: int) -> Callable[[list[dict[str, Any]]], list[dict[
     return pick
 
 
-def run(sessions: int, calls: int, budgets: list[int], presets: list[str]) -> dict[str, Any]:
+def run(
+    sessions: int, calls: int, budgets: list[int], presets: list[str], *, peers: bool = True
+) -> dict[str, Any]:
     """Replay every generated session under every preset, mode and budget; return the result rows."""
     pool = filler_pool()
     plans = [generate(seed, calls, pool) for seed in range(1, sessions + 1)]
@@ -392,7 +394,7 @@ def run(sessions: int, calls: int, budgets: list[int], presets: list[str]) -> di
             ("langchain trim_messages", langchain_picker(budget)),
         ]
         for label, pick in baselines:
-            if pick is None:
+            if pick is None or not peers:
                 continue
             score = Score()
             for plan in plans:
@@ -545,6 +547,11 @@ def main() -> None:
     parser.add_argument("--budgets", default="16000,32000")
     parser.add_argument("--presets", default=",".join(PRESETS))
     parser.add_argument("--no-fixtures", action="store_true", help="skip the cache figures on tests/fixtures")
+    parser.add_argument("--no-peers", action="store_true", help="skip unmanaged history and trim_messages")
+    parser.add_argument(
+        "--only-fixtures", action="store_true", help="only the cache figures on tests/fixtures"
+    )
+    parser.add_argument("--out", default="retention", help="result file name under bench/results")
     args = parser.parse_args()
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
@@ -553,11 +560,15 @@ def main() -> None:
     calls = args.calls or (120 if args.quick else 300)
     started = time.perf_counter()
     budgets, presets = [int(b) for b in args.budgets.split(",")], args.presets.split(",")
-    result = run(sessions, calls, budgets, presets)
+    result = (
+        {"sessions": 0, "calls": 0, "tool_token_share": 0.0, "rows": []}
+        if args.only_fixtures
+        else run(sessions, calls, budgets, presets, peers=not args.no_peers)
+    )
     if not args.no_fixtures:
         result["fixtures"] = fixture_cache(budgets, presets)
     result["seconds"] = time.perf_counter() - started
-    save("retention", result)
+    save(args.out, result)
     print(table(result))
     if "fixtures" in result:
         print()

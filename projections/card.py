@@ -24,9 +24,10 @@ class CardView(msgspec.Struct, frozen=True, kw_only=True):
 
     users: int = 1_000
     user_chars: int = 2_000
-    files: int = 20
-    decisions: int = 12
-    errors: int = 6
+    files: int = 40
+    read: int = 10
+    decisions: int = 30
+    errors: int = 8
     todo: int = 40
     spans: int = 40
     tools: bool = True
@@ -101,8 +102,11 @@ def _plan(card: CardState, shown: set[int], view: CardView) -> list[str]:
 
 def _files(card: CardState, view: CardView) -> list[str]:
     lines = []
-    for title, paths in (("Files changed", card.changed), ("Files read", card.read)):
-        newest = list(paths.items())[-view.files :] if view.files else []
+    for title, paths, keep in (
+        ("Files changed", card.changed, view.files),
+        ("Files read", card.read, view.read),
+    ):
+        newest = list(paths.items())[-keep:] if keep else []
         if newest:
             lines.append(f"{title}: " + ", ".join(f"{p} ({s})" for p, s in reversed(newest)))
     return lines
@@ -168,12 +172,17 @@ def card_text(
 
 _VIEWS = (
     CardView(),
-    CardView(files=10, decisions=8, errors=4, user_chars=800),
-    CardView(files=6, decisions=5, errors=3, user_chars=400, spans=12, tools=False),
-    CardView(users=12, files=4, decisions=3, errors=2, user_chars=240, todo=20, spans=6, tools=False),
-    CardView(users=6, files=2, decisions=1, errors=1, user_chars=160, todo=12, spans=3, tools=False),
-    CardView(users=3, files=0, decisions=0, errors=0, user_chars=120, todo=8, spans=2, tools=False),
+    CardView(read=4, user_chars=800, spans=12, tools=False),
+    CardView(read=0, decisions=20, errors=4, user_chars=600, spans=8, tools=False),
+    CardView(files=30, read=0, decisions=14, errors=3, user_chars=400, spans=6, tools=False),
+    CardView(files=20, read=0, decisions=8, errors=2, user_chars=300, spans=4, tools=False),
+    CardView(
+        users=12, files=10, read=0, decisions=4, errors=1, user_chars=240, todo=20, spans=3, tools=False
+    ),
+    CardView(users=6, files=4, read=0, decisions=1, errors=1, user_chars=160, todo=12, spans=2, tools=False),
+    CardView(users=3, files=0, read=0, decisions=0, errors=0, user_chars=120, todo=8, spans=2, tools=False),
 )
+"""Ever smaller views: files read and span details go first, then decisions and errors, then files changed."""
 
 
 def fit_card(
@@ -184,16 +193,18 @@ def fit_card(
     *,
     cap: int,
     count: Callable[[str], int],
+    first: CardView | None = None,
 ) -> tuple[str, int]:
     """Return the richest card text whose size (``count``) is within ``cap``, and that size.
 
-    Each step shows fewer items per section (``_VIEWS``); what is left out stays counted with a
-    recall handle. A card that does not fit even at the last step is cut to its first lines.
+    ``first`` is the richest view tried (the policy's list sizes); each next step shows fewer items
+    per section (``_VIEWS``); what is left out stays counted with a recall handle. A card that does
+    not fit even at the last step is cut to its first lines.
     """
     text = ""
     if cap <= 0:
         return "", 0
-    for view in _VIEWS:
+    for view in (first or _VIEWS[0], *_VIEWS[1:]):
         text = card_text(card, window, position, view, pending)
         size = count(text)
         if size <= cap:

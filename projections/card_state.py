@@ -64,9 +64,9 @@ class CardConfig(pydantic.BaseModel):
     placement: Literal["prefix", "tail"] = "prefix"
     max_tokens: Annotated[int, pydantic.Field(gt=0)] = 1_500
     max_fraction: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.1
-    files: Annotated[int, pydantic.Field(ge=0)] = 20
-    decisions: Annotated[int, pydantic.Field(ge=0)] = 12
-    errors: Annotated[int, pydantic.Field(ge=0)] = 6
+    files: Annotated[int, pydantic.Field(ge=0)] = 40
+    decisions: Annotated[int, pydantic.Field(ge=0)] = 30
+    errors: Annotated[int, pydantic.Field(ge=0)] = 8
 
     def cap(self, budget: Budget) -> int:
         """Return the card's tier cap under ``budget``: the smaller of its two limits."""

@@ -19,7 +19,7 @@ from contextledger.domain.events import (
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
 from contextledger.projections.cache_aware import cache_expired
-from contextledger.projections.card import fit_card
+from contextledger.projections.card import CardView, fit_card
 from contextledger.projections.card_state import observe
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
@@ -76,6 +76,9 @@ class Projector:
         """Identifies what a folded state depends on: policy content, budget and tokenizer."""
         self.summary = SummaryReducer(policy.summary)
         self.guarantee = GuaranteeReducer(policy.guarantee, policy.retention, counter)
+        card = policy.card
+        self.card_view = CardView(files=card.files, decisions=card.decisions, errors=card.errors)
+        """The richest card the policy asks for; ``fit_card`` shrinks it to the cap."""
         self.pipeline: tuple[Reducer, ...] = (
             RetentionReducer(policy.retention, counter),
             TruncationReducer(policy.truncation),
@@ -303,6 +306,7 @@ class Projector:
             pending,
             cap=min(cap, room) - MESSAGE_OVERHEAD,
             count=self.counter.count,
+            first=self.card_view,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
         window.tokens += tokens - window.card_tokens
