@@ -243,13 +243,15 @@ class AgentLoop:
 
     def _fit(self) -> tuple[RenderedContext, WirePayload]:
         budget = self.budget
+        limit: int | None = None  # the first render's prompt limit: context plus reasoning stay within it
         for _ in range(_FIT_ATTEMPTS):
             context = self.renderer.render(self.session_id, self.policy, budget=budget)
+            limit = context.budget if limit is None else limit
             wire = self.provider.payload(context, self._reasoning(context))
             extra = sum(self.renderer.counter.count(text) for text in wire.extra_texts)
-            if context.tokens + extra <= context.budget:
+            if context.tokens + extra <= limit:
                 return context, wire
-            budget = context.budget - extra
+            budget = limit - extra
             if budget <= 0:
                 break
         msg = f"session {self.session_id!r}: the signed reasoning to send back does not fit the budget"
