@@ -95,7 +95,7 @@ class EventDrafter:
         return BlobText(sha256=sha, chars=len(text), preview=text[:PREVIEW_CHARS])
 
 
-def tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
+def tool_schema(raw: object) -> ToolSchema:
     """Validate a tool schema given as a model or a mapping, in the ledger's or a provider's shape."""
     if not isinstance(raw, ToolSchemaIn | Mapping):
         msg = f"a tool schema must be a mapping or a ToolSchemaIn, not {type(raw).__name__}"
@@ -108,7 +108,7 @@ def tool_schema(raw: ToolSchemaIn | Mapping[str, Any]) -> ToolSchema:
     return ToolSchema(name=schema.name, description=schema.description, parameters=dict(schema.parameters))
 
 
-def tool_call(raw: ToolCallIn | Mapping[str, Any]) -> ToolCallIn:
+def tool_call(raw: object) -> ToolCallIn:
     """Validate a tool call given as a model or a mapping, in the ledger's or a provider's shape."""
     if not isinstance(raw, ToolCallIn | Mapping):
         msg = f"a tool call must be a mapping or a ToolCallIn, not {type(raw).__name__}"

@@ -17,6 +17,7 @@ from contextledger.application.kernel.messages import (
     ToolResult,
     UserMessage,
     check_idempotency_key,
+    check_list,
     check_session_fields,
     check_session_id,
     check_stream_id,
@@ -236,7 +237,7 @@ class Ledger:
         **options: Any,
     ) -> int:
         """Append the model's answer with its tool calls; return its position."""
-        calls = tuple(tool_call(c) for c in tool_calls)
+        calls = tuple(tool_call(c) for c in check_list(tool_calls, "tool_calls"))
         message = AssistantMessage(content=content, tool_calls=calls, reasoning=reasoning, model=model)
         return self.append(session_id, message, **options)
 

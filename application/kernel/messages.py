@@ -31,6 +31,7 @@ __all__ = [
     "ToolSchemaIn",
     "UserMessage",
     "check_idempotency_key",
+    "check_list",
     "check_session_fields",
     "check_session_id",
     "check_stream_id",
@@ -229,6 +230,14 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
+def check_list(value: object, what: str) -> Iterable[object]:
+    """Return ``value`` if it is a list of items (not text, bytes or a mapping); else InvalidMessageError."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        msg = f"{what} must be a list, not {type(value).__name__}"
+        raise InvalidMessageError(msg)
+    return value
+
+
 def check_session_fields(*, system_prompt: object, model: object, tools: object, metadata: object) -> None:
     """Refuse ill-typed session fields (``InvalidMessageError``): text, optional text, a list, a mapping."""
     if not isinstance(system_prompt, str):
@@ -237,9 +246,7 @@ def check_session_fields(*, system_prompt: object, model: object, tools: object,
     if model is not None and not isinstance(model, str):
         msg = f"model must be text (a string) or None, not {type(model).__name__}"
         raise InvalidMessageError(msg)
-    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
-        msg = f"tools must be a list of tool schemas, not {type(tools).__name__}"
-        raise InvalidMessageError(msg)
+    check_list(tools, "tools")
     if metadata is not None and not isinstance(metadata, Mapping):
         msg = f"metadata must be a mapping, not {type(metadata).__name__}"
         raise InvalidMessageError(msg)
