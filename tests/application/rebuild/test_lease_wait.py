@@ -10,7 +10,7 @@ import threading
 import contextledger
 import pytest
 from contextledger.adapters.cli.common import EXIT_STORE_UNAVAILABLE, exit_code_for
-from contextledger.adapters.parallel_rebuild import projections_of
+from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.lease_wait import lease_names, wait_for_leases
 from contextledger.domain.errors import ProjectionLockedError
 
@@ -24,6 +24,11 @@ def worker():
     yield child
     child.kill()
     reaper.join()
+
+
+def projections_of(ledger):
+    """Another projections adapter over the ledger's store (a runner of its own, with its own owner)."""
+    return RecorderProjections(ledger.ports.log)
 
 
 def _held_by(ledger, child, name):
