@@ -259,17 +259,17 @@ class Builder:
     def __init__(self, system: str = "be brief") -> None:
         """Start a session with a system prompt."""
         self.events: list[tuple[int, AnyEvent]] = [(1, SessionStarted(session_id="s", system_prompt=system))]
-        self.seq = 1
+        self.position = 1
         self.calls = 0
 
     def _add(self, event: AnyEvent) -> int:
-        self.seq += 1
-        self.events.append((self.seq, event))
-        return self.seq
+        self.position += 1
+        self.events.append((self.position, event))
+        return self.position
 
     def user(self, n: int = 5) -> int:
         """Add a user message of ``n`` words; return its position."""
-        return self._add(UserMessageAdded(content=InlineText(words(n, f"u{self.seq + 1}_"))))
+        return self._add(UserMessageAdded(content=InlineText(words(n, f"u{self.position + 1}_"))))
 
     def step(self, *results: int, tool: str = "bash", text: int = 3, answer: bool = True) -> int:
         """Add an assistant message calling ``tool`` once per result size, then the results."""
@@ -279,7 +279,7 @@ class Builder:
             calls.append(ToolCall(id=f"call_{self.calls}", name=tool, arguments="{}"))
         start = self._add(
             AssistantMessageAdded(
-                content=InlineText(words(text, f"a{self.seq + 1}_")), tool_calls=tuple(calls)
+                content=InlineText(words(text, f"a{self.position + 1}_")), tool_calls=tuple(calls)
             )
         )
         if answer:
@@ -291,7 +291,7 @@ class Builder:
         """Add the result of ``call_id`` with ``size`` words."""
         return self._add(
             ToolResultRecorded(
-                call_id=call_id, tool_name=tool, content=InlineText(words(size, f"r{self.seq + 1}_"))
+                call_id=call_id, tool_name=tool, content=InlineText(words(size, f"r{self.position + 1}_"))
             )
         )
 
@@ -311,9 +311,9 @@ class Builder:
             covers_from=covers_from,
             covers_through=covers_through,
             content=InlineText("summary " + words(n - 1, "s")),
-            produced_at=self.seq,
+            produced_at=self.position,
         )
-        self.events.append((self.seq, event))
+        self.events.append((self.position, event))
 
     def counted(self, counter: TokenCounter | None = None, upto: int | None = None) -> list[CountedEvent]:
         """Return the counted events up to position ``upto`` (summaries produced up to it included)."""
