@@ -219,9 +219,9 @@ class Projector:
             tokens=tokens,
             tool_tokens=0,
         )
-        if state.head_open and state.window.summaries:
-            # A summary already stands for the session's beginning: a later first turn is not the head
-            # (it would render before the summary and break the cached prefix without a compaction).
+        if state.head_open and (state.window.summaries or state.window.card):
+            # A summary (or the card) already stands for the session's beginning: a later first turn is
+            # not the head (it would render before them and break the cached prefix without a compaction).
             state.head_open = False
         if state.head_open:
             fits = state.head_tokens + tokens <= self.budget.head_tokens
@@ -289,15 +289,17 @@ class Projector:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)
 
-    def _refresh_card(self, state: RenderState, *, estimate: bool = False) -> None:
+    def _refresh_card(self, state: RenderState, *, estimate: bool = False, limit: int | None = None) -> None:
         """Rebuild the card's text from its state and the window, within its cap and the room left.
 
         With ``estimate`` (before the reducers run) the room left is not checked: the card's size
-        then is what the reducers make room for, and the refresh after them fits what is left.
+        then is what the reducers make room for, and the refresh after them fits what is left
+        under the target (or under ``limit``, e.g. the low-water mark).
         """
         window = state.window
         cap = self.policy.card.cap(self.budget)
-        room = cap if estimate else self.budget.target - (state.total - window.card_tokens)
+        ceiling = self.budget.target if limit is None else limit
+        room = cap if estimate else ceiling - (state.total - window.card_tokens)
         pending = [f"{p.tool_name} {p.call_id} (seq {g.start})" for g in window.groups for p in g.pending]
         text, size = fit_card(
             state.card,
@@ -339,6 +341,12 @@ class Projector:
         state.window = window
         if card.enabled:
             self._refresh_card(state)
+            for _ in range(2):  # the card grew with what was just evicted: evict down to low water again
+                if reason != "tokens" or state.total <= self.budget.low_mark:
+                    break
+                state.window, state = self.guarantee.reduce(state.window, self.budget, state)
+                self._refresh_card(state)
+
         state.reason = ""
         state.compactions += 1
         state.after_compaction = state.total
