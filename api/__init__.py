@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from contextledger.application.agent.agent_types import AgentRequest, ToolCallRequest
     from contextledger.application.agent.follower import Follower, FollowReport
     from contextledger.application.audit.call_recorder import CallRecorder
-    from contextledger.application.audit.forensics import WhyAnswer, why
+    from contextledger.application.audit.forensics import why
+    from contextledger.application.audit.why_answer import WhyAnswer
     from contextledger.application.kernel.fork import fork_session
     from contextledger.application.kernel.ledger import Ledger
     from contextledger.application.kernel.messages import (
@@ -166,7 +167,7 @@ _LAZY: dict[str, str] = {
     "WorkerSettings": "contextledger.application.summaries.summary_worker",
     "CallRecorder": "contextledger.application.audit.call_recorder",
     "why": "contextledger.application.audit.forensics",
-    "WhyAnswer": "contextledger.application.audit.forensics",
+    "WhyAnswer": "contextledger.application.audit.why_answer",
     "compaction_turns": "contextledger.application.summaries.lineage",
     "summary_texts": "contextledger.application.summaries.lineage",
     "SummaryText": "contextledger.application.summaries.lineage",

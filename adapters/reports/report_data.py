@@ -13,8 +13,8 @@ from contextledger.application.audit.call_recorder import (
     context_sha,
     policy_hash,
 )
-from contextledger.application.audit.forensics import _reducer as reducer_of
 from contextledger.application.audit.session_replay import replay_calls
+from contextledger.application.audit.why_answer import reducer_of
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.search.log_search import searchable_texts

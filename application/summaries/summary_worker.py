@@ -15,8 +15,9 @@ from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import policy_key
+from contextledger.application.summaries.request_builder import RequestBuilder
 from contextledger.application.views.view_runner import split_stream
-from contextledger.domain.content import BlobText, InlineText, content_address
+from contextledger.domain.content import content_address
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ContextLedgerError,
@@ -24,23 +25,17 @@ from contextledger.domain.errors import (
     SummaryRejectedError,
 )
 from contextledger.domain.events import (
-    AssistantMessageAdded,
     CompactionRequested,
     SummaryAttemptFailed,
     SummaryAttemptStarted,
     SummaryLeaseRenewed,
     SummaryRecorded,
-    ToolResultRecorded,
-    UserMessageAdded,
 )
-from contextledger.projections.context import RenderedContext
 from contextledger.projections.fidelity import facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.summary_requests import (
-    SpanEntry,
     Summarizer,
-    SummaryRequest,
     check_summary_text,
 )
 
@@ -79,17 +74,6 @@ class WorkerSettings:
     """How much of one event's text a summary request carries (head and tail of longer ones)."""
     max_summary_tokens: int = 800
     """The size bound of one summary when the policy sets none; larger answers are rejected."""
-
-
-_READ_FACTOR = 64
-"""Blobs longer than this many times ``entry_chars`` are represented by their stored preview."""
-
-
-def _clipped(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[… {len(text) - limit:,} characters omitted …]\n{text[-half:]}"
 
 
 def _within_bound(tokens: int, limit: int) -> int:
@@ -247,7 +231,9 @@ class SummaryWorker:
         ) or self.settings.max_summary_tokens
         try:
             with self._heartbeat(stream, request.request_id, attempt):
-                summary_request = self._request(session_id, request, previous, policy, limit)
+                summary_request = RequestBuilder(
+                    self.ledger, self.renderer, self.summarizer.config_sha, self.settings.entry_chars
+                ).build(session_id, request, previous, policy, limit)
                 draft = self.summarizer.summarize(summary_request)
             text = check_summary_text(draft.text)
             tokens = _within_bound(self.renderer.counter.count(text), limit)
@@ -331,83 +317,6 @@ class SummaryWorker:
         stream.append(failure)
         log.warning("summary_failed", request_id=request.request_id, attempt=attempt, dead=dead, error=kind)
         return failure
-
-    def _request(
-        self,
-        session_id: str,
-        request: CompactionRequested,
-        previous: SummaryRecorded | None,
-        policy: Policy | None,
-        limit: int,
-    ) -> SummaryRequest:
-        """Build what the summarizer reads: only the events the previous round did not cover."""
-        if request.depth > 0:  # clip-archive: fold the batches of the span into one, a level deeper
-            entries = self._batches(session_id, request)
-        else:
-            first_new = previous.covers_through + 1 if previous is not None else request.covers_from
-            events = self.ledger.events(session_id, after=first_new - 1, upto=request.covers_through)
-            entries = tuple(e for e in (self._entry(r.position, r.event) for r in events) if e is not None)
-        prefix: RenderedContext | None = None
-        if policy is not None:
-            prefix = self.renderer.render(
-                session_id, policy, at=request.planned_at, budget=request.budget or None
-            )
-        return SummaryRequest(
-            session_id=session_id,
-            covers_from=request.covers_from,
-            covers_through=request.covers_through,
-            round=request.round,
-            depth=request.depth,
-            original_task=self._original_task(session_id),
-            entries=entries,
-            previous=self.ledger.text(previous.content) if previous is not None else None,
-            max_tokens=limit,
-            prefix=prefix,
-        )
-
-    def _batches(self, session_id: str, request: CompactionRequested) -> tuple[SpanEntry, ...]:
-        """The shallower batches inside the request's span, as summary entries in log order."""
-        inside = [
-            a
-            for a in SummaryStream(self.ledger.log, session_id).artifacts()
-            if request.covers_from <= a.covers_from
-            and a.covers_through <= request.covers_through
-            and a.depth < request.depth
-            and a.config_sha == self.summarizer.config_sha
-        ]
-        inside.sort(key=lambda a: (a.covers_from, -a.depth))
-        return tuple(
-            SpanEntry(position=a.covers_through, role="summary", text=self.ledger.text(a.content))
-            for a in inside
-        )
-
-    def _entry(self, position: int, event: object) -> SpanEntry | None:
-        limit = self.settings.entry_chars
-        if isinstance(event, UserMessageAdded):
-            return SpanEntry(
-                position=position, role="user", text=_clipped(self.ledger.text(event.content), limit)
-            )
-        if isinstance(event, AssistantMessageAdded):
-            text = _clipped(self.ledger.text(event.content), limit)
-            return SpanEntry(position=position, role="assistant", text=text, tool_calls=event.tool_calls)
-        if isinstance(event, ToolResultRecorded):
-            text = _clipped(self._head_tail(event.content, limit), limit)
-            return SpanEntry(
-                position=position, role="tool", text=text, tool_name=event.tool_name, is_error=event.is_error
-            )
-        return None
-
-    def _head_tail(self, content: InlineText | BlobText, limit: int) -> str:
-        """The text of a result; a huge blob is not read at all (its preview stands for it)."""
-        if isinstance(content, BlobText) and content.chars > limit * _READ_FACTOR:
-            return f"{content.preview}\n[… {content.chars:,} characters in the log …]"
-        return self.ledger.text(content)
-
-    def _original_task(self, session_id: str) -> str:
-        for recorded in self.ledger.events(session_id, upto=50):
-            if isinstance(recorded.event, UserMessageAdded):
-                return self.ledger.text(recorded.event.content)
-        return ""
 
 
 def run_in_thread(worker: SummaryWorker, *, poll: float = 1.0) -> tuple[threading.Thread, Callable[[], None]]:
