@@ -22,6 +22,7 @@ deliberately stricter than the base contract, and says which:
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,10 +96,19 @@ class LedgerRecorderContract(ApplicationRecorderTestCase[Any]):
         return str(uuid.uuid4())
 
     def test_concurrent_no_conflicts(self, initial_position: int = 0) -> None:
-        """Override: the base test with versions shifted to start at 1 (see the module docstring)."""
+        """Override: the base test with versions shifted to start at 1 (see the module docstring).
+
+        The base test stops its two reader threads without joining them: they are joined here before
+        the store closes (a read still running on a closed SQLite connection crashes the process).
+        """
         opened = self.create_recorder
         self.create_recorder = lambda: _ShiftedVersions(opened())  # type: ignore[method-assign]
-        super().test_concurrent_no_conflicts(initial_position)
+        before = set(threading.enumerate())
+        try:
+            super().test_concurrent_no_conflicts(initial_position)
+        finally:
+            for thread in set(threading.enumerate()) - before:
+                thread.join(timeout=30)
 
     def test_concurrent_throughput(self) -> None:
         """Override: the base test with versions shifted to start at 1 (see the module docstring)."""
