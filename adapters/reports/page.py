@@ -8,7 +8,7 @@ from importlib import resources
 from string import Template
 
 import msgspec
-from contextledger.adapters.reports.report_data import ReportData
+from contextledger.adapters.reports.report_model import ReportData
 
 __all__ = ["content_security_policy", "embed_json", "render_page"]
 

@@ -8,6 +8,14 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 import msgspec
+from contextledger.adapters.reports.report_model import (
+    CATEGORIES,
+    Block,
+    CallData,
+    CallDiff,
+    ReportData,
+)
+from contextledger.adapters.reports.session_parts import Texts, events_of, summaries_of
 from contextledger.application.audit.call_recorder import (
     CallRecorder,
     context_sha,
@@ -17,9 +25,7 @@ from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.audit.why_answer import reducer_of
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
-from contextledger.application.search.log_search import searchable_texts
-from contextledger.application.summaries.lineage import compaction_turns
-from contextledger.domain.events import AssistantMessageAdded, DispositionRun, SessionStarted
+from contextledger.domain.events import AssistantMessageAdded, DispositionRun
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import Unit, common_prefix, units_of
 from contextledger.projections.context import RenderedContext, RenderedMessage
@@ -28,154 +34,10 @@ from contextledger.projections.policy import Policy
 from contextledger.projections.provider_cache import CacheCall, CacheSimulator, ProviderCache
 from contextledger.projections.summary_requests import Summarizer
 
-__all__ = [
-    "CATEGORIES",
-    "Block",
-    "CallData",
-    "CallDiff",
-    "EventData",
-    "ReportData",
-    "SummaryData",
-    "build_report",
-]
-
-CATEGORIES = ("system", "tools", "state", "summary", "history", "stub", "truncated", "injected")
-"""The tiers of a call's stacked bar, bottom first (free space and the reserve are drawn above them)."""
+__all__ = ["build_report"]
 
 _CATEGORY_OF_KIND = {"summary": "summary", "stub": "stub", "truncated": "truncated", "injection": "injected"}
 _GONE = frozenset({"stubbed", "summarized", "dropped", "truncated"})
-
-
-class Block(msgspec.Struct, frozen=True, array_like=True):
-    """One block sent in a call: tier, role, text id, tokens, source positions, rule, reducer, cache status.
-
-    ``cache`` is ``read`` (served from the provider's prompt cache), ``written`` (written to it) or ``""``.
-    """
-
-    category: str
-    role: str
-    text: int
-    tokens: int
-    first: int
-    last: int
-    rule: str
-    reducer: str
-    cache: str
-
-
-class EventData(msgspec.Struct, frozen=True, array_like=True):
-    """One logged event: position, type, role or tool name, text id, time (ISO) or ``""``."""
-
-    position: int
-    type: str
-    label: str
-    text: int
-    at: str
-
-
-class CallDiff(msgspec.Struct, frozen=True, kw_only=True):
-    """What changed from the previous call: common prefix, first differing block, blocks and fates, cost."""
-
-    common_tokens: int
-    first_different: int
-    """Index of this call's first block that the previous call did not send there (-1: identical calls)."""
-    added: tuple[int, ...]
-    """Indices of this call's blocks that the previous call did not send."""
-    removed: tuple[int, ...]
-    """Indices of the previous call's blocks this call no longer sends."""
-    stubbed: tuple[int, ...]
-    summarized: tuple[int, ...]
-    dropped: tuple[int, ...]
-    truncated: tuple[int, ...]
-    cost_delta: float
-
-
-class CallData(msgspec.Struct, frozen=True, kw_only=True):
-    """One model call: its tiers against the budget and window, cache figures, blocks, fates and diff."""
-
-    number: int
-    call_id: str
-    position: int
-    at: str
-    policy: str
-    policy_hash: str
-    budget: int
-    window: int
-    tokens: int
-    tiers: dict[str, int]
-    cached: int
-    written: int
-    cost: float
-    uncached_cost: int
-    prefix_break: bool
-    cache_expired: bool
-    compaction: bool
-    summary_applied: bool
-    summary_id: str | None
-    blocks: tuple[Block, ...]
-    runs: tuple[DispositionRun, ...]
-    diff: CallDiff | None
-    usage: dict[str, int | float | str | None] | None = None
-    replay_matches: bool | None = None
-    """For a recorded call: whether rendering it again gives the recorded context (None when computed)."""
-
-
-class SummaryData(msgspec.Struct, frozen=True, kw_only=True):
-    """A summary artifact: coverage, text id, model, prompt hash, fidelity, status and lineage."""
-
-    summary_id: str
-    covers_from: int
-    covers_through: int
-    new_from: int
-    produced_at: int
-    text: int
-    model: str | None
-    summarizer: str | None
-    prompt_sha: str | None
-    round: int
-    parent: str | None
-    trigger: str | None
-    tokens: int | None
-    tokens_before: int | None
-    tokens_after: int | None
-    fidelity: dict[str, object] | None
-    status: str
-    used_in: tuple[int, ...]
-    """First and last call number that sent it (empty when no call did)."""
-
-
-class ReportData(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything the inspector page shows; ``texts`` holds each distinct text once, referred to by index."""
-
-    session_id: str
-    source: str
-    """``recorded`` audit records, or ``computed`` with ``policy`` (an imported session)."""
-    policy: str
-    provider: str
-    ttl_seconds: float
-    tokenizer: str
-    generated_at: str
-    texts: list[str]
-    events: list[EventData]
-    calls: list[CallData]
-    summaries: list[SummaryData]
-    compare_policy: str | None = None
-    compare: list[CallData] | None = None
-
-
-class _Texts:
-    """Interns texts: the page stores each distinct text once."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
-        self.texts: list[str] = []
-
-    def id(self, text: str) -> int:
-        found = self.ids.get(text)
-        if found is None:
-            found = self.ids[text] = len(self.texts)
-            self.texts.append(text)
-        return found
 
 
 def _message_text(message: RenderedMessage) -> str:
@@ -204,7 +66,7 @@ def _cache_status(start: int, end: int, priced: CacheCall) -> str:
 
 
 def _blocks(
-    context: RenderedContext, runs: Sequence[DispositionRun], priced: CacheCall, texts: _Texts
+    context: RenderedContext, runs: Sequence[DispositionRun], priced: CacheCall, texts: Texts
 ) -> tuple[list[Block], dict[str, int]]:
     pinned = {p for r in runs if r.disposition == "pinned" for p in range(r.first, r.last + 1)}
     tiers = dict.fromkeys(CATEGORIES, 0)
@@ -301,7 +163,7 @@ class _Call(msgspec.Struct, frozen=True, kw_only=True):
     replay_matches: bool | None = None
 
 
-def _lay_out(calls: Sequence[_Call], cache: ProviderCache, texts: _Texts) -> list[CallData]:
+def _lay_out(calls: Sequence[_Call], cache: ProviderCache, texts: Texts) -> list[CallData]:
     simulator = CacheSimulator(cache)
     out: list[CallData] = []
     previous: tuple[CallData, Sequence[Unit]] | None = None
@@ -424,71 +286,6 @@ def _computed(  # noqa: PLR0917 - one replay has this many inputs
     ]
 
 
-def _events(ledger: Ledger, session_id: str, texts: _Texts) -> list[EventData]:
-    out: list[EventData] = []
-    for recorded in ledger.events(session_id):
-        event = recorded.event
-        parts = [text for text, _ in searchable_texts(ledger, event) if text]
-        label = type(event).__name__.removesuffix("Added").removesuffix("Recorded")
-        tool = next((name for _, name in searchable_texts(ledger, event) if name), None)
-        if isinstance(event, SessionStarted):
-            label = "SessionStarted"
-        out.append(
-            EventData(
-                recorded.position,
-                label,
-                tool or "",
-                texts.id("\n".join(parts)),
-                event.at.isoformat() if event.at is not None else "",
-            )
-        )
-    return out
-
-
-def _summaries(
-    ledger: Ledger, session_id: str, calls: Sequence[CallData], texts: _Texts
-) -> list[SummaryData]:
-    artifacts = {s.summary_id: s for s in ledger.summaries(session_id)}
-    used: dict[str, list[int]] = {}
-    for call in calls:
-        if call.summary_id is not None:
-            used.setdefault(call.summary_id, []).append(call.number)
-    parents = {s.previous_summary_id for s in artifacts.values() if s.previous_summary_id}
-    out: list[SummaryData] = []
-    for turn in compaction_turns(ledger, session_id):
-        artifact = artifacts[turn.summary_id]
-        numbers = used.get(turn.summary_id, [])
-        if numbers:
-            status = f"sent in {len(numbers)} call(s)"
-        elif turn.summary_id in parents:
-            status = "superseded before any call sent it (integrated by a later round)"
-        else:
-            status = "recorded, sent in no call"
-        out.append(
-            SummaryData(
-                summary_id=turn.summary_id,
-                covers_from=turn.covers_from,
-                covers_through=turn.summarized_through,
-                new_from=turn.new_from,
-                produced_at=turn.produced_at,
-                text=texts.id(ledger.text(artifact.content)),
-                model=turn.model,
-                summarizer=turn.summarizer,
-                prompt_sha=artifact.prompt_sha,
-                round=turn.round,
-                parent=turn.parent,
-                trigger=turn.trigger,
-                tokens=turn.tokens,
-                tokens_before=turn.tokens_before,
-                tokens_after=turn.tokens_after,
-                fidelity=msgspec.structs.asdict(turn.fidelity) if turn.fidelity is not None else None,
-                status=status,
-                used_in=(numbers[0], numbers[-1]) if numbers else (),
-            )
-        )
-    return out
-
-
 def build_report(
     ledger: Ledger,
     session_id: str,
@@ -514,18 +311,18 @@ def build_report(
         SessionNotFoundError: The session does not exist.
     """
     ledger.version(session_id)
-    texts = _Texts()
-    events = _events(ledger, session_id, texts)
+    texts = Texts()
+    events = events_of(ledger, session_id, texts)
     recorded = _recorded(ledger, session_id)
     if recorded:
         calls = _lay_out(recorded, cache, texts)
-        summaries = _summaries(ledger, session_id, calls, texts)
+        summaries = summaries_of(ledger, session_id, calls, texts)
         source = "recorded"
     else:
         with new_scratch() as scratch:
             computed = _computed(ledger, scratch, session_id, policy[1], budget, make_summarizer, tokenizer)
             calls = _lay_out(computed, cache, texts)
-            summaries = _summaries(scratch, session_id, calls, texts)
+            summaries = summaries_of(scratch, session_id, calls, texts)
         source = "computed"
     compared: list[CallData] | None = None
     if compare is not None:

@@ -10,7 +10,8 @@ import contextledger
 import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.reports.page import content_security_policy, embed_json, render_page
-from contextledger.adapters.reports.report_data import CATEGORIES, build_report
+from contextledger.adapters.reports.report_data import build_report
+from contextledger.adapters.reports.report_model import CATEGORIES
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.render.renderer import Renderer
