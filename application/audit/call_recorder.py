@@ -94,7 +94,6 @@ class CallRecorder:
     ) -> ModelCallRecorded:
         """Record that ``context`` (sent as ``payload``) was handed to a model; return the record."""
         session_id = context.session_id
-        stream = calls_stream(session_id)
         key = policy_hash(policy)
         events: list[Any] = []
         if (session_id, key) not in self._registered and not self._policy_known(session_id, key):
@@ -126,9 +125,7 @@ class CallRecorder:
             at=self.ledger.clock.now(),
         )
         events.append(record)
-        self.ledger.log.append(
-            stream, self.ledger.log.version(stream), events, idempotency_key=f"call:{record.call_id}"
-        )
+        self._append(session_id, events, f"call:{record.call_id}")
         self._registered.add((session_id, key))
         self._known_calls.setdefault(session_id, set()).add(record.call_id)
         return record
@@ -159,10 +156,7 @@ class CallRecorder:
             model=model,
             at=self.ledger.clock.now(),
         )
-        stream = calls_stream(session_id)
-        self.ledger.log.append(
-            stream, self.ledger.log.version(stream), [usage], idempotency_key=f"usage:{call_id}"
-        )
+        self._append(session_id, [usage], f"usage:{call_id}")
         return usage
 
     def report_failure(
@@ -183,11 +177,13 @@ class CallRecorder:
             events=events,
             at=self.ledger.clock.now(),
         )
-        stream = calls_stream(session_id)
-        self.ledger.log.append(
-            stream, self.ledger.log.version(stream), [failed], idempotency_key=f"failed:{call_id}"
-        )
+        self._append(session_id, [failed], f"failed:{call_id}")
         return failed
+
+    def _append(self, session_id: str, events: list[Any], key: str) -> None:
+        """Append ``events`` at the head of the session's calls stream under idempotency ``key``."""
+        stream = calls_stream(session_id)
+        self.ledger.log.append(stream, self.ledger.log.version(stream), events, idempotency_key=key)
 
     def calls(self, session_id: str) -> list[CallView]:
         """Return the session's recorded calls in order, each with its reported usage."""
