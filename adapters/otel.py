@@ -1,4 +1,9 @@
-"""Export model-call records as OpenTelemetry GenAI spans in the OTLP/HTTP JSON encoding (no collector)."""
+"""Export model-call records as OpenTelemetry GenAI spans in the OTLP/HTTP JSON encoding (no collector).
+
+Attribute names follow the GenAI conventions of open-telemetry/semantic-conventions-genai (``gen_ai.*``,
+``gen_ai.conversation.compacted``, the ``compaction`` message part); ``contextledger.*`` attributes and
+the compaction span are this project's documented extension (docs/otel.md).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contextledger.adapters.otel_messages import input_messages, system_instructions
 from contextledger.application.audit.call_recorder import CallRecorder, CallView
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import StoreError
 from contextledger.domain.events import (
     CompactionRequested,
@@ -20,13 +27,16 @@ from contextledger.domain.events import (
     SummaryAttemptStarted,
     SummaryRecorded,
 )
+from contextledger.projections.context import RenderedContext
 
-__all__ = ["export_otlp", "otlp_document", "span_id", "trace_id"]
+__all__ = ["COMPACTING", "error_type", "export_otlp", "otlp_document", "span_id", "trace_id"]
 
 SCOPE = "contextledger"
 _CLIENT = 3  # SPAN_KIND_CLIENT
 _INTERNAL = 1  # SPAN_KIND_INTERNAL
 _OK, _ERROR = 1, 2  # STATUS_CODE_OK, STATUS_CODE_ERROR
+COMPACTING = frozenset({"summarized", "dropped", "stubbed", "truncated"})
+"""Dispositions that mean the history sent was compacted (``gen_ai.conversation.compacted``)."""
 
 
 def trace_id(session_id: str) -> str:
@@ -85,7 +95,15 @@ def _span(
     return out
 
 
-def _call_span(view: CallView, trace: str, parent: str, model: str | None) -> dict[str, Any]:
+def error_type(error: str) -> str:
+    """The low-cardinality ``error.type`` of a failure text: its leading class name, else ``_OTHER``."""
+    head = error.split(":", 1)[0].strip()
+    return head if head.replace(".", "").replace("_", "").isalnum() and " " not in head else "_OTHER"
+
+
+def _call_span(
+    view: CallView, trace: str, parent: str, model: str | None, context: RenderedContext | None
+) -> dict[str, Any]:
     record, usage = view.record, view.usage
     provider = "anthropic" if record.wire_format.startswith("anthropic") else "openai"
     start = _nanos(record.at)
@@ -98,12 +116,16 @@ def _call_span(view: CallView, trace: str, parent: str, model: str | None) -> di
         "gen_ai.operation.name": "chat",
         "gen_ai.system": provider,
         "gen_ai.provider.name": provider,
+        "gen_ai.conversation.id": record.session_id,
+        # The convention sets the flag only when true: absent means nothing was compacted.
+        "gen_ai.conversation.compacted": True if COMPACTING & counts.keys() else None,
         "gen_ai.request.model": model or (usage.model if usage else None),
         "gen_ai.response.model": usage.model if usage else None,
         "gen_ai.usage.input_tokens": usage.input_tokens if usage else None,
         "gen_ai.usage.output_tokens": usage.output_tokens if usage else None,
         "gen_ai.usage.cache_read.input_tokens": usage.cached_tokens if usage else None,
-        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens if usage else None,
+        "gen_ai.usage.cache_write.input_tokens": usage.cache_write_tokens if usage else None,
+        "error.type": error_type(view.failure.error) if view.failure is not None else None,
         "contextledger.session_id": record.session_id,
         "contextledger.call_id": record.call_id,
         "contextledger.position": record.position,
@@ -129,6 +151,11 @@ def _call_span(view: CallView, trace: str, parent: str, model: str | None) -> di
         "contextledger.wire_format": record.wire_format,
         "contextledger.latency_ms": usage.latency_ms if usage else None,
     }
+    if context is not None:
+        # On spans the convention allows the structured messages as a JSON string.
+        attributes["gen_ai.system_instructions"] = _json(system_instructions(context))
+        attributes["gen_ai.input.messages"] = _json(input_messages(context))
+    failure = view.failure
     return _span(
         trace=trace,
         span=span_id("call", record.call_id),
@@ -138,7 +165,12 @@ def _call_span(view: CallView, trace: str, parent: str, model: str | None) -> di
         start=start,
         end=start + int(latency * 1_000_000),
         attributes=attributes,
+        status=(_ERROR, failure.error[:500]) if failure is not None else None,
     )
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def _compaction_spans(
@@ -167,6 +199,7 @@ def _compaction_spans(
         end_at, status, summary_id = ended.get(request.request_id, (request.at, None, None))
         attributes: dict[str, object] = {
             "gen_ai.operation.name": "compaction",
+            "gen_ai.conversation.id": session_id,
             "contextledger.session_id": session_id,
             "contextledger.compaction.request_id": request.request_id,
             "contextledger.compaction.trigger": request.trigger,
@@ -197,20 +230,42 @@ def _compaction_spans(
     return spans
 
 
-def otlp_document(ledger: Ledger, session_id: str) -> dict[str, Any]:
+def _contexts(ledger: Ledger, session_id: str, calls: list[CallView]) -> list[RenderedContext | None]:
+    """Each call's context rendered again from the log (checked against its recorded hash)."""
+    recorder = CallRecorder(ledger)
+    renderers: dict[str, Renderer] = {}
+    contexts: list[RenderedContext | None] = []
+    for view in calls:
+        name = view.record.tokenizer
+        tokenizer = "heuristic" if name.startswith("heuristic") else name
+        renderer = renderers.setdefault(tokenizer, Renderer(ledger, tokenizer=tokenizer))
+        contexts.append(recorder.rerender(renderer, session_id, view.record.call_id)[1])
+    return contexts
+
+
+def otlp_document(ledger: Ledger, session_id: str, *, content: bool = False) -> dict[str, Any]:
     """Return the session's calls (and compactions) as one OTLP/HTTP JSON ``ExportTraceServiceRequest``.
 
     A root span stands for the session; each recorded call is a ``chat`` client span under it with
     ``gen_ai.*`` attributes (usage joined when reported) and ``contextledger.*`` ones (policy,
     position, tiers, dispositions); each compaction is a child span of the first call at or after
-    the position it was planned at. Ids derive from the session, call and request ids.
+    the position it was planned at. Ids derive from the session, call and request ids. A failed
+    call's span has an error status and ``error.type``. With ``content`` (off by default: it holds
+    the conversation's text), each call span also carries ``gen_ai.system_instructions`` and
+    ``gen_ai.input.messages`` as rendered again from the log, a summary as a ``compaction`` part.
+
+    Raises:
+        ReplayMismatchError: With ``content``, a call no longer renders as recorded.
     """
     start_event = ledger.events(session_id, upto=1)[0].event
     model = start_event.model if isinstance(start_event, SessionStarted) else None
     calls = CallRecorder(ledger).calls(session_id)
     trace = trace_id(session_id)
     root = span_id("session", session_id)
-    children = [_call_span(view, trace, root, model) for view in calls]
+    contexts = _contexts(ledger, session_id, calls) if content else [None] * len(calls)
+    children = [
+        _call_span(view, trace, root, model, context) for view, context in zip(calls, contexts, strict=True)
+    ]
     children += _compaction_spans(ledger, session_id, trace, calls, root)
     starts = [int(s["startTimeUnixNano"]) for s in children] or [_nanos(start_event.at)]
     ends = [int(s["endTimeUnixNano"]) for s in children] or starts
@@ -223,6 +278,7 @@ def otlp_document(ledger: Ledger, session_id: str) -> dict[str, Any]:
         start=min(starts),
         end=max(ends),
         attributes={
+            "gen_ai.conversation.id": session_id,
             "contextledger.session_id": session_id,
             "contextledger.calls": len(calls),
             "gen_ai.request.model": model,
@@ -238,9 +294,9 @@ def otlp_document(ledger: Ledger, session_id: str) -> dict[str, Any]:
     }
 
 
-def export_otlp(ledger: Ledger, session_id: str, path: str | Path) -> int:
+def export_otlp(ledger: Ledger, session_id: str, path: str | Path, *, content: bool = False) -> int:
     """Write the session's spans as OTLP JSON to ``path`` (whole file or nothing); return the span count."""
-    document = otlp_document(ledger, session_id)
+    document = otlp_document(ledger, session_id, content=content)
     target = Path(path)
     temporary = target.with_name(target.name + ".tmp")
     try:

@@ -26,13 +26,22 @@ def register(app: typer.Typer) -> None:
     def export_command(
         session_id: Annotated[str, typer.Argument(help="The session.")],
         otlp: Annotated[Path, typer.Option("--otlp", help="Write OTLP/HTTP JSON spans to this file.")],
+        content: Annotated[
+            bool,
+            typer.Option(
+                "--content",
+                help="Add each call's messages (gen_ai.input.messages) as rendered again from the log.",
+            ),
+        ] = False,
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
         """Write SESSION's recorded calls as GenAI spans (a child span per compaction) to --otlp.
 
         The file is an OTLP/HTTP JSON ExportTraceServiceRequest: post it to a collector's /v1/traces or
-        open it in a tool that reads OTLP JSON. --json prints {"session_id", "path", "spans"}.
+        open it in a tool that reads OTLP JSON. --content adds the conversation's text (off by default:
+        spans often leave the machine); a summary is the GenAI conventions' "compaction" part.
+        --json prints {"session_id", "path", "spans"}.
         """
 
         def body() -> None:
@@ -40,7 +49,7 @@ def register(app: typer.Typer) -> None:
 
             with ledger_for(db) as ledger:
                 ledger.version(session_id)
-                spans = export_otlp(ledger, session_id, otlp)
+                spans = export_otlp(ledger, session_id, otlp, content=content)
             if json_output:
                 emit_json({"session_id": session_id, "path": str(otlp), "spans": spans})
                 return

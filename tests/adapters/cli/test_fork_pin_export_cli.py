@@ -54,6 +54,13 @@ def test_fork_pin_unpin_and_export(tmp_path):
     assert exported["spans"] == 2
     spans = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"]
     assert [s["name"] for s in spans] == [f"session {parent}", "chat gpt-4o"]
+    assert "gen_ai.input.messages" not in {a["key"] for a in spans[1]["attributes"]}
+    _run("export", parent, "--otlp", str(out), "--content", *common)
+    call = json.loads(out.read_text())["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
+    messages = next(
+        a["value"]["stringValue"] for a in call["attributes"] if a["key"] == "gen_ai.input.messages"
+    )
+    assert json.loads(messages)[-1] == {"role": "user", "parts": [{"type": "text", "content": "more"}]}
 
 
 def test_errors_exit_non_zero_with_one_line(tmp_path):
