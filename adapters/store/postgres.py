@@ -1,11 +1,12 @@
 """The PostgreSQL backend (``postgresql://user@host:port/db?schema=name``): bounded waits, no pipeline.
 
-Writes run as ordinary statements in one transaction. eventsourcing's recorder sends its insert in
-psycopg's pipeline mode, which hung for good on large batches (the client blocked in the pipeline
-``sync`` while the server waited in ``ClientRead``); arrays go through ``unnest`` instead (one statement
-per table, no ``executemany``, which pipelines too). Every wait is bounded: the connect timeout, the pool
-timeout, and the server's ``statement_timeout``, ``lock_timeout`` and ``idle_in_transaction_session_timeout``
-(set on each connection) all end in ``StoreUnavailableError``; a failed transaction writes nothing.
+An append is one statement, the ``<table>_append`` function (ADR 0031: no table lock; see
+``postgres_horizon``). eventsourcing's recorder sends its insert in psycopg's pipeline mode, which hung
+for good on large batches (the client blocked in the pipeline ``sync`` while the server waited in
+``ClientRead``); arrays go through ``unnest`` instead (no ``executemany``, which pipelines too).
+Every wait is bounded: the connect timeout, the pool timeout, and the server's ``statement_timeout``,
+``lock_timeout`` and ``idle_in_transaction_session_timeout`` (set on each connection) all end in
+``StoreUnavailableError``; a failed transaction writes nothing.
 Schema setup runs under an advisory lock, so processes opening one schema at once do not race.
 """
 

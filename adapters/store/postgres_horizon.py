@@ -8,7 +8,8 @@ concurrently (ADR 0031):
   session-level advisory lock held for microseconds (not until commit), it assigns the transaction
   its id (``pg_current_xact_id()``) and takes its notification ids from the sequence. Claims are
   serialized, so a transaction whose ids are lower also has the lower transaction id. Each row keeps
-  its transaction's id in ``tx_id``.
+  its transaction's id in ``tx_id``. The append function runs the heads check, the claim and the
+  inserts as one statement (its own transaction, one round trip).
 - **Horizon.** A reader takes only rows with ``tx_id < pg_snapshot_xmin(pg_current_snapshot())``:
   every transaction below the snapshot's xmin has ended, and (by the claim order) so has every
   transaction holding a lower notification id. The rows a reader returns are therefore a prefix of
