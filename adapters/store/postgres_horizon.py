@@ -33,8 +33,12 @@ from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
 __all__ = ["HORIZON_WAIT", "PostgresNotificationLog", "append_statement", "horizon_statements"]
 
-HORIZON_WAIT = 5.0
-"""Seconds a read waits for running transactions below rows already committed (then returns the prefix)."""
+HORIZON_WAIT = 30.0
+"""Seconds a read waits for running transactions below rows already committed (then returns the prefix).
+
+The horizon is the whole server's: a long write elsewhere (another schema or database, a 50 MB blob)
+holds it back. Long enough that a process reads its own committed writes back through such a write;
+bounded, so a reader stuck behind an hours-long transaction still returns (the safe prefix, late)."""
 
 _SAFE = SQL("tx_id < pg_snapshot_xmin(pg_current_snapshot())")
 
