@@ -14,9 +14,9 @@ import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.blue_green import RebuildSpec
 from contextledger.application.rebuild.rebuild import store_views
+from contextledger.application.rebuild.shards import hand_over
 from contextledger.application.views.view_runner import BatchDone, RunStats, Shard
 from contextledger.domain.errors import ConfigError, StoreError
-from contextledger.domain.ports import Checkpoints, ProjectionCommit
 
 __all__ = ["LedgerOpener", "auto_workers", "rebuild_in_shards"]
 
@@ -110,7 +110,7 @@ def rebuild_in_shards(
     events folded so far (all shards).
 
     While the workers run, this process holds the leases of the views' own checkpoints, so no
-    tail folds the same rows meanwhile; at the end it hands those checkpoints over (``_hand_over``).
+    tail folds the same rows meanwhile; at the end it hands those checkpoints over (``hand_over``).
 
     Raises:
         ConfigError: the ledger is in memory (it lives in one process).
@@ -123,7 +123,7 @@ def rebuild_in_shards(
         store, reader = store_views(ledger)
         with spec.runner(ledger, reader, store).runner.leases():
             stats, checkpoints = _run_workers(opener, url, spec, workers, on_progress)
-            _hand_over(store, checkpoints)
+            hand_over(store, checkpoints)
     return stats
 
 
@@ -163,21 +163,6 @@ def _run_workers(
     if results.failures:
         raise StoreError("rebuild failed: " + "; ".join(results.failures))
     return _merged(list(results.done.values())), results.checkpoints
-
-
-def _hand_over(store: Checkpoints, checkpoints: dict[str, int]) -> None:
-    """Move each view's own checkpoint to the position all its shards passed (never back).
-
-    Every session's row is then at least that far, so one unsharded runner (a live tail) goes on
-    from there; rows it folds again come out the same.
-    """
-    commits = [
-        ProjectionCommit(name, name, position, {})
-        for name, position in checkpoints.items()
-        if store.load_tracking(name) < position
-    ]
-    if commits:
-        store.commit_many(commits)
 
 
 class _Results:

@@ -26,6 +26,8 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "bench_policies.py": ([], []),  # every budget (16k, 32k, 64k) even in fast mode: about a minute
     "bench_report.py": (["--runs", "3"], ["--runs", "5"]),  # 500 calls, 5 MB, in headless chromium
     "bench_retention.py": (["--quick"], []),  # 2 sessions x 120 calls fast; 4 x 300 with --full
+    # PostgreSQL writers (table in its result file): 1 and 4 processes, one round, a 10 s load run fast
+    "bench_pg_writers.py": (["--quick", "--writers", "1", "4", "--rounds", "1", "--load", "10"], []),
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
@@ -35,6 +37,7 @@ RESULT_OF = {
     "bench_policies.py": "policies",
     "bench_report.py": "report",
     "bench_retention.py": "retention",
+    "bench_pg_writers.py": "pg_writers",
 }
 
 

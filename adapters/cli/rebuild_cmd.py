@@ -17,7 +17,7 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
-from contextledger.domain.errors import ConfigError
+from contextledger.domain.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:
     from contextledger.application.kernel.ledger import Ledger
@@ -90,6 +90,41 @@ def _rebuild(
         )
         progress.update(task, completed=head, refresh=True)
     return result
+
+
+def _rebuild_shard(
+    ledger: Ledger, spec: RebuildSpec, text: str, *, switch: bool, drop: str | None, json_output: bool
+) -> None:
+    """Fold share ``i/n`` (1-based); print what it did and, when it completed the rebuild, the comparison."""
+    from contextledger.application.rebuild.shards import rebuild_shard  # noqa: PLC0415
+    from contextledger.application.views.view_runner import Shard  # noqa: PLC0415
+
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()):
+        raise ValidationError(f"--shard takes i/n (e.g. 1/2), not {text!r}")
+    done = rebuild_shard(ledger, spec, Shard(int(index) - 1, int(count)), switch=switch, drop=drop)
+    comparison = done.comparison
+    if json_output:
+        compared: dict[str, object] = {}
+        if comparison is not None:
+            compared = {"live": comparison.live, "candidate": comparison.candidate}
+            compared["differing"] = comparison.differing
+        emit_json(
+            {
+                "version": done.version,
+                "shard": done.shard,
+                "completed": comparison is not None,
+                "pending": done.pending,
+                "folded": {"events": done.stats.events, "batches": done.stats.batches},
+                **compared,
+            }
+        )
+        return
+    out_console().print(f"shard {done.shard}: folded {done.stats.events:,} events of {done.version}")
+    if comparison is None:
+        out_console().print(f"waiting for shards {', '.join(done.pending)}: the last one to finish completes")
+    else:
+        _print(comparison, done.version, switched=switch)
 
 
 def _folded(result: RebuildResult) -> dict[str, int]:
@@ -212,6 +247,10 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--follow", help="After the rebuild, keep the version up to date until Ctrl-C."),
         ] = False,
+        shard: Annotated[
+            str | None,
+            typer.Option("--shard", help="i/n: fold share i of n (other processes or hosts run the rest)."),
+        ] = None,
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
@@ -220,7 +259,9 @@ def register(app: typer.Typer) -> None:
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
         --json prints {"version", "switched", "dropped", "live", "candidate", "differing", "folded"}.
         The same pass keeps the policy-free views (--views); large ledgers rebuild in --workers
-        processes, each folding a share of the sessions (one checkpoint per share).
+        processes, each folding a share of the sessions (one checkpoint per share). --shard i/n folds
+        share i of n in this process only; the process that finishes last completes the rebuild
+        (--json adds "shard", "completed" and "pending").
         """
 
         def body() -> None:
@@ -231,6 +272,9 @@ def register(app: typer.Typer) -> None:
             kept = tuple(v for v in views.split(",") if v)
             spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)
             with ledger_for(db) as ledger:
+                if shard is not None:
+                    _rebuild_shard(ledger, spec, shard, switch=switch, drop=drop, json_output=json_output)
+                    return
                 result = _rebuild(ledger, spec, workers, switch=switch, drop=drop, quiet=json_output)
                 comparison, folded = result.comparison, _folded(result)
                 if json_output:

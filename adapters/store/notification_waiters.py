@@ -30,6 +30,9 @@ __all__ = [
 DEFAULT_INTERVAL = 0.05
 """Seconds between two reads of the newest notification id where no LISTEN exists (SQLite, memory)."""
 
+_HORIZON_POLL = 0.02
+"""Seconds between two looks while committed PostgreSQL rows wait above the horizon (ADR 0031)."""
+
 
 def _store_error(action: str, error: Exception) -> StoreError:
     """A driver error in the package's tree: a broken or unreachable link is ``StoreUnavailableError``."""
@@ -118,12 +121,12 @@ class PostgresNotificationWaiter:
     """
 
     def __init__(self, url: str, *, channel: str, newest: Composed) -> None:
-        """Open the listening connection to the ``postgresql://`` ``url``; ``newest`` selects the max id."""
+        """Open the listening connection to ``url``; ``newest`` selects the (safe, committed) newest ids."""
         kwargs, _, _ = connection_settings(url)
         self._kwargs: dict[str, Any] = {**kwargs, "application_name": "contextledger:waiter"}
         self._where = f"{kwargs['host']}:{kwargs['port']}/{kwargs['dbname']}"
         self._channel = channel
-        self._newest = newest
+        self._newest_statement = newest
         self._lock = threading.Lock()
         self._closed = False
         self._received = 0
@@ -157,12 +160,17 @@ class PostgresNotificationWaiter:
         reopened = False
         while not self._closed:
             try:
-                if self._max_id() > after:
+                safe, committed = self._newest()
+                if safe > after:
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                if not self._block(remaining):
+                if committed > after:
+                    # Committed rows above the horizon (ADR 0031) wait for older transactions, whose end
+                    # sends no NOTIFY when they roll back or write elsewhere: look again soon.
+                    self._block(min(remaining, _HORIZON_POLL))
+                elif not self._block(remaining):
                     return False  # no NOTIFY came: the timeout passed first
             except psycopg.Error as error:
                 if self._closed:
@@ -173,9 +181,10 @@ class PostgresNotificationWaiter:
                 self._reopen()
         return False
 
-    def _max_id(self) -> int:
-        row = self._conn.execute(self._newest).fetchone()
-        return int(row[0] or 0) if row else 0
+    def _newest(self) -> tuple[int, int]:
+        """The newest notification id below the horizon, and the newest committed one."""
+        row = self._conn.execute(self._newest_statement).fetchone()
+        return (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
 
     def _block(self, timeout: float) -> int:
         """Wait up to ``timeout`` for a NOTIFY, take every other one already delivered; return how many."""
@@ -209,7 +218,7 @@ def notification_waiter(
     recorder = store.recorder
     if isinstance(recorder, PostgresRecorder):
         return PostgresNotificationWaiter(
-            store.url, channel=recorder.channel_name, newest=recorder.max_notification_id_statement
+            store.url, channel=recorder.channel_name, newest=recorder.newest_statement
         )
     if isinstance(recorder, SQLiteRecorder):
         file, _ = sqlite_file(store.url)

@@ -1,11 +1,12 @@
 """The PostgreSQL backend (``postgresql://user@host:port/db?schema=name``): bounded waits, no pipeline.
 
-Writes run as ordinary statements in one transaction. eventsourcing's recorder sends its insert in
-psycopg's pipeline mode, which hung for good on large batches (the client blocked in the pipeline
-``sync`` while the server waited in ``ClientRead``); arrays go through ``unnest`` instead (one statement
-per table, no ``executemany``, which pipelines too). Every wait is bounded: the connect timeout, the pool
-timeout, and the server's ``statement_timeout``, ``lock_timeout`` and ``idle_in_transaction_session_timeout``
-(set on each connection) all end in ``StoreUnavailableError``; a failed transaction writes nothing.
+An append is one statement, the ``<table>_append`` function (ADR 0031: no table lock; see
+``postgres_horizon``). eventsourcing's recorder sends its insert in psycopg's pipeline mode, which hung
+for good on large batches (the client blocked in the pipeline ``sync`` while the server waited in
+``ClientRead``); arrays go through ``unnest`` instead (no ``executemany``, which pipelines too).
+Every wait is bounded: the connect timeout, the pool timeout, and the server's ``statement_timeout``,
+``lock_timeout`` and ``idle_in_transaction_session_timeout`` (set on each connection) all end in
+``StoreUnavailableError``; a failed transaction writes nothing.
 Schema setup runs under an advisory lock, so processes opening one schema at once do not race.
 """
 
@@ -16,28 +17,34 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.batch import blob_rows, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.postgres_horizon import (
+    PostgresNotificationLog,
+    append_statement,
+    horizon_statements,
+)
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
 from contextledger.domain.errors import StoreUnavailableError
-from eventsourcing.persistence import Notification, PersistenceError, StoredEvent
+from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import DictRow, dict_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
-active versions). Schemas created before are migrated on open."""
+active versions); 4: row keys ``COLLATE "C"``; 5: each event's transaction id and the claim function
+(writers commit concurrently, ADR 0031). Schemas created before are migrated on open."""
 
 
 def _autocommit(conn: psycopg.Connection[Any]) -> None:
     conn.autocommit = True
 
 
-class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
+class PostgresRecorder(PostgresProjectionTables, PostgresNotificationLog, PostgresApplicationRecorder):
     """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
@@ -75,8 +82,16 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
                     self._table(self.meta_table)
                 ),
                 *projection_statements(datastore.schema, prefix),
+                *horizon_statements(
+                    datastore.schema,
+                    events_table_name,
+                    channel=self.channel_name,
+                    blobs=self.blobs_table,
+                    keys=self.idempotency_table,
+                ),
             ]
         )
+        self._append = append_statement(datastore.schema, events_table_name)
 
     def _table(self, name: str) -> Composable:
         return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
@@ -149,56 +164,34 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
     # -- events --------------------------------------------------------------------------------
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Store events, blobs and idempotency keys in one transaction of plain statements (no pipeline).
+        """Store events, blobs and idempotency keys in one statement, its own transaction (no pipeline).
 
         Returns the events' notification ids, as eventsourcing's ``ApplicationRecorder`` does.
         """
         if not stored_events:
             return []
-        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-            # EXCLUSIVE (readers pass) keeps notification ids in commit order, as eventsourcing does;
-            # the wait for it is bounded by lock_timeout. The NOTIFY is sent at commit: it wakes live tails.
-            curs.execute(SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(self.events))
-            curs.execute(SQL("NOTIFY {}").format(Identifier(self.channel_name)))
-            firsts = first_positions(stored_events)
-            curs.execute(self._heads_statement(), (list(firsts),))
-            heads = {str(row["originator_id"]): int(row["head"]) for row in curs.fetchall()}
-            for stream, first in firsts.items():
-                if heads.get(stream, 0) != first - 1:
-                    raise gap(stream, heads.get(stream, 0), first)
+        blobs = blob_rows(kwargs)
+        keys = idempotency_rows(kwargs)
+        key_columns = [list(column) for column in zip(*keys, strict=True)] if keys else [[], [], [], []]
+        # One statement, so its own transaction: no table lock (ADR 0031). The function checks each
+        # stream's head, claims the transaction's id and notification ids (queueing the NOTIFY sent at
+        # commit, which wakes live tails), then writes the events, blobs and idempotency keys.
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
             curs.execute(
-                SQL(
-                    "INSERT INTO {} (originator_id, originator_version, topic, state) "
-                    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %b::bytea[]) "
-                    "RETURNING notification_id"
-                ).format(self.events),
+                self._append,
                 (
                     [str(s.originator_id) for s in stored_events],
                     [s.originator_version for s in stored_events],
                     [s.topic for s in stored_events],
                     [s.state for s in stored_events],
+                    [sha for sha, _ in blobs],
+                    [text.encode("utf-8") for _, text in blobs],
+                    *key_columns,
                 ),
+                prepare=True,
             )
-            notification_ids = sorted(int(row["notification_id"]) for row in curs.fetchall())
-            rows = blob_rows(kwargs)
-            if rows:
-                curs.execute(
-                    SQL(
-                        "INSERT INTO {} (sha256, utf8) SELECT * FROM unnest(%s::text[], %b::bytea[]) "
-                        "ON CONFLICT DO NOTHING"
-                    ).format(self._table(self.blobs_table)),
-                    ([sha for sha, _ in rows], [text.encode("utf-8") for _, text in rows]),
-                )
-            keys = idempotency_rows(kwargs)
-            if keys:
-                curs.execute(
-                    SQL(
-                        "INSERT INTO {} "
-                        "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[])"
-                    ).format(self._table(self.idempotency_table)),
-                    tuple(list(column) for column in zip(*keys, strict=True)),
-                )
-        return notification_ids
+            row = curs.fetchone()
+        return [] if row is None else [int(i) for i in row["ids"]]
 
     def _heads_statement(self) -> Composed:
         """The last position of each stream in an array, each by an index-only backward scan.
@@ -259,43 +252,6 @@ class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
             return [
                 StoredEvent(
                     originator_id=str(originator_id),
-                    originator_version=row["originator_version"],
-                    topic=row["topic"],
-                    state=bytes(row["state"]),
-                )
-                for row in curs.fetchall()
-            ]
-
-    def select_notifications(
-        self,
-        start: int | None,
-        limit: int,
-        stop: int | None = None,
-        topics: Sequence[str] = (),
-        *,
-        inclusive_of_start: bool = True,
-    ) -> Sequence[Notification]:
-        """Return up to ``limit`` events in notification order from ``start`` (one attempt)."""
-        conditions: list[Composable] = []
-        params: list[Any] = []
-        if start is not None:
-            conditions.append(SQL("notification_id >= %s" if inclusive_of_start else "notification_id > %s"))
-            params.append(start)
-        if stop is not None:
-            conditions.append(SQL("notification_id <= %s"))
-            params.append(stop)
-        if topics:
-            conditions.append(SQL("topic = ANY(%s)"))
-            params.append(list(topics))
-        where = SQL(" WHERE ") + SQL(" AND ").join(conditions) if conditions else SQL("")
-        statement = SQL("SELECT * FROM {}{} ORDER BY notification_id LIMIT %s").format(self.events, where)
-        params.append(limit)
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(statement, params, prepare=True)
-            return [
-                Notification(
-                    id=row["notification_id"],
-                    originator_id=row["originator_id"],
                     originator_version=row["originator_version"],
                     topic=row["topic"],
                     state=bytes(row["state"]),

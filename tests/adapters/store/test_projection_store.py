@@ -126,9 +126,10 @@ def test_rolled_back_ids_leave_a_gap_that_readers_skip(pg_url):
         store.append("a", 0, [_started("a")])
         schema = pg_url.partition("schema=")[2]
         with psycopg.connect(pg_url.split("?")[0]) as conn:
-            conn.execute(
-                f'INSERT INTO "{schema}".contextledger_events '
-                "(originator_id, originator_version, topic, state) VALUES ('z', 1, 't', '\\x00')"
+            conn.execute(  # an append through the one write path (ADR 0031), then rolled back
+                f'SELECT "{schema}".contextledger_events_append(%s::text[], %s::bigint[], %s::text[], '
+                "%s::bytea[], '{}', '{}', '{}', '{}', '{}', '{}')",
+                (["z"], [1], ["t"], [b"\x00"]),
             )
             conn.rollback()
         store.append("a", 1, [_user("after the gap")])
@@ -157,7 +158,7 @@ def test_a_schema_2_postgres_ledger_gains_the_projection_tables(pg_url):
                 f"SELECT value FROM \"{schema}\".contextledger_meta WHERE key = 'schema'"
             ).fetchone()
         assert row == (SCHEMA_VERSION,)
-        assert SCHEMA_VERSION == 4
+        assert SCHEMA_VERSION == 5
     finally:
         store.close()
 

@@ -1,0 +1,220 @@
+"""Concurrent writers on PostgreSQL, readers that never skip: claimed ids and a transaction-id horizon.
+
+eventsourcing keeps notification ids in commit order by locking the events table in EXCLUSIVE mode
+for every insert, so all writers of all sessions commit one at a time. Here writers commit
+concurrently (ADR 0031):
+
+- **Claim.** A writing transaction's first write is one call of the claim function: under a
+  session-level advisory lock held for microseconds (not until commit), it assigns the transaction
+  its id (``pg_current_xact_id()``) and takes its notification ids from the sequence. Claims are
+  serialized, so a transaction whose ids are lower also has the lower transaction id. Each row keeps
+  its transaction's id in ``tx_id``. The append function runs the heads check, the claim and the
+  inserts as one statement (its own transaction, one round trip).
+- **Horizon.** A reader takes only rows with ``tx_id < pg_snapshot_xmin(pg_current_snapshot())``:
+  every transaction below the snapshot's xmin has ended, and (by the claim order) so has every
+  transaction holding a lower notification id. The rows a reader returns are therefore a prefix of
+  the final log: an id it passes over is a transaction that rolled back, never one still to commit.
+  Rows committed above the horizon are returned by a later read, in id order.
+- **Read your writes.** A read that meets committed rows above the horizon waits (bounded by
+  ``HORIZON_WAIT``) until the transactions still running below them end, then returns what is safe;
+  after the bound it returns the safe prefix alone (late, never out of order).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from itertools import takewhile
+from typing import Any
+
+from eventsourcing.persistence import Notification
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
+
+__all__ = ["HORIZON_WAIT", "PostgresNotificationLog", "append_statement", "horizon_statements"]
+
+HORIZON_WAIT = 30.0
+"""Seconds a read waits for running transactions below rows already committed (then returns the prefix).
+
+The horizon is the whole server's: a long write elsewhere (another schema or database, a 50 MB blob)
+holds it back. Long enough that a process reads its own committed writes back through such a write;
+bounded, so a reader stuck behind an hours-long transaction still returns (the safe prefix, late)."""
+
+_SAFE = SQL("tx_id < pg_snapshot_xmin(pg_current_snapshot())")
+
+
+def _function(schema: str, name: str) -> Composed:
+    return SQL("{}.{}").format(Identifier(schema), Identifier(name))
+
+
+def _claim_body(key: str, sequence: str, channel: str) -> str:
+    return (
+        SQL(
+            "DECLARE ids bigint[]; "
+            "BEGIN "
+            "IF pg_current_xact_id_if_assigned() IS NOT NULL THEN "
+            "RAISE EXCEPTION 'contextledger: notification ids are claimed before any other write'; "
+            "END IF; "
+            "BEGIN "
+            "PERFORM pg_advisory_lock(hashtextextended({key}, 0)); "
+            "PERFORM pg_current_xact_id(); "
+            "ids := ARRAY(SELECT nextval({seq}::regclass) FROM generate_series(1, n)); "
+            "PERFORM pg_advisory_unlock(hashtextextended({key}, 0)); "
+            "EXCEPTION WHEN OTHERS OR query_canceled THEN "
+            "PERFORM pg_advisory_unlock(hashtextextended({key}, 0)); "
+            "RAISE; "
+            "END; "
+            "PERFORM pg_notify({channel}, ''); "
+            "RETURN ids; "
+            "END"
+        )
+        .format(key=Literal(key), seq=Literal(sequence), channel=Literal(channel))
+        .as_string()
+    )
+
+
+def _append_body(schema: str, table: str, blobs: str, keys: str) -> str:
+    """One append in one statement: the heads check, the claim, the events, blobs and idempotency keys."""
+
+    def name(table_name: str) -> str:
+        return SQL("{}.{}").format(Identifier(schema), Identifier(table_name)).as_string()
+
+    events = name(table)
+    return (
+        "DECLARE bad record; claimed bigint[]; "  # noqa: S608 - quoted identifiers; values are arguments
+        "BEGIN "
+        "SELECT f.id, coalesce(h.v, 0) AS head, f.first INTO bad "
+        "FROM (SELECT s.id, min(s.v) AS first FROM unnest(ids, versions) AS s(id, v) GROUP BY s.id) f "
+        f"LEFT JOIN LATERAL (SELECT e.originator_version AS v FROM {events} e WHERE e.originator_id = f.id "
+        "ORDER BY e.originator_version DESC LIMIT 1) h ON true "
+        "WHERE coalesce(h.v, 0) <> f.first - 1 LIMIT 1; "
+        "IF FOUND THEN RAISE EXCEPTION USING ERRCODE = 'unique_violation', MESSAGE = format("
+        "'stream %L is at position %s: an append at %s would leave a gap', bad.id, bad.head, bad.first); "
+        "END IF; "
+        f"claimed := {_function(schema, f'{table}_claim').as_string()}(cardinality(ids)); "
+        f"INSERT INTO {events} (originator_id, originator_version, topic, state, notification_id, tx_id) "
+        "SELECT u.i, u.v, u.t, u.s, u.n, pg_current_xact_id() "
+        "FROM unnest(ids, versions, topics, states, claimed) AS u(i, v, t, s, n); "
+        "IF cardinality(shas) > 0 THEN "
+        f"INSERT INTO {name(blobs)} (sha256, utf8) SELECT * FROM unnest(shas, texts) ON CONFLICT DO NOTHING; "
+        "END IF; "
+        "IF cardinality(key_streams) > 0 THEN "
+        f"INSERT INTO {name(keys)} SELECT * FROM unnest(key_streams, key_names, key_firsts, key_lasts); "
+        "END IF; "
+        "RETURN claimed; "
+        "END"
+    )
+
+
+def horizon_statements(schema: str, table: str, *, channel: str, blobs: str, keys: str) -> list[Composed]:
+    """The ``tx_id`` column (0 for rows written before it existed), the claim and the append functions."""
+    events = SQL("{}.{}").format(Identifier(schema), Identifier(table))
+    key = f"contextledger-claim:{schema}.{table}"
+    sequence = f"{Identifier(schema).as_string()}.{Identifier(f'{table}_notification_id_seq').as_string()}"
+    return [
+        SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS tx_id xid8 NOT NULL DEFAULT '0'").format(events),
+        SQL("ALTER TABLE {} ALTER COLUMN tx_id DROP DEFAULT").format(events),
+        SQL("CREATE OR REPLACE FUNCTION {}(n integer) RETURNS bigint[] LANGUAGE plpgsql AS {}").format(
+            _function(schema, f"{table}_claim"), Literal(_claim_body(key, sequence, channel))
+        ),
+        SQL(
+            "CREATE OR REPLACE FUNCTION {}(ids text[], versions bigint[], topics text[], states bytea[], "
+            "shas text[], texts bytea[], key_streams text[], key_names text[], key_firsts bigint[], "
+            "key_lasts bigint[]) RETURNS bigint[] LANGUAGE plpgsql AS {}"
+        ).format(_function(schema, f"{table}_append"), Literal(_append_body(schema, table, blobs, keys))),
+    ]
+
+
+def append_statement(schema: str, table: str) -> Composed:
+    """``SELECT ids``: one append (see ``_append_body``) as the one statement of its transaction."""
+    return SQL(
+        "SELECT {}(%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text[], %b::bytea[], "
+        "%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS ids"
+    ).format(_function(schema, f"{table}_append"))
+
+
+class PostgresNotificationLog:
+    """The notification reads of ``PostgresRecorder``: only rows below the horizon, in id order."""
+
+    datastore: PostgresDatastore
+    events: Composable
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        """Return up to ``limit`` events in notification order from ``start``, none above the horizon."""
+        conditions: list[Composable] = []
+        params: list[Any] = []
+        if start is not None:
+            conditions.append(SQL("notification_id >= %s" if inclusive_of_start else "notification_id > %s"))
+            params.append(start)
+        if stop is not None:
+            conditions.append(SQL("notification_id <= %s"))
+            params.append(stop)
+        if topics:
+            conditions.append(SQL("topic = ANY(%s)"))
+            params.append(list(topics))
+        where = SQL(" WHERE ") + SQL(" AND ").join(conditions) if conditions else SQL("")
+        statement = SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state, {} AS safe "
+            "FROM {}{} ORDER BY notification_id LIMIT %s"
+        ).format(_SAFE, self.events, where)
+        params.append(limit)
+        deadline = time.monotonic() + HORIZON_WAIT
+        pause = 0.002
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            waited_for: int | None = None
+            while True:
+                curs.execute(statement, params, prepare=True)
+                rows = curs.fetchall()
+                prefix = list(takewhile(lambda row: bool(row["safe"]), rows))  # claims are ordered
+                if waited_for is None:
+                    waited_for = max((int(r["notification_id"]) for r in rows), default=0)
+                covered = int(prefix[-1]["notification_id"]) if prefix else 0
+                if len(prefix) == len(rows) or covered >= waited_for or time.monotonic() >= deadline:
+                    break
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        return [
+            Notification(
+                id=row["notification_id"],
+                originator_id=row["originator_id"],
+                originator_version=row["originator_version"],
+                topic=row["topic"],
+                state=bytes(row["state"]),
+            )
+            for row in prefix
+        ]
+
+    @property
+    def newest_statement(self) -> Composed:
+        """``SELECT safe, raw``: the newest id below the horizon and the newest committed id."""
+        return SQL(
+            "SELECT (SELECT notification_id FROM {0} WHERE {1} "
+            "ORDER BY notification_id DESC LIMIT 1) AS safe, "
+            "(SELECT max(notification_id) FROM {0}) AS raw"
+        ).format(self.events, _SAFE)
+
+    def max_notification_id(self) -> int | None:
+        """The newest notification id below the horizon (waiting, bounded, for rows already committed)."""
+        deadline = time.monotonic() + HORIZON_WAIT
+        pause = 0.002
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            first_raw: int | None = None
+            while True:
+                curs.execute(self.newest_statement, prepare=True)
+                row = curs.fetchone()
+                safe = None if row is None or row["safe"] is None else int(row["safe"])
+                raw = None if row is None or row["raw"] is None else int(row["raw"])
+                if first_raw is None:
+                    first_raw = raw or 0
+                if (safe or 0) >= first_raw or time.monotonic() >= deadline:
+                    return safe
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
