@@ -1,13 +1,18 @@
 """Performance at scale (issue 22): each figure next to its raw floor or its own early value, in one run.
 
-Run: .venv/bin/python bench/bench_scale.py [--quick] [--only turn pg_append pg_writers pg_hot]
-      [--pg postgresql://postgres@127.0.0.1:5432/test]
+Run: .venv/bin/python bench/bench_scale.py [--quick] [--before REF] [--only SECTION ...]
 
 - ``turn``: an agent loop of 1,000 turns (user message, request, reply with a tool call, tool result,
-  request, final reply) on memory and SQLite; the median whole turn and each call at turns 1-50 and
-  951-1,000, and their ratio (goal <= 1.3: the cost of a turn does not grow with the session). The
-  budget is 4,096 tokens, so from about turn 12 on every request sends a context of the same size.
-  ``BENCH_TURNS=400`` shortens the loop.
+  request, final reply) on memory and SQLite; the median whole turn and each call at turns 951-1,000,
+  measured turn by turn in alternation with turns 1-50 of a new session (same load), and their ratio
+  (goal <= 1.3: the cost of a turn does not grow with the session); also the ratio to the session's own
+  turns 1-50 and the ratio of the means. The budget is 4,096 tokens. ``BENCH_TURNS=400`` shortens the loop.
+- ``simulate``: model calls replayed per second by ``simulate`` over the fixture corpus, per policy
+  (goal >= 1,000).
+- ``append``: batched ``append_many`` on SQLite vs plain sqlite3 ``executemany`` of the same bytes
+  (goal >= 50 %).
+- ``render``: a warm render + ``to_openai`` + encode vs building and encoding the same body (goal <= 2.5x).
+- ``import``: peak RSS of a fresh process importing a 50 MB file (goal <= 2x the file).
 - ``tokenize``: ``TiktokenCounter.count_many`` over the fixture transcripts cut into 2 KB texts, next
   to tiktoken's own ``encode_ordinary`` loop over the same texts (goal <= 1.3x).
 - ``pg_append``: one durable append to a PostgreSQL session of 1k and of 40k events, next to a raw
