@@ -90,6 +90,7 @@ class TiktokenCounter:
         self._load: Callable[[], Any] = encoding if self._loaded is None else lambda: encoding
         self._name = name
         self.chunk_chars = chunk_chars
+        self._longest: int | None = None
 
     @property
     def _encoding(self) -> Any:
@@ -107,6 +108,20 @@ class TiktokenCounter:
         if len(text) <= self.chunk_chars:
             return len(self._encoding.encode_ordinary(text))
         return self._chunked(text)
+
+    def tokens_at_least(self, text: str) -> int:
+        """Return a lower bound of ``count(text)`` without tokenizing: UTF-8 bytes over the longest token's.
+
+        Every token of the encoding stands for at most that many bytes (128 for cl100k_base), and a
+        chunked count only adds tokens, so the count is never below this. 0 when the encoding does not
+        expose its vocabulary.
+        """
+        if self._longest is None:
+            ranks = getattr(self._encoding, "_mergeable_ranks", None)
+            self._longest = max(map(len, ranks), default=0) if isinstance(ranks, dict) else 0
+        if not self._longest:
+            return 0
+        return -(-len(text.encode("utf-8", "surrogatepass")) // self._longest)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Return the token counts of several texts; long ones are counted in chunks.

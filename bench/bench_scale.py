@@ -1,13 +1,18 @@
 """Performance at scale (issue 22): each figure next to its raw floor or its own early value, in one run.
 
-Run: .venv/bin/python bench/bench_scale.py [--quick] [--only turn pg_append pg_writers pg_hot]
-      [--pg postgresql://postgres@127.0.0.1:5432/test]
+Run: .venv/bin/python bench/bench_scale.py [--quick] [--before REF] [--only SECTION ...]
 
 - ``turn``: an agent loop of 1,000 turns (user message, request, reply with a tool call, tool result,
-  request, final reply) on memory and SQLite; the median whole turn and each call at turns 1-50 and
-  951-1,000, and their ratio (goal <= 1.3: the cost of a turn does not grow with the session). The
-  budget is 4,096 tokens, so from about turn 12 on every request sends a context of the same size.
-  ``BENCH_TURNS=400`` shortens the loop.
+  request, final reply) on memory and SQLite; the median whole turn and each call at turns 951-1,000,
+  measured turn by turn in alternation with turns 1-50 of a new session (same load), and their ratio
+  (goal <= 1.3: the cost of a turn does not grow with the session); also the ratio to the session's own
+  turns 1-50 and the ratio of the means. The budget is 4,096 tokens. ``BENCH_TURNS=400`` shortens the loop.
+- ``simulate``: model calls replayed per second by ``simulate`` over the fixture corpus, per policy
+  (goal >= 1,000).
+- ``append``: batched ``append_many`` on SQLite vs plain sqlite3 ``executemany`` of the same bytes
+  (goal >= 50 %).
+- ``render``: a warm render + ``to_openai`` + encode vs building and encoding the same body (goal <= 2.5x).
+- ``import``: peak RSS of a fresh process importing a 50 MB file (goal <= 2x the file).
 - ``tokenize``: ``TiktokenCounter.count_many`` over the fixture transcripts cut into 2 KB texts, next
   to tiktoken's own ``encode_ordinary`` loop over the same texts (goal <= 1.3x).
 - ``pg_append``: one durable append to a PostgreSQL session of 1k and of 40k events, next to a raw
@@ -80,39 +85,62 @@ def _reply(turn: int, tool: bool) -> dict[str, Any]:
     }
 
 
-def turn_costs(url: str, turns: int) -> dict[str, list[float]]:
-    """Run ``turns`` agent-loop turns; return each turn's seconds, whole and per call."""
+def _turn(agent: Any, turn: int, out: dict[str, list[float]]) -> None:
+    """One agent-loop turn; append its seconds, whole and per call, to ``out``."""
+    clock = time.perf_counter
+    t0 = clock()
+    agent.add_user_message(f"task {turn}: " + PAYLOAD)
+    t1 = clock()
+    request = agent.request()
+    t2 = clock()
+    calls = agent.record_response(request.call_id, _reply(turn, tool=True))
+    t3 = clock()
+    agent.record_tool_result(calls[0].id, f"contents of f{turn}.py " + PAYLOAD)
+    t4 = clock()
+    request = agent.request()
+    t5 = clock()
+    agent.record_response(request.call_id, _reply(turn, tool=False))
+    t6 = clock()
+    for name, seconds in (
+        ("turn", t6 - t0),
+        ("add_user_message", t1 - t0),
+        ("request", ((t2 - t1) + (t5 - t4)) / 2),
+        ("record_response", ((t3 - t2) + (t6 - t5)) / 2),
+        ("record_tool_result", t4 - t3),
+    ):
+        out.setdefault(name, []).append(seconds)
+
+
+def turn_costs(url: str, turns: int, window: int) -> tuple[dict[str, list[float]], ...]:
+    """Run ``turns`` turns of one session; its last ``window`` turns alternate with a new session's first.
+
+    Returns the old session's turns 1-``window`` (measured at the start), the new session's turns
+    1-``window`` and the old session's last ``window`` turns (the two measured turn by turn in
+    alternation, so both meet the same load on a shared machine).
+    """
     import contextledger  # noqa: PLC0415
 
-    out: dict[str, list[float]] = {"turn": [], "request": [], "record_response": [], "record_tool_result": []}
-    with contextledger.open_ledger(url) as ledger:
-        agent = contextledger.AgentContext.start(
+    def start(ledger: Any) -> Any:
+        return contextledger.AgentContext.start(
             ledger,
             provider="openai",
             system_prompt="You are a coding agent.",
             policy="default",
             budget=BUDGET,
         )
-        clock = time.perf_counter
-        for turn in range(turns):
-            t0 = clock()
-            agent.add_user_message(f"task {turn}: " + PAYLOAD)
-            t1 = clock()
-            request = agent.request()
-            t2 = clock()
-            calls = agent.record_response(request.call_id, _reply(turn, tool=True))
-            t3 = clock()
-            agent.record_tool_result(calls[0].id, f"contents of f{turn}.py " + PAYLOAD)
-            t4 = clock()
-            request = agent.request()
-            t5 = clock()
-            agent.record_response(request.call_id, _reply(turn, tool=False))
-            t6 = clock()
-            out["turn"].append(t6 - t0)
-            out["request"].append(((t2 - t1) + (t5 - t4)) / 2)
-            out["record_response"].append(((t3 - t2) + (t6 - t5)) / 2)
-            out["record_tool_result"].append(t4 - t3)
-    return out
+
+    own_early: dict[str, list[float]] = {}
+    fresh: dict[str, list[float]] = {}
+    late: dict[str, list[float]] = {}
+    with contextledger.open_ledger(url) as ledger:
+        old = start(ledger)
+        for turn in range(turns - window):
+            _turn(old, turn, own_early if turn < window else {})
+        young = start(ledger)
+        for i in range(window):
+            _turn(young, i, fresh)
+            _turn(old, turns - window + i, late)
+    return own_early, fresh, late
 
 
 def bench_turns(turns: int, rounds: int, folder: Path) -> list[Row]:
@@ -120,38 +148,29 @@ def bench_turns(turns: int, rounds: int, folder: Path) -> list[Row]:
     rows: list[Row] = []
     window = 50
     for backend in ("memory", "sqlite"):
+        own: dict[str, list[float]] = {}
         early: dict[str, list[float]] = {}
         late: dict[str, list[float]] = {}
         for r in range(rounds):
             url = "memory://" if backend == "memory" else f"sqlite:///{folder / f'turns-{r}.db'}"
-            costs = turn_costs(url, turns)
-            for name, values in costs.items():
-                early.setdefault(name, []).extend(values[:window])
-                late.setdefault(name, []).extend(values[-window:])
+            for kept, found in zip((own, early, late), turn_costs(url, turns, window), strict=True):
+                for name, values in found.items():
+                    kept.setdefault(name, []).extend(values)
         for name, values in early.items():
-            e, l_ = _stats(values), _stats(late[name])
+            e, l_, o = _stats(values), _stats(late[name]), _stats(own[name])
             rows.append(
-                (
-                    f"turn/{backend}",
-                    f"{name} at turns 1-{window}",
-                    e[0] * 1e3,
-                    e[1] * 1e3,
-                    e[2] * 1e3,
-                    "ms",
-                    "",
-                )
+                (f"turn/{backend}", f"{name} at turns 1-{window} (a new session, alternating)",
+                 e[0] * 1e3, e[1] * 1e3, e[2] * 1e3, "ms", "")
+            )  # fmt: skip
+            means = statistics.fmean(late[name]) / statistics.fmean(values)
+            ratio = (
+                f"{l_[0] / e[0]:.2f}x turns 1-{window} (goal <= 1.3); {l_[0] / o[0]:.2f}x its own turns "
+                f"1-{window}, measured earlier; means {means:.2f}x"
             )
             rows.append(
-                (
-                    f"turn/{backend}",
-                    f"{name} at turns {turns - window + 1:,}-{turns:,}",
-                    l_[0] * 1e3,
-                    l_[1] * 1e3,
-                    l_[2] * 1e3,
-                    "ms",
-                    f"{l_[0] / e[0]:.2f}x turns 1-{window} (goal <= 1.3)",
-                )
-            )
+                (f"turn/{backend}", f"{name} at turns {turns - window + 1:,}-{turns:,}",
+                 l_[0] * 1e3, l_[1] * 1e3, l_[2] * 1e3, "ms", ratio)
+            )  # fmt: skip
     return rows
 
 
@@ -466,7 +485,176 @@ def bench_tokenize(rounds: int) -> list[Row]:
     ]  # fmt: skip
 
 
-def run_section(name: str, quick: bool, folder: Path) -> list[Row]:
+# -- simulate, batched append, warm render, import ----------------------------------------------------
+
+
+def _corpus(ledger: Any) -> list[str]:
+    """Import every fixture transcript into ``ledger``; return the session ids."""
+    import contextledger  # noqa: PLC0415
+
+    for path in sorted((HERE.parent / "tests" / "fixtures" / "transcripts").iterdir()):
+        if path.name not in {"FORMATS.md", "PROVENANCE.md"}:
+            contextledger.import_file(ledger, path)
+    return [i.session_id for i in ledger.sessions()]
+
+
+def bench_simulate(rounds: int, policies: tuple[str, ...]) -> list[Row]:
+    """Model calls replayed per second by ``simulate``, one policy at a time, over the fixture corpus."""
+    import contextledger  # noqa: PLC0415
+    from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415
+    from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415
+    from contextledger.projections.provider_cache import provider_cache  # noqa: PLC0415
+
+    rows: list[Row] = []
+    with contextledger.open_ledger("memory://") as ledger:
+        sessions = _corpus(ledger)
+        for name in policies:
+            rates: list[float] = []
+            calls = 0
+            for r in range(rounds + 1):  # the first round loads the tokenizer: not counted
+                start = time.perf_counter()
+                result = contextledger.simulate(
+                    ledger,
+                    sessions,
+                    [(name, resolve_policy(name))],
+                    cache=provider_cache("anthropic", "5m"),
+                    new_scratch=lambda: contextledger.open_ledger("memory://"),
+                    make_summarizer=lambda counter: ExtractiveSummarizer(counter=counter),
+                )
+                calls = len(result.calls)
+                if r:
+                    rates.append(calls / (time.perf_counter() - start))
+            s = _stats(rates)
+            rows.append(
+                ("simulate", f"policy {name}: {calls:,} calls of {len(sessions)} sessions", s[0], s[1], s[2],
+                 "calls/s", "goal >= 1,000 calls/s")
+            )  # fmt: skip
+    return rows
+
+
+def bench_append(rounds: int, total: int, batch: int, folder: Path) -> list[Row]:
+    """Batched ``append_many`` on SQLite vs plain sqlite3 executemany of the same bytes, interleaved."""
+    from bench_append import batched_ledger_rate, raw_sqlite_rate, stored_row_bytes  # noqa: PLC0415
+
+    row_bytes = stored_row_bytes()
+    ours: list[float] = []
+    raw: list[float] = []
+    for _ in range(rounds):
+        raw.append(raw_sqlite_rate(total, batch, folder, row_bytes))
+        ours.append(batched_ledger_rate(total, batch, folder))
+    r, o = _stats(raw), _stats(ours)
+    return [
+        ("append", f"raw sqlite3 executemany, {batch:,} rows of {row_bytes} B a transaction (floor)",
+         r[0], r[1], r[2], "rows/s", "1.00x floor"),
+        ("append", f"ledger.append_many, {batch:,} messages a transaction", o[0], o[1], o[2], "events/s",
+         f"{o[0] / r[0]:.0%} of floor (goal >= 50 %)"),
+    ]  # fmt: skip
+
+
+def bench_render(samples: int, events: int, folder: Path) -> list[Row]:
+    """A warm render's request body vs building and encoding the same body from its texts in memory."""
+    import contextledger  # noqa: PLC0415
+    import msgspec  # noqa: PLC0415
+    from bench_render import build_session  # noqa: PLC0415
+    from contextledger.adapters.formats.openai import to_openai  # noqa: PLC0415
+    from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
+
+    encode = msgspec.json.Encoder().encode
+    with contextledger.open_ledger(f"sqlite:///{folder / 'render.db'}") as ledger:
+        session_id = build_session(ledger, events, seed=events)
+        renderer = Renderer(ledger)
+        renderer.render(session_id, "default", budget=BUDGET * 8)
+
+        def ours() -> bytes:
+            return encode(to_openai(renderer.render(session_id, "default", budget=BUDGET * 8)))
+
+        body = ours()
+        parts = [
+            (m["role"], m.get("content"), m.get("tool_call_id"), m.get("tool_calls"))
+            for m in msgspec.json.decode(body)["messages"]
+        ]
+
+        def floor() -> bytes:  # build the same message dicts from their parts, encode the body
+            messages: list[dict[str, Any]] = []
+            for role, content, call_id, tool_calls in parts:
+                message: dict[str, Any] = {"role": role, "content": content}
+                if call_id is not None:
+                    message["tool_call_id"] = call_id
+                if tool_calls:
+                    message["tool_calls"] = [dict(c, function=dict(c["function"])) for c in tool_calls]
+                messages.append(message)
+            return encode({"messages": messages})
+
+        assert len(floor()) > 0
+        mine: list[float] = []
+        base: list[float] = []
+        for _ in range(5):  # interleaved rounds
+            base.extend(_time(floor, samples // 5))
+            mine.extend(_time(ours, samples // 5))
+    f, o = _stats(base), _stats(mine)
+    return [
+        ("render", f"build + encode the same body from its texts, {len(parts)} messages (floor)",
+         f[0] * 1e3, f[1] * 1e3, f[2] * 1e3, "ms", "1.00x floor"),
+        ("render", f"warm render + to_openai + encode, {events:,}-event session", o[0] * 1e3, o[1] * 1e3,
+         o[2] * 1e3, "ms", f"{o[0] / f[0]:.2f}x floor (goal <= 2.5)"),
+    ]  # fmt: skip
+
+
+_IMPORT_CHILD = """
+import json, resource, sys
+import contextledger
+with contextledger.open_ledger(sys.argv[2]) as ledger:
+    ledger.sessions()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = contextledger.import_file(ledger, sys.argv[1])
+    assert result.error is None, result.error
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"before_kib": before, "peak_kib": peak, "sessions": len(result.sessions)}))
+"""
+
+
+def _big_transcript(path: Path, megabytes: float) -> None:
+    """A tau-bench results file of about ``megabytes`` MB: the fixture's runs repeated as new trials."""
+    runs = json.loads((HERE.parent / "tests" / "fixtures" / "transcripts" / "tau-bench__gpt-4o-airline.json")
+                      .read_text(encoding="utf-8"))  # fmt: skip
+    size = len(json.dumps(runs))
+    copies = max(1, round(megabytes * 1e6 / size))
+    with path.open("w", encoding="utf-8") as out:
+        out.write("[")
+        for k in range(copies):
+            for i, run in enumerate(runs):
+                out.write(
+                    ("," if k or i else "") + json.dumps(dict(run, trial=k * 1000 + (run.get("trial") or 0)))
+                )
+        out.write("]")
+
+
+def bench_import(rounds: int, megabytes: float, folder: Path) -> list[Row]:
+    """Peak RSS of a fresh process importing one ~``megabytes`` MB file into SQLite, vs the file's size."""
+    path = folder / "big.json"
+    _big_transcript(path, megabytes)
+    size = path.stat().st_size
+    peaks: list[float] = []
+    growth: list[float] = []
+    for r in range(rounds):
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_CHILD, str(path), f"sqlite:///{folder / f'import-{r}.db'}"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        peaks.append(found["peak_kib"] * 1024 / 2**20)
+        growth.append((found["peak_kib"] - found["before_kib"]) * 1024 / 2**20)
+    p, g = _stats(peaks), _stats(growth)
+    mib = size / 2**20
+    return [
+        ("import", f"peak RSS importing a {mib:.0f} MiB file ({found['sessions']:,} sessions)",
+         p[0], p[1], p[2], "MiB", f"{p[0] / mib:.2f}x the file (goal <= 2)"),
+        ("import", "peak RSS growth during the import (over the opened ledger)", g[0], g[1], g[2], "MiB",
+         f"{g[0] / mib:.2f}x the file"),
+    ]  # fmt: skip
+
+
+def run_section(name: str, quick: bool, folder: Path) -> list[Row]:  # noqa: PLR0911 - one return per section
     """Run one section in this process."""
     if name == "turn":
         return bench_turns(int(os.environ.get("BENCH_TURNS", "1000")), 1 if quick else 3, folder)
@@ -478,11 +666,19 @@ def run_section(name: str, quick: bool, folder: Path) -> list[Row]:
         return bench_pg_writers([1, 4] if quick else [1, 4, 16], 100 if quick else 500, 1 if quick else 3)
     if name == "pg_hot":
         return bench_pg_hot(8, 50 if quick else 1000)
+    if name == "simulate":
+        return bench_simulate(1 if quick else 3, ("default", "nexus"))
+    if name == "append":
+        return bench_append(3 if quick else 5, 10_000 if quick else 50_000, 1000, folder)
+    if name == "render":
+        return bench_render(100 if quick else 500, 10_000, folder)
+    if name == "import":
+        return bench_import(1 if quick else 3, 50, folder)
     msg = f"unknown section {name!r}"
     raise SystemExit(msg)
 
 
-SECTIONS = ("turn", "tokenize", "pg_append", "pg_hot", "pg_writers")
+SECTIONS = ("turn", "simulate", "append", "render", "import", "tokenize", "pg_append", "pg_hot", "pg_writers")
 
 
 def _package_of(ref: str, folder: Path) -> Path:

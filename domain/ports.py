@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import msgspec
 from contextledger.domain.events import AnyEvent, Recorded
@@ -31,6 +31,7 @@ __all__ = [
     "StreamAppend",
     "TokenCountStore",
     "TokenCounter",
+    "TokenFloor",
     "TokenizerFactory",
     "VersionRegistry",
 ]
@@ -302,6 +303,15 @@ class TokenCounter(Protocol):
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Return the token counts of several texts."""
+        ...
+
+
+@runtime_checkable
+class TokenFloor(Protocol):
+    """A tokenizer that bounds a count from below without tokenizing (optional, next to ``TokenCounter``)."""
+
+    def tokens_at_least(self, text: str) -> int:
+        """Return a number of tokens ``count(text)`` is never below (0 when nothing is known)."""
         ...
 
 

@@ -194,18 +194,24 @@ def fit_card(
     cap: int,
     count: Callable[[str], int],
     first: CardView | None = None,
+    at_least: Callable[[str], int] | None = None,
 ) -> tuple[str, int]:
     """Return the richest card text whose size (``count``) is within ``cap``, and that size.
 
     ``first`` is the richest view tried (the policy's list sizes); each next step shows fewer items
     per section (``_VIEWS``); what is left out stays counted with a recall handle. A card that does
-    not fit even at the last step is cut to its first lines.
+    not fit even at the last step is cut to its first lines. ``at_least`` (a lower bound of ``count``
+    that needs no tokenizing) rejects a view that cannot fit without counting it: the views of a long
+    session list hundreds of hidden user messages, and counting each was a turn's cost growing with the
+    session. The text chosen is the same with or without it.
     """
     text = ""
     if cap <= 0:
         return "", 0
     for view in (first or _VIEWS[0], *_VIEWS[1:]):
         text = card_text(card, window, position, view, pending)
+        if at_least is not None and at_least(text) > cap:
+            continue
         size = count(text)
         if size <= cap:
             return text, size
@@ -213,6 +219,8 @@ def fit_card(
     while lines:
         lines.pop()
         text = "\n".join([*lines, "[card cut to its cap]"])
+        if at_least is not None and at_least(text) > cap:
+            continue
         size = count(text)
         if size <= cap:
             return text, size

@@ -16,7 +16,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
-from contextledger.domain.ports import TokenCounter
+from contextledger.domain.ports import TokenCounter, TokenFloor
 from contextledger.projections.budget import Budget
 from contextledger.projections.cache_aware import cache_expired
 from contextledger.projections.card import CardView, fit_card
@@ -79,6 +79,8 @@ class Projector:
         card = policy.card
         self.card_view = CardView(files=card.files, decisions=card.decisions, errors=card.errors)
         """The richest card the policy asks for; ``fit_card`` shrinks it to the cap."""
+        self.at_least = counter.tokens_at_least if isinstance(counter, TokenFloor) else None
+        """The tokenizer's count lower bound, if it has one: ``fit_card`` skips views that cannot fit."""
         self.pipeline: tuple[Reducer, ...] = (
             RetentionReducer(policy.retention, counter),
             TruncationReducer(policy.truncation),
@@ -309,6 +311,7 @@ class Projector:
             cap=min(cap, room) - MESSAGE_OVERHEAD,
             count=self.counter.count,
             first=self.card_view,
+            at_least=self.at_least,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
         window.tokens += tokens - window.card_tokens

@@ -21,6 +21,8 @@ def openai_call_id(call_id: str) -> str:
     Returns:
         The id itself, or a deterministic 40-character form (see ``common.rewrite_id``).
     """
+    if len(call_id) <= OPENAI_MAX_CALL_ID:  # the common case, without the call (a render sends hundreds)
+        return call_id
     return rewrite_id(call_id, max_length=OPENAI_MAX_CALL_ID)
 
 
@@ -59,7 +61,7 @@ def to_openai(ctx: RenderedContext) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     if ctx.system:
         messages.append({"role": "system", "content": ctx.system})
-    messages.extend(_message(message, index) for index, message in enumerate(ctx.messages))
+    messages.extend([_message(message, index) for index, message in enumerate(ctx.messages)])
     payload: dict[str, Any] = {"messages": messages}
     if ctx.tools:
         payload["tools"] = [_tool(tool) for tool in ctx.tools]
@@ -75,12 +77,13 @@ def _message(message: RenderedMessage, index: int) -> dict[str, Any]:
         return {"role": "user", "content": message.text}
     if not message.tool_calls:
         return {"role": "assistant", "content": message.text}
+    limit = OPENAI_MAX_CALL_ID
     return {
         "role": "assistant",
         "content": message.text or None,
         "tool_calls": [
             {
-                "id": openai_call_id(call.id),
+                "id": call.id if len(call.id) <= limit else openai_call_id(call.id),
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments},
             }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
-from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore
+from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore, TokenFloor
 
 __all__ = ["CachedTokenCounter"]
 
@@ -45,6 +45,11 @@ class CachedTokenCounter:
     def count(self, text: str) -> int:
         """Return the token count of ``text``."""
         return self.count_many([text])[0]
+
+    def tokens_at_least(self, text: str) -> int:
+        """Return the wrapped tokenizer's lower bound of ``text``'s count (0 when it has none)."""
+        counter = self.counter
+        return counter.tokens_at_least(text) if isinstance(counter, TokenFloor) else 0
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Return token counts of texts, tokenizing only those never counted."""

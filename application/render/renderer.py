@@ -93,7 +93,12 @@ class Renderer:
         self.counter = CachedTokenCounter(base, ledger.ports.token_counts, ledger.ports.blobs)
         self._slot = SnapshotSlot(ledger.ports.snapshots)
         self._states: OrderedDict[tuple[str, ...], _Cached] = OrderedDict()
+        self._rendered: dict[tuple[str, ...], tuple[RenderState, RenderedContext]] = {}
+        """The last context rendered per state key, with the state it came from (reused while unchanged)."""
         self._projectors: dict[tuple[str, ...], Projector] = {}
+        self._by_identity: dict[tuple[int, int | None], tuple[Policy, Projector]] = {}
+        """Projectors by policy object (kept alive here, so its id is not reused): policies are frozen,
+        and a policy's fingerprint (its JSON) costs more than a warm render's own work."""
         self.reader = CountedReader(ledger, self.counter, max_blobs=max_blobs)
         self._persisted: dict[tuple[str, ...], int] = {}
         self._max_states = max_states
@@ -103,6 +108,9 @@ class Renderer:
     def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
         """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
         chosen = get_preset(policy) if isinstance(policy, str) else policy
+        seen = self._by_identity.get((id(chosen), budget))
+        if seen is not None and seen[0] is chosen:  # the same frozen policy object: no fingerprint to compute
+            return seen[1]
         key = (chosen.fingerprint(), str(budget))
         projector = self._projectors.get(key)
         if projector is None:
@@ -110,6 +118,9 @@ class Renderer:
             if budget is not None:
                 limits = limits.with_prompt_limit(budget)
             projector = self._projectors[key] = Projector(chosen, self.counter, budget=limits)
+        if len(self._by_identity) >= self._max_states:
+            self._by_identity.clear()
+        self._by_identity[id(chosen), budget] = (chosen, projector)
         return projector
 
     def render(
@@ -141,7 +152,7 @@ class Renderer:
         """
         projector = self.projector(policy, budget=budget)
         state = self.state(session_id, projector, at=at)
-        context = projector.render(state, self.reader.resolve)
+        context = self._rendered_context(self._key(session_id, projector), projector, state)
         if hooks:
             context = inject(
                 context,
@@ -150,6 +161,24 @@ class Renderer:
                 injection_reserve=projector.budget.injection_reserve,
                 placement=placement,
             )
+        return context
+
+    def _rendered_context(
+        self, key: tuple[str, ...], projector: Projector, state: RenderState
+    ) -> RenderedContext:
+        """Render ``state``, or return the context rendered from this very state last time.
+
+        ``Projector.render`` is a pure function of the state (and the blob texts it resolves, which
+        never change), states are never changed in place, and a context is frozen: a warm request
+        with no new event reuses the context instead of building it again.
+        """
+        last = self._rendered.pop(key, None)
+        context = (
+            last[1] if last is not None and last[0] is state else projector.render(state, self.reader.resolve)
+        )
+        self._rendered[key] = (state, context)
+        if len(self._rendered) > self._max_states:
+            del self._rendered[next(iter(self._rendered))]
         return context
 
     def state(self, session_id: str, projector: Projector, *, at: int | None = None) -> RenderState:
@@ -213,6 +242,7 @@ class Renderer:
         """Drop every folded state kept in memory (the next request starts from a row or the log)."""
         self._states.clear()
         self._persisted.clear()
+        self._rendered.clear()
 
     def _advance(
         self,

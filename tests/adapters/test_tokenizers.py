@@ -246,3 +246,27 @@ def test_a_full_memory_cache_still_counts_every_text_of_a_batch(ledger):
     again = counter.count_texts([InlineText("alpha"), InlineText("gamma"), InlineText("delta")])
     assert again[0] == first[0]
     assert len(again) == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(max_size=400)
+    | st.builds(
+        lambda c, n: c * n, st.sampled_from(["a", " ", "=", "é", "字", "\n", "🙂"]), st.integers(0, 5000)
+    )
+)
+def test_a_tiktoken_lower_bound_is_never_above_the_count(text):
+    """``tokens_at_least`` (UTF-8 bytes over the longest token's) never exceeds the count, wrapped or not."""
+    counter = get_counter("cl100k_base")
+    cached = CachedTokenCounter(
+        counter, contextledger.open_ledger("memory://").ports.token_counts, mock.Mock()
+    )
+    assert counter.tokens_at_least(text) <= counter.count(text)
+    assert cached.tokens_at_least(text) == counter.tokens_at_least(text)
+    assert counter.tokens_at_least("x" * 128_000) == 1_000  # the longest cl100k token is 128 bytes
+
+
+def test_a_counter_without_a_lower_bound_gives_zero_through_the_cache():
+    """The cache over a tokenizer that cannot bound a count (the heuristic) bounds nothing: 0."""
+    cached = CachedTokenCounter(HeuristicCounter(), mock.Mock(), mock.Mock())
+    assert cached.tokens_at_least("some text " * 1000) == 0
