@@ -49,7 +49,14 @@ def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
 
 
 def _rebuild(
-    ledger: Ledger, spec: RebuildSpec, workers: int, *, switch: bool, drop: str | None, quiet: bool
+    ledger: Ledger,
+    spec: RebuildSpec,
+    workers: int,
+    *,
+    switch: bool,
+    drop: str | None,
+    quiet: bool,
+    compare: bool,
 ) -> RebuildResult:
     """Run the rebuild use case with a progress bar on stderr (in worker processes when it pays)."""
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
@@ -75,6 +82,7 @@ def _rebuild(
             switch=switch,
             drop=drop,
             workers=workers or auto_workers(head),
+            compare=compare,
             in_shards=lambda shard_spec, count: rebuild_in_shards(
                 ledger_opener(),
                 ledger.ports.url,
@@ -208,6 +216,10 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--views", help="Policy-free views kept in the same pass: summaries,calls,search."),
         ] = "summaries,calls,search",
+        no_compare: Annotated[
+            bool,
+            typer.Option("--no-compare", help="Skip the comparison with the live version (nothing printed)."),
+        ] = False,
         follow: Annotated[
             bool,
             typer.Option("--follow", help="After the rebuild, keep the version up to date until Ctrl-C."),
@@ -219,6 +231,8 @@ def register(app: typer.Typer) -> None:
 
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
         --json prints {"version", "switched", "dropped", "live", "candidate", "differing", "folded"}.
+        The comparison is read from the render digests each build writes beside its rows; with
+        --no-compare it is skipped ("live", "candidate" and "differing" are null).
         The same pass keeps the policy-free views (--views); large ledgers rebuild in --workers
         processes, each folding a share of the sessions (one checkpoint per share).
         """
@@ -231,7 +245,9 @@ def register(app: typer.Typer) -> None:
             kept = tuple(v for v in views.split(",") if v)
             spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)
             with ledger_for(db) as ledger:
-                result = _rebuild(ledger, spec, workers, switch=switch, drop=drop, quiet=json_output)
+                result = _rebuild(
+                    ledger, spec, workers, switch=switch, drop=drop, quiet=json_output, compare=not no_compare
+                )
                 comparison, folded = result.comparison, _folded(result)
                 if json_output:
                     emit_json(
@@ -239,14 +255,23 @@ def register(app: typer.Typer) -> None:
                             "version": result.version,
                             "switched": result.switched,
                             "dropped": result.dropped,
-                            "live": comparison.live,
-                            "candidate": comparison.candidate,
-                            "differing": comparison.differing,
+                            "live": comparison.live if comparison else None,
+                            "candidate": comparison.candidate if comparison else None,
+                            "differing": comparison.differing if comparison else None,
                             "folded": folded,
                         }
                     )
-                else:
+                elif comparison is not None:
                     _print(comparison, result.version, switched=result.switched)
+                else:
+                    out_console().print(
+                        f"built {result.version}; "
+                        + (
+                            "switched: the candidate is active"
+                            if result.switched
+                            else "not switched (add --switch)"
+                        )
+                    )
                     out_console().print(
                         f"folded {folded['events']:,} events in {folded['batches']:,} batches "
                         f"(checkpoint {folded['from']:,} -> {folded['to']:,}, {folded['workers']} worker(s))"
