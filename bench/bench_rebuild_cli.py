@@ -86,7 +86,7 @@ def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     out = json.loads(done.stdout)
-    return {"seconds": elapsed, "events": out["folded"]["events"], "differing": len(out["differing"])}
+    return {"seconds": elapsed, "events": out["folded"]["events"], "differing": len(out["differing"] or [])}
 
 
 def _phase(name: str, db: Path) -> dict[str, float]:
@@ -193,6 +193,8 @@ def main() -> None:
         codes: dict[str, dict[str, Any]] = {}
         for label, path in ([("before", old)] if args.before else []) + [("after", None)]:
             codes[label] = _code(label, path, base, work, args.runs)
+            # kept if a later step fails
+            save("rebuild_cli.partial", {"raw": raw, "tiktoken": tiktoken_runs, **codes})
             raw.append(_phase("raw", base))
             tiktoken_runs.append(_phase("tiktoken", base))
             print(f"# {label} done", file=sys.stderr, flush=True)

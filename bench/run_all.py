@@ -26,6 +26,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "bench_policies.py": ([], []),  # every budget (16k, 32k, 64k) even in fast mode: about a minute
     "bench_report.py": (["--runs", "3"], ["--runs", "5"]),  # 500 calls, 5 MB, in headless chromium
     "bench_retention.py": (["--quick"], []),  # 2 sessions x 120 calls fast; 4 x 300 with --full
+    "bench_rebuild_cli.py": (["--copies", "3", "--runs", "1"], ["--runs", "3"]),  # the CLI rebuild end to end
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
@@ -35,6 +36,7 @@ RESULT_OF = {
     "bench_policies.py": "policies",
     "bench_report.py": "report",
     "bench_retention.py": "retention",
+    "bench_rebuild_cli.py": "rebuild_cli",
 }
 
 
@@ -99,8 +101,8 @@ def _summary(name: str) -> list[str]:
             f"H {r['H']:.3f} over {r['over_budget']} orphans {r['orphans']}"
             for r in data["rows"]
         )
-    else:
-        lines.append(f"  {path.name} written")
+    else:  # a script that prints its own table keeps it as "markdown" (bench_rebuild_cli)
+        lines.extend(f"  {line}" for line in data.get("markdown", f"{path.name} written").splitlines())
     return lines
 
 
