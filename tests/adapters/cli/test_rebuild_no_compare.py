@@ -1,4 +1,4 @@
-"""`contextledger rebuild --no-compare` builds and switches without comparing; a drop takes its digests too."""
+"""`rebuild --no-compare` builds and switches without comparing; dropping a version drops its digests too."""
 
 from __future__ import annotations
 
