@@ -28,6 +28,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     "bench_retention.py": (["--quick"], []),  # 2 sessions x 120 calls fast; 4 x 300 with --full
     # PostgreSQL writers (table in its result file): 1 and 4 processes, one round, a 10 s load run fast
     "bench_pg_writers.py": (["--quick", "--writers", "1", "4", "--rounds", "1", "--load", "10"], []),
+    "bench_rebuild_cli.py": (["--copies", "3", "--runs", "1"], ["--runs", "3"]),  # the CLI rebuild end to end
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
@@ -38,6 +39,7 @@ RESULT_OF = {
     "bench_report.py": "report",
     "bench_retention.py": "retention",
     "bench_pg_writers.py": "pg_writers",
+    "bench_rebuild_cli.py": "rebuild_cli",
 }
 
 
@@ -102,8 +104,8 @@ def _summary(name: str) -> list[str]:
             f"H {r['H']:.3f} over {r['over_budget']} orphans {r['orphans']}"
             for r in data["rows"]
         )
-    else:
-        lines.append(f"  {path.name} written")
+    else:  # a script that prints its own table keeps it as "markdown" (bench_rebuild_cli)
+        lines.extend(f"  {line}" for line in data.get("markdown", f"{path.name} written").splitlines())
     return lines
 
 

@@ -30,6 +30,12 @@ DECISION = re.compile(
     re.IGNORECASE,
 )
 """A sentence in which the assistant announces a decision (the card's rule)."""
+_DECISION_WORDS = (
+    "i'll use", "i will use", "i'll go with", "we'll use", "let's use", "i decided", "we decided",
+    "decided to", "decision:", "i chose", "we chose", "switch", "instead of", "the fix is",
+    "the root cause", "root cause is", "going with", "i'll keep", "we'll keep", "i'll avoid", "we'll avoid",
+)  # fmt: skip
+"""A part of every phrase ``DECISION`` matches, lower-cased: an ASCII text holding none holds no decision."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CHECK = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*\[([ xX~-])\]\s*(.+?)\s*$", re.MULTILINE)
 _ERROR = re.compile(
@@ -183,12 +189,28 @@ def observe(
             card.open_error = len(card.errors) - 1
 
 
+def _may_decide(text: str) -> bool:
+    """Whether a text may hold a decision sentence (False is exact; True is checked sentence by sentence).
+
+    A sentence holding a decision is a part of the text holding it, so the text is searched first;
+    an ASCII text lower-cases to what the case-blind ``DECISION`` compares with, so a plain
+    substring test of ``_DECISION_WORDS`` rules out most texts before any regular expression runs
+    (the regular expression over every assistant text was the largest cost of a rebuild).
+    """
+    if text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in _DECISION_WORDS):
+            return False
+    return DECISION.search(text) is not None
+
+
 def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
     if card.open_error is not None and text.strip():
         at, what, _ = card.errors[card.open_error]
         card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 200)}")
         card.open_error = None
-    sentences = [s for s in _SENTENCE_END.split(text[:20_000]) if DECISION.search(s)]
+    head = text[:20_000]
+    sentences = [s for s in _SENTENCE_END.split(head) if DECISION.search(s)] if _may_decide(head) else []
     card.decisions.extend((seq, _clip(s)) for s in sentences)
     card.decisions = card.decisions[-_KEEP:]
     plan = checklist_of(text)

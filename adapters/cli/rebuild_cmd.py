@@ -49,7 +49,14 @@ def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
 
 
 def _rebuild(
-    ledger: Ledger, spec: RebuildSpec, workers: int, *, switch: bool, drop: str | None, quiet: bool
+    ledger: Ledger,
+    spec: RebuildSpec,
+    workers: int,
+    *,
+    switch: bool,
+    drop: str | None,
+    quiet: bool,
+    compare: bool,
 ) -> RebuildResult:
     """Run the rebuild use case with a progress bar on stderr (in worker processes when it pays)."""
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
@@ -75,6 +82,7 @@ def _rebuild(
             switch=switch,
             drop=drop,
             workers=workers or auto_workers(head),
+            compare=compare,
             in_shards=lambda shard_spec, count: rebuild_in_shards(
                 ledger_opener(),
                 ledger.ports.url,
@@ -243,6 +251,10 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--views", help="Policy-free views kept in the same pass: summaries,calls,search."),
         ] = "summaries,calls,search",
+        no_compare: Annotated[
+            bool,
+            typer.Option("--no-compare", help="Skip the comparison with the live version (nothing printed)."),
+        ] = False,
         follow: Annotated[
             bool,
             typer.Option("--follow", help="After the rebuild, keep the version up to date until Ctrl-C."),
@@ -258,6 +270,8 @@ def register(app: typer.Typer) -> None:
 
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
         --json prints {"version", "switched", "dropped", "live", "candidate", "differing", "folded"}.
+        The comparison is read from the render digests each build writes beside its rows; with
+        --no-compare it is skipped ("live", "candidate" and "differing" are null).
         The same pass keeps the policy-free views (--views); large ledgers rebuild in --workers
         processes, each folding a share of the sessions (one checkpoint per share). --shard i/n folds
         share i of n in this process only; the process that finishes last completes the rebuild
@@ -275,7 +289,9 @@ def register(app: typer.Typer) -> None:
                 if shard is not None:
                     _rebuild_shard(ledger, spec, shard, switch=switch, drop=drop, json_output=json_output)
                     return
-                result = _rebuild(ledger, spec, workers, switch=switch, drop=drop, quiet=json_output)
+                result = _rebuild(
+                    ledger, spec, workers, switch=switch, drop=drop, quiet=json_output, compare=not no_compare
+                )
                 comparison, folded = result.comparison, _folded(result)
                 if json_output:
                     emit_json(
@@ -283,14 +299,23 @@ def register(app: typer.Typer) -> None:
                             "version": result.version,
                             "switched": result.switched,
                             "dropped": result.dropped,
-                            "live": comparison.live,
-                            "candidate": comparison.candidate,
-                            "differing": comparison.differing,
+                            "live": comparison.live if comparison else None,
+                            "candidate": comparison.candidate if comparison else None,
+                            "differing": comparison.differing if comparison else None,
                             "folded": folded,
                         }
                     )
-                else:
+                elif comparison is not None:
                     _print(comparison, result.version, switched=result.switched)
+                else:
+                    out_console().print(
+                        f"built {result.version}; "
+                        + (
+                            "switched: the candidate is active"
+                            if result.switched
+                            else "not switched (add --switch)"
+                        )
+                    )
                     out_console().print(
                         f"folded {folded['events']:,} events in {folded['batches']:,} batches "
                         f"(checkpoint {folded['from']:,} -> {folded['to']:,}, {folded['workers']} worker(s))"

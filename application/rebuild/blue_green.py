@@ -10,6 +10,7 @@ import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.audit_views import audit_views
 from contextledger.application.rebuild.projection_runner import BatchDone, ProjectionRunner
+from contextledger.application.rebuild.render_digest import RenderDigest, decode_digest, digest_of, digests_of
 from contextledger.application.render.context_rows import row_state
 from contextledger.application.render.context_versions import (
     CONFIG_PREFIX,
@@ -36,8 +37,6 @@ __all__ = [
     "rebuild_command",
     "record_config",
 ]
-
-_EVICTING = {"stubbed", "truncated", "summarized", "dropped"}
 
 
 class VersionSummary(msgspec.Struct, frozen=True):
@@ -147,40 +146,54 @@ def _config(views: VersionRegistry, version: str) -> tuple[Policy, int | None, s
     return Policy.model_validate_json(config["policy"]), config["budget"], str(config["tokenizer"])
 
 
-def _renders(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[VersionSummary, dict[str, bytes]]:
-    """Render every row of a version; return its summary and each session's messages (encoded)."""
+def _digests(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[VersionSummary, dict[str, bytes]]:
+    """Summarize a version from the digests its build wrote; return its summary and each session's hash.
+
+    A session without a readable digest (a version built before digests) is rendered from its row.
+    """
     policy, budget, tokenizer = _config(views, version)
-    projector = Renderer(ledger, tokenizer=tokenizer, snapshots=False).projector(policy, budget=budget)
+    keys = views.row_keys(version)
+    stored = views.load_rows(digests_of(version), keys)
+    digests = {k: decode_digest(data) for k, (_, data) in stored.items()}
+    missing = [k for k in keys if digests.get(k) is None]
+    if missing:
+        projector = Renderer(ledger, tokenizer=tokenizer, snapshots=False).projector(policy, budget=budget)
+        for key in missing:
+            row = views.load_row(version, key)
+            if row is None:
+                continue
+            try:
+                digests[key] = digest_of(projector.render(row_state(ledger, key, row[1]), ledger.text))
+            except ContextLedgerError as error:
+                digests[key] = RenderDigest(failed=str(error))
     tokens = 0
     evictions: Counter[str] = Counter()
     failed: dict[str, str] = {}
     messages: dict[str, bytes] = {}
-    keys = views.row_keys(version)
     for key in keys:
-        row = views.load_row(version, key)
-        if row is None:
+        digest = digests.get(key)
+        if digest is None:
             continue
-        try:
-            context = projector.render(row_state(ledger, key, row[1]), ledger.text)
-        except ContextLedgerError as error:
-            failed[key] = str(error)
+        if digest.failed:
+            failed[key] = digest.failed
             continue
-        tokens += context.tokens
-        for decision in context.decisions:
-            if decision.action in _EVICTING:
-                evictions[decision.rule] += decision.last - decision.first + 1
-        messages[key] = msgspec.msgpack.encode(context.messages)
+        tokens += digest.tokens
+        evictions.update(digest.evictions)
+        messages[key] = digest.messages
     summary = VersionSummary(version, policy.name, len(keys), tokens, dict(sorted(evictions.items())), failed)
     return summary, messages
 
 
 def compare_versions(ledger: Ledger, views: ProjectionStore, candidate: str) -> Comparison:
-    """Compare ``candidate`` with the active version (if any): tokens, evictions, differing renders."""
-    new, new_messages = _renders(ledger, views, candidate)
+    """Compare ``candidate`` with the active version (if any): tokens, evictions, differing renders.
+
+    Both are read from the render digests their builds wrote beside their rows (``render_digest``).
+    """
+    new, new_messages = _digests(ledger, views, candidate)
     live_version = views.active(CONTEXT_VIEW)
     if live_version is None or live_version == candidate:
         return Comparison(None, new, [])
-    live, live_messages = _renders(ledger, views, live_version)
+    live, live_messages = _digests(ledger, views, live_version)
     differing = sorted(
         k for k in new_messages.keys() | live_messages.keys() if new_messages.get(k) != live_messages.get(k)
     )

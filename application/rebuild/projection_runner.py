@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
+from contextledger.application.rebuild.render_digest import RenderDigest, digest_of, digests_of, encode_digest
 from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.views.token_rows import TokenRows
@@ -82,6 +83,7 @@ class ContextView:
         self.renderer = Renderer(ledger, tokenizer=tokenizer, max_states=max_states, snapshots=False)
         self.projector = self.renderer.projector(policy, budget=budget)
         self.name = projection or projection_version(self.projector)
+        self.digests = digests_of(self.name)
         self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
         self.failed: dict[str, str] = {}
         self.known = KnownRows()
@@ -113,6 +115,7 @@ class ContextView:
         read, fresh_tokens = self._counted(after, upto, mains)
         stored = self._stored([s for s in touched if self._may_have_row(s)])
         rows: Rows = {}
+        digests: Rows = {}
         for session_id, seen in touched.items():
             row = stored.get(session_id)
             at = max(seen, self.renderer.position_of(session_id, self.projector), row[0] if row else 0)
@@ -121,7 +124,18 @@ class ContextView:
             data = self._fold_session(session_id, at, row, read.get(session_id, []))
             if data is not None:
                 rows[session_id] = (at, data)
-        return {self.name: rows, self.tokens.name: fresh_tokens}
+                digests[session_id] = (at, encode_digest(self._digest(session_id)))
+        return {self.name: rows, self.digests: digests, self.tokens.name: fresh_tokens}
+
+    def _digest(self, session_id: str) -> RenderDigest:
+        """The comparison's digest of the session's render, from the state just folded (nothing is read)."""
+        state = self.renderer.held(session_id, self.projector)
+        if state is None:
+            return RenderDigest(failed="no state held")  # not reached: a folded state is held
+        try:
+            return digest_of(self.projector.render(state, self.renderer.ledger.text))
+        except ContextLedgerError as error:
+            return RenderDigest(failed=str(error))
 
     def _counted(
         self, after: int, upto: int, mains: list[tuple[Notification, int]]

@@ -14,6 +14,7 @@ from contextledger.application.rebuild.blue_green import (
 )
 from contextledger.application.rebuild.lease_wait import lease_names, wait_for_leases
 from contextledger.application.rebuild.projection_runner import BatchDone
+from contextledger.application.rebuild.render_digest import digests_of
 from contextledger.application.render.context_versions import CONTEXT_VIEW
 from contextledger.application.views.view_runner import RunStats
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, ValidationError
@@ -31,7 +32,8 @@ class RebuildResult(msgspec.Struct, frozen=True):
     version: str
     switched: bool
     dropped: str | None
-    comparison: Comparison
+    comparison: Comparison | None
+    """None when the rebuild was asked not to compare."""
     stats: RunStats
     workers: int
 
@@ -72,13 +74,15 @@ def rebuild(
     in_shards: ShardedBuild | None = None,
     on_batch: Callable[[BatchDone], None] | None = None,
     on_wait: Callable[[ProjectionLockedError], None] | None = None,
+    compare: bool = True,
 ) -> RebuildResult:
     """Build the context version of ``spec`` beside the live one, compare them, then switch and drop.
 
     Order: the drop is checked first (nothing is written when it is refused), then the version's
     config is recorded, the version is built (in ``workers`` processes through ``in_shards`` when
     more than one), compared with the active version, made active with ``switch``, and ``drop`` is
-    deleted. Readers keep the active version until the switch. Before building, leases a finishing
+    deleted (with its render digests); ``compare=False`` skips the comparison.
+    Readers keep the active version until the switch. Before building, leases a finishing
     runner still holds (the workers of a run killed with -9) are waited for, ``on_wait`` told once
     per holder; a dead holder's lease is taken over at once.
 
@@ -99,9 +103,10 @@ def rebuild(
         runner.on_batch = on_batch
         stats = runner.run()
         workers = 1
-    comparison = compare_versions(ledger, views, version)
+    comparison = compare_versions(ledger, views, version) if compare else None
     if switch:
         views.activate(CONTEXT_VIEW, version)
     if drop is not None:
         views.drop(drop)
+        views.drop(digests_of(drop))
     return RebuildResult(version, switch, drop, comparison, stats, workers)

@@ -238,6 +238,11 @@ class Renderer:
         cached = self._states.get(self._key(session_id, projector))
         return 0 if cached is None else cached.state.position
 
+    def held(self, session_id: str, projector: Projector) -> RenderState | None:
+        """The session's state kept in memory for ``projector`` (shared: not to be changed), or None."""
+        cached = self._states.get(self._key(session_id, projector))
+        return None if cached is None else cached.state
+
     def forget(self) -> None:
         """Drop every folded state kept in memory (the next request starts from a row or the log)."""
         self._states.clear()

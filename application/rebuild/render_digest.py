@@ -1,0 +1,69 @@
+"""What a version's comparison needs of each session's render, written beside its row as the build folds.
+
+Comparing a candidate version with the live one used to read every row of both back, decode it
+(reading the session's events again) and render it: after a rebuild that was a second decode of
+the whole log plus two renders per session. The context view renders each session it writes from
+the state it already holds and stores a small digest (tokens, evictions by rule, a hash of the
+messages) under ``digests_of(version)`` in the same transaction as the row, so a comparison reads
+digests only. A session whose digest is missing (a version written before digests existed) is
+rendered from its row as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+
+import msgspec
+from contextledger.projections.context import RenderedContext
+
+__all__ = ["EVICTING", "RenderDigest", "decode_digest", "digest_of", "digests_of", "encode_digest"]
+
+EVICTING = frozenset({"stubbed", "truncated", "summarized", "dropped"})
+"""Decision actions that take an event out of the context verbatim (counted per rule)."""
+
+_SUFFIX = "#renders"
+
+
+def digests_of(version: str) -> str:
+    """The name of a version's digest rows (committed with its rows, without a checkpoint of their own)."""
+    return version + _SUFFIX
+
+
+class RenderDigest(msgspec.Struct, frozen=True, array_like=True):
+    """One session's render under a version: tokens, events evicted per rule, a hash of its messages.
+
+    ``failed`` holds why the session could not be rendered (then the rest is empty).
+    """
+
+    tokens: int = 0
+    evictions: dict[str, int] = msgspec.field(default_factory=dict)
+    messages: bytes = b""
+    failed: str = ""
+
+
+def digest_of(context: RenderedContext) -> RenderDigest:
+    """The digest of one rendered context."""
+    evictions: Counter[str] = Counter()
+    for decision in context.decisions:
+        if decision.action in EVICTING:
+            evictions[decision.rule] += decision.last - decision.first + 1
+    encoded = msgspec.msgpack.encode(context.messages)
+    return RenderDigest(context.tokens, dict(evictions), hashlib.blake2b(encoded, digest_size=16).digest())
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(RenderDigest)
+
+
+def encode_digest(digest: RenderDigest) -> bytes:
+    """A digest as row bytes."""
+    return _ENCODER.encode(digest)
+
+
+def decode_digest(data: bytes) -> RenderDigest | None:
+    """A digest from row bytes; None when unreadable (derived: the session is rendered again instead)."""
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError:
+        return None

