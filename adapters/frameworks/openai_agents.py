@@ -12,7 +12,6 @@ from agents import Agent, ModelResponse, RunConfig, RunContextWrapper, RunHooks
 from agents.run_config import CallModelData, ModelInputData
 from contextledger.adapters.frameworks.openai_agents_wires import (
     ITEM_KEYS,
-    KeyedFormat,
     is_model_item,
     item_key,
     model_input,
@@ -20,6 +19,7 @@ from contextledger.adapters.frameworks.openai_agents_wires import (
     reply_of,
     tool_output_text,
 )
+from contextledger.adapters.frameworks.reply_meta import ReplyMeta
 from contextledger.adapters.providers.agent import provider_format
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.application.agent.agent_loop import AgentLoop
@@ -75,7 +75,7 @@ class ContextLedgerAgents:
         provider: str | ProviderFormat | None = None,
     ) -> None:
         self.provider = None if provider is None else provider_format(provider)
-        self._format = KeyedFormat(self.provider or ResponsesFormat())
+        self._format = ReplyMeta(self.provider or ResponsesFormat())
         self.loop = AgentLoop(
             ledger, session_id, self._format, policy=policy, budget=budget, renderer=renderer
         )
@@ -136,7 +136,6 @@ class ContextLedgerAgents:
         with self._lock:
             self.record_items(items)
             self._format.inner = self.provider or provider_of(model)
-            self._format.wire_format = self._format.inner.wire_format
             request = self.loop.request()
             self._pending = (request.call_id, time.perf_counter())
             new_input, instructions = model_input(self._format.wire_format, request.arguments)
@@ -151,7 +150,7 @@ class ContextLedgerAgents:
             latency = (time.perf_counter() - started) * 1000
             items = [_plain(item) for item in response.output]
             keys = [item_key(item) for item in items]
-            self._format.keys = keys
+            self._format.meta = {ITEM_KEYS: keys}
             name = model if isinstance(model, str) else getattr(model, "model", None)
             reply = reply_of(self._format.wire_format, response.output, response.usage, _name(name))
             self.loop.record_response(call_id, reply, latency_ms=latency)

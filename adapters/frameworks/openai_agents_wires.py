@@ -10,16 +10,11 @@ from typing import Any
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.application.agent.agent_types import (
-    ParsedReply,
     ProviderFormat,
-    StoredReasoning,
-    WirePayload,
 )
-from contextledger.projections.context import RenderedContext
 
 __all__ = [
     "ITEM_KEYS",
-    "KeyedFormat",
     "is_model_item",
     "item_key",
     "model_input",
@@ -179,26 +174,3 @@ def reply_of(wire_format: str, output: Sequence[object], usage: object, model: s
         "prompt_tokens_details": {"cached_tokens": cached},
     }
     return out
-
-
-class KeyedFormat:
-    """A provider format whose parsed replies carry the keys of the SDK items they record.
-
-    ``keys`` is set just before a reply is recorded; the stored assistant message keeps them in its
-    ``meta`` (``ITEM_KEYS``), so a later run, in this process or another, knows those items.
-    """
-
-    def __init__(self, inner: ProviderFormat) -> None:
-        self.inner = inner
-        self.wire_format = inner.wire_format
-        self.keys: list[str] = []
-
-    def payload(self, context: RenderedContext, reasoning: Mapping[int, StoredReasoning]) -> WirePayload:
-        """See ``ProviderFormat.payload``."""
-        return self.inner.payload(context, reasoning)
-
-    def parse_reply(self, response: object) -> ParsedReply:
-        """The inner format's reply, the item keys added to its message's ``meta``."""
-        reply = self.inner.parse_reply(response)
-        meta = {**(reply.message.get("meta") or {}), ITEM_KEYS: list(self.keys)}
-        return ParsedReply(message={**reply.message, "meta": meta}, usage=reply.usage)

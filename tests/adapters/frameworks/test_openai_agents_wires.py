@@ -103,6 +103,8 @@ async def _two_runs(
         first = await _run(agent, "How long is big.txt?", options, streamed=streamed)
         history = [*first.to_input_list(), {"role": "user", "content": "and the date?"}]
         second = await _run(agent, history, options, streamed=streamed)
+        # another adapter on the session (another process) knows every item, the replies' included
+        assert ContextLedgerAgents(ledger, ctx.session_id).record_items(second.to_input_list()) == 0
         return ctx, [str(first.final_output), str(second.final_output)]
 
 
@@ -127,7 +129,8 @@ def test_agents_sdk_runs_within_budget_send_reasoning_back_and_every_call_replay
     (encrypted reasoning items of the current tool-use turn sent back on Responses) within budget
     by its own count, although big.txt alone is over the budget; each call is audited in the
     model's wire, its usage joined from ``on_llm_end``, and replays byte for byte as it was sent
-    (the tools without the SDK's ``strict`` flag, which the ledger does not keep).
+    (the tools without the SDK's ``strict`` flag, which the ledger does not keep). Another
+    adapter on the session, handed the whole history, writes nothing.
     """
     set_tracing_disabled(disabled=True)
     with (
