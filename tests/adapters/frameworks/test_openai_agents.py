@@ -29,13 +29,20 @@ def _texts(input_items: list[Any]) -> list[str]:
     return [str(item.get("content")) for item in input_items]
 
 
+@pytest.fixture(autouse=True)
+def _no_tracing():
+    """No trace export is attempted (no network, nothing printed)."""
+    set_tracing_disabled(disabled=True)
+    yield
+    set_tracing_disabled(disabled=False)
+
+
 def test_the_ledger_is_the_memory_when_a_run_is_given_only_its_new_input():
     """Each run given only what the user says now: the model still sees the session's history.
 
     The second run's single input item is rendered after the first run's question and answer; the
     ledger holds each user message once, and the same words said again are a new message.
     """
-    set_tracing_disabled(disabled=True)
     model = ScriptedModel()
     agent: Agent[Any] = Agent(name="a", instructions="Be brief.", model=model)
     with contextledger.open_ledger("memory://") as ledger:

@@ -8,7 +8,8 @@ marker; the SDK's test helpers (``get_text_message``, ``run_agent_async``) are c
 bodies are unchanged except ``test_sqlite_session_failed_add_items_releases_write_lock`` (see its
 docstring) and three added docstrings.
 
-Excluded (15 tests, each exercises ``SQLiteSession`` internals or no session):
+Excluded: 15 test functions (19 cases with their parameters; 49 cases run), each exercises
+``SQLiteSession`` internals or no session:
 
 - ``test_await_mutation_cancellation_hides_later_failure_without_loop_error``: tests SQLiteSession's private `_await_mutation` helper.
 - ``test_session_memory_disabled_parametrized``: runs without any session (session=None): nothing of a Session to test.

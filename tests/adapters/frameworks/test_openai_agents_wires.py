@@ -120,6 +120,14 @@ def _without_strict(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.fixture(autouse=True)
+def _no_tracing():
+    """No trace export is attempted (no network, nothing printed)."""
+    set_tracing_disabled(disabled=True)
+    yield
+    set_tracing_disabled(disabled=False)
+
+
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 @pytest.mark.parametrize("wire", ["openai-responses", "openai"])
 def test_agents_sdk_runs_within_budget_send_reasoning_back_and_every_call_replays(wire, streamed, tmp_path):
@@ -132,7 +140,6 @@ def test_agents_sdk_runs_within_budget_send_reasoning_back_and_every_call_replay
     (the tools without the SDK's ``strict`` flag, which the ledger does not keep). Another
     adapter on the session, handed the whole history, writes nothing.
     """
-    set_tracing_disabled(disabled=True)
     with (
         strict_server(SCRIPT, budget=BUDGET) as server,
         contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger,
