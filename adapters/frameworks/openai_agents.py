@@ -157,7 +157,13 @@ class ContextLedgerAgents:
             self._known_keys().extend(keys)
 
     def record_items(self, items: Sequence[Mapping[str, Any]]) -> int:
-        """Append the items the ledger has not seen (aligned on its history's tail); return how many."""
+        """Append the items the ledger has not seen (aligned on its history's tail); return how many.
+
+        Only the items the ledger records take part: what the user said, tool outputs and the
+        model's items. System and developer messages (the session's system prompt is given at its
+        start) and items of other types are left out, the same way in every run.
+        """
+        items = [item for item in items if is_model_item(item) or _kept(item)]
         with self._lock:
             known = self._known_keys()
             keys = [item_key(item) for item in items]
@@ -186,12 +192,11 @@ class ContextLedgerAgents:
                 "content": tool_output_text(item.get("output")),
             }
             self.loop.record_tool_result({**result, "meta": meta}, idempotency_key=idempotency_key)
-        elif item.get("role") == "user" or item.get("type") == "message":
+        else:
             content = item.get("content")
             self.loop.add_user_message(
                 {"role": "user", "content": content, "meta": meta}, idempotency_key=idempotency_key
             )
-        # system and developer items: the session's system prompt is given at its start
 
     def _flush(self, group: Sequence[Mapping[str, Any]]) -> None:
         """Append model items that no recorded reply holds (history made elsewhere) as one message."""
@@ -218,6 +223,13 @@ class ContextLedgerAgents:
                         known.extend(str(k) for k in keys)
             self._known = known
         return self._known
+
+
+def _kept(item: Mapping[str, Any]) -> bool:
+    """Whether the ledger records an item that is not the model's: a user message or a tool output."""
+    return item.get("type") == "function_call_output" or (
+        item.get("role") == "user" and item.get("type") in {None, "message"}
+    )
 
 
 def _overlap(known: Sequence[str], keys: Sequence[str]) -> int:

@@ -61,9 +61,9 @@ def test_langchain_on_the_responses_api_sends_reasoning_back_within_budget_and_e
 
     The strict server accepts every request of two invocations (the encrypted reasoning items of
     the current tool-use turn sent back) within budget by its own count; each call is audited in
-    the Responses wire and replays exactly as recorded; what ChatOpenAI sent is that payload, with
-    its own item shape for user and assistant text. A second middleware on the session knows
-    every message again by its LangChain id, the Responses replies included.
+    the Responses wire and replays exactly as recorded; what ChatOpenAI sent is that payload (the
+    same instructions and tools), with its own item shape for user and assistant text. A second
+    middleware on the session knows every message again by its LangChain id, replies included.
     """
     with (
         strict_server(SCRIPT, budget=BUDGET) as server,
@@ -101,6 +101,7 @@ def test_langchain_on_the_responses_api_sends_reasoning_back_within_budget_and_e
             replayed = contextledger.replay_call(ledger, view.record.call_id, session)
             assert replayed.payload_sha == view.record.payload_sha
             assert exchange.body["instructions"] == replayed.payload["instructions"]
+            assert exchange.body["tools"] == replayed.payload["tools"]
             assert exchange.body["input"] == [_as_langchain_sends(i) for i in replayed.payload["input"]]
             assert view.usage is not None
             assert view.usage.input_tokens == exchange.tokens

@@ -115,3 +115,23 @@ def test_session_items_are_ledger_messages_and_a_pop_keeps_the_earlier_history()
         asyncio.run(other.clear_session())
         assert asyncio.run(session.get_items()) == []
         assert len(ledger.events(generation_id("s1", 1))) == len(items)  # 1 start + 5 items
+
+
+def test_developer_items_are_left_out_and_a_second_adapter_knows_the_rest():
+    """A developer or system item is not the ledger's; the items around it are recorded once.
+
+    A second adapter on the session, handed the same input and one new message, records only the
+    new message (the alignment leaves out the same items in every run).
+    """
+    first: list[Any] = [
+        {"role": "developer", "content": "Answer in French."},
+        {"type": "message", "role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hi"},
+    ]
+    with contextledger.open_ledger("memory://") as ledger:
+        ctx = ContextLedgerAgents.start(ledger, system_prompt="Be brief.")
+        assert ctx.record_items(first) == 1
+        again = ContextLedgerAgents(ledger, ctx.session_id)
+        assert again.record_items([*first, {"role": "user", "content": "hi"}]) == 1
+        users = [e.event for e in ledger.events(ctx.session_id) if isinstance(e.event, UserMessageAdded)]
+        assert [ledger.text(u.content) for u in users] == ["hi", "hi"]
