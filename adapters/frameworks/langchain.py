@@ -8,7 +8,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Self
 
+from contextledger.adapters.frameworks.langchain_responses import from_responses
 from contextledger.adapters.frameworks.langchain_wires import LANGCHAIN_ID, from_wire, provider_of, reply_of
+from contextledger.adapters.frameworks.reply_meta import ReplyMeta
 from contextledger.adapters.providers.agent import provider_format
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.application.agent.agent_loop import AgentLoop
@@ -194,11 +196,17 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _rendered(self, request: ModelRequest[Any]) -> tuple[str, ModelRequest[Any]]:
         with self._known_lock:
-            self.loop.provider = self.provider or provider_of(request.model)
+            self.loop.provider = ReplyMeta(self.provider or provider_of(request.model))
             agent_request = self.loop.request()
         arguments = agent_request.arguments
-        system, messages = from_wire(self.loop.provider.wire_format, arguments)
-        changes: dict[str, Any] = {"messages": messages, "system_message": system or request.system_message}
+        changes: dict[str, Any]
+        if self.loop.provider.wire_format == "openai-responses":  # instructions as the model setting
+            rendered, settings = from_responses(arguments)
+            changes = {"messages": rendered, "system_message": None}
+            changes["model_settings"] = {**request.model_settings, **settings}
+        else:
+            system, messages = from_wire(self.loop.provider.wire_format, arguments)
+            changes = {"messages": messages, "system_message": system or request.system_message}
         if "tools" in arguments:
             changes["tools"] = arguments["tools"]
         return agent_request.call_id, request.override(**changes)
@@ -211,6 +219,8 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 if not reply.id:  # give it the id the agent's state will keep, to know it again
                     reply = result[index] = original.model_copy(update={"id": f"lc-{call_id}"})
                 with self._known_lock:
+                    if isinstance(self.loop.provider, ReplyMeta):  # the reply known again by its id
+                        self.loop.provider.meta = {LANGCHAIN_ID: reply.id}
                     wire = self.loop.provider.wire_format
                     self.loop.record_response(call_id, reply_of(wire, reply), latency_ms=latency_ms)
                     self._known_ids().add(str(reply.id))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextledger.adapters.frameworks.langchain_responses import responses_reply, uses_responses
 from contextledger.adapters.providers.anthropic_messages import AnthropicFormat
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
+from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.application.agent.agent_types import ProviderFormat
 from langchain_core.messages import (
     AIMessage,
@@ -24,10 +26,12 @@ LANGCHAIN_ID = "langchain_id"
 
 
 def provider_of(model: object) -> ProviderFormat:
-    """The wire of the chat model in use: Anthropic Messages for ``ChatAnthropic``, else Chat Completions."""
+    """The chat model's wire: Messages for ``ChatAnthropic``, Responses if it uses them, else Chat."""
     llm_type = str(getattr(model, "_llm_type", ""))
     if "anthropic" in llm_type or type(model).__name__ == "ChatAnthropic":
         return AnthropicFormat()
+    if uses_responses(model):
+        return ResponsesFormat()
     return OpenAIChatFormat()
 
 
@@ -74,6 +78,8 @@ def reply_of(wire_format: str, message: AIMessage) -> dict[str, Any]:
     model = message.response_metadata.get("model_name") or message.response_metadata.get("model")
     usage = message.usage_metadata
     out: dict[str, Any] = {"model": model} if isinstance(model, str) else {}
+    if wire_format == "openai-responses":
+        return responses_reply(message)
     if wire_format == "anthropic":
         blocks = (
             [dict(b) for b in message.content if isinstance(b, dict)]
