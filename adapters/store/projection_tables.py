@@ -8,16 +8,18 @@ import socket
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from threading import RLock
 from typing import Any, Protocol, cast
 
 from contextledger.adapters.system import process_alive
 from contextledger.domain.errors import ProjectionLockedError, StoreError
-from contextledger.domain.ports import ProjectionCommit
+from contextledger.domain.ports import LeaseHolder, ProjectionCommit
 
 __all__ = [
     "LEASE_SECONDS",
     "SQLITE_PROJECTION_TABLES",
+    "SQLITE_SCHEMA_VERSION",
     "MemoryProjectionTables",
     "NotificationRow",
     "ProjectionTables",
@@ -29,6 +31,9 @@ __all__ = [
 
 LEASE_SECONDS = 30.0
 """A runner's lease lasts this long past its last commit; a holder on this host that died frees it at once."""
+
+SQLITE_SCHEMA_VERSION = 1
+"""The SQLite layout's version, recorded in ``ledger_meta`` when its tables are created (``doctor``)."""
 
 SQLITE_PROJECTION_TABLES = [
     (
@@ -44,6 +49,8 @@ SQLITE_PROJECTION_TABLES = [
         "CREATE TABLE IF NOT EXISTS ledger_projection_leases (projection TEXT PRIMARY KEY, "
         "owner TEXT NOT NULL, expires REAL NOT NULL)"
     ),
+    "CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    f"INSERT OR IGNORE INTO ledger_meta VALUES ('schema', '{SQLITE_SCHEMA_VERSION}')",  # noqa: S608 - a constant
 ]
 
 
@@ -135,6 +142,14 @@ class ProjectionTables(Protocol):
 
     def projection_release(self, projection: str, owner: str) -> None:
         """Give the lease up."""
+        ...
+
+    def projection_leases(self) -> list[LeaseHolder]:
+        """Every lease held (or left by a holder that died)."""
+        ...
+
+    def stored_schema_version(self) -> int | None:
+        """The schema version the database records (None: none is kept)."""
         ...
 
 
@@ -239,6 +254,16 @@ class MemoryProjectionTables:
             leases = self._projection_tables()["leases"]
             if leases.get(projection) == owner:
                 del leases[projection]
+
+    def projection_leases(self) -> list[LeaseHolder]:
+        """The leases this process's memory store holds (they last as long as the store)."""
+        with self.database_lock:
+            held = sorted(self._projection_tables()["leases"].items())
+        return [LeaseHolder(projection=p, holder=o, expires=None, alive=True) for p, o in held]
+
+    def stored_schema_version(self) -> int | None:
+        """None: a memory store keeps no schema."""
+        return None
 
 
 class SQLiteProjectionTables:
@@ -391,3 +416,25 @@ class SQLiteProjectionTables:
             c.execute(
                 "DELETE FROM ledger_projection_leases WHERE projection = ? AND owner = ?", (projection, owner)
             )
+
+    def projection_leases(self) -> list[LeaseHolder]:
+        """Every lease row: a holder that died (or whose lease ran out) stays listed, not alive."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT projection, owner, expires FROM ledger_projection_leases ORDER BY projection")
+            rows = c.fetchall()
+        return [
+            LeaseHolder(
+                projection=str(p),
+                holder=str(o),
+                expires=datetime.fromtimestamp(float(e), UTC),
+                alive=holder_alive(str(o), float(e)),
+            )
+            for p, o, e in rows
+        ]
+
+    def stored_schema_version(self) -> int | None:
+        """The ``schema`` entry of ``ledger_meta`` (written when the tables are created)."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT value FROM ledger_meta WHERE key = 'schema'")
+            row = c.fetchone()
+        return None if row is None else int(row[0])
