@@ -15,6 +15,7 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import id_column
 
 if TYPE_CHECKING:
     from contextledger.application.rebuild.health import Health
@@ -35,7 +36,9 @@ def _print(report: Health) -> None:
     for t in report.tokenizers:
         tokenizers.add_row(cell(t.name), cell("yes" if t.available else "no"), cell(t.problem or ""))
     console.print(tokenizers)
-    views = Table("checkpoint", "position", "behind", "active", title="projection versions and views (lag)")
+    views = Table(
+        id_column("checkpoint"), "position", "behind", "active", title="projection versions and views (lag)"
+    )
     for v in report.views:
         views.add_row(
             cell(v.checkpoint),
@@ -44,7 +47,7 @@ def _print(report: Health) -> None:
             cell("yes" if v.active else ""),
         )
     console.print(views)
-    leases = Table("kind", "of", "holder", "expires", "alive", title="worker leases")
+    leases = Table("kind", id_column("of"), id_column("holder"), "expires", "alive", title="worker leases")
     for lease in report.projection_leases:
         expires = lease.expires.isoformat(timespec="seconds") if lease.expires else "while connected"
         leases.add_row(

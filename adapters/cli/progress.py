@@ -1,8 +1,8 @@
 """Progress of long commands (``simulate --all``, ``import`` of many files) on stderr, for people only.
 
-A bar shows only when stderr is an interactive terminal and ``--json`` was not given: piped or captured output,
-and every JSON document, stay exactly as they are without it. The bar is transient (it leaves no
-line behind) and its texts are data, never markup.
+A bar shows only when stderr is an interactive terminal and ``--json`` was not given: piped or
+captured output, and every JSON document, stay exactly as they are without it. The bar is
+transient (it leaves no line behind) and its texts are data, never markup.
 """
 
 from __future__ import annotations

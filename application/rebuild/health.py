@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
-import re
 
 import msgspec
 from contextledger.application.kernel.ledger import Ledger

@@ -34,17 +34,6 @@ def _ledger(url: str) -> None:
             ledger.add_assistant_message(session, "noted")
 
 
-def _cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Run the console script's ``main`` in this process; return its exit code, stdout and stderr."""
-    from contextledger.cli import main  # noqa: PLC0415 - the console script's entry point
-
-    monkeypatch.setattr(sys, "argv", ["contextledger", *args])
-    with pytest.raises(SystemExit) as exited:
-        main()
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
-
-
 def _session_commands() -> dict[str, bool]:
     """Every command with a session argument (or ``--session`` option): name -> takes several."""
     group = typer.main.get_command(app)
@@ -75,19 +64,17 @@ def _argv(name: str, session: str, tmp_path: Path, call_id: str) -> list[str]:
     return [name, *extra.get(name, [session])]
 
 
-def test_every_command_that_takes_a_session_takes_a_unique_prefix(tmp_path, monkeypatch, capsys):
+def test_every_command_that_takes_a_session_takes_a_unique_prefix(tmp_path, run_cli):
     """Each command with a session argument, found by introspection, runs on a prefix as on the id."""
     url = f"sqlite:///{tmp_path / 'ids.db'}"
     _ledger(url)
-    code, out, err = _cli(monkeypatch, capsys, "render", PREFIX, "--record", "--db", url, "--json")
+    code, out, err = run_cli("render", PREFIX, "--record", "--db", url, "--json")
     assert code == 0, err
     call_id = json.loads(out)["call_id"]
     commands = _session_commands()
     assert {"show", "calls", "why", "render", "fork", "pin", "simulate", "replay-call"} <= set(commands)
     for name in sorted(commands, key=lambda n: (n == "unpin", n)):  # unpin after pin
-        code, out, err = _cli(
-            monkeypatch, capsys, *_argv(name, PREFIX, tmp_path, call_id), "--db", url, "--json"
-        )
+        code, out, err = run_cli(*_argv(name, PREFIX, tmp_path, call_id), "--db", url, "--json")
         assert code == 0, f"{name}: {err}"
         document = json.loads(out)
         named = document.get("session_id") if name not in {"fork", "simulate"} else None
@@ -98,32 +85,32 @@ def test_every_command_that_takes_a_session_takes_a_unique_prefix(tmp_path, monk
             assert document["sessions"] == [SESSION]
 
 
-def test_a_call_id_prefix_replays_the_call(tmp_path, monkeypatch, capsys):
+def test_a_call_id_prefix_replays_the_call(tmp_path, run_cli):
     """``replay-call`` takes a unique prefix of a call id, with or without its session."""
     url = f"sqlite:///{tmp_path / 'call.db'}"
     _ledger(url)
-    _, out, _ = _cli(monkeypatch, capsys, "render", SESSION, "--record", "--db", url, "--json")
+    _, out, _ = run_cli("render", SESSION, "--record", "--db", url, "--json")
     call_id = json.loads(out)["call_id"]
     for argv in (["replay-call", call_id[:13]], ["replay-call", call_id[:13], "--session", PREFIX]):
-        code, out, err = _cli(monkeypatch, capsys, *argv, "--db", url, "--json")
+        code, out, err = run_cli(*argv, "--db", url, "--json")
         assert code == 0, err
         replayed = json.loads(out)
         assert (replayed["call_id"], replayed["session_id"], replayed["verified"]) == (call_id, SESSION, True)
 
 
-def test_an_ambiguous_prefix_is_a_typed_error_listing_the_candidates(tmp_path, monkeypatch, capsys):
+def test_an_ambiguous_prefix_is_a_typed_error_listing_the_candidates(tmp_path, run_cli):
     """A prefix two sessions share exits 1 with ``AmbiguousIdError`` names both; unknown: not found."""
     url = f"sqlite:///{tmp_path / 'twins.db'}"
     _ledger(url)
     for name in ("show", "calls", "why"):
         argv = [name, SESSION[:5], *(["ZETA"] if name == "why" else []), "--db", url, "--json"]
-        code, _, err = _cli(monkeypatch, capsys, *argv)
+        code, _, err = run_cli(*argv)
         assert code == 1
         error = json.loads(err)["error"]
         assert error["type"] == "AmbiguousIdError"
         assert SESSION in error["message"]
         assert TWIN in error["message"]
-    code, _, err = _cli(monkeypatch, capsys, "show", "ffff", "--db", url, "--json")
+    code, _, err = run_cli("show", "ffff", "--db", url, "--json")
     assert code == 1
     assert json.loads(err)["error"]["type"] == "SessionNotFoundError"
 

@@ -18,7 +18,9 @@ def test_a_version_name_shows_the_policy_and_the_prompt_budget_given():
         odd = projection_version(renderer.projector("threshold", budget=16_384))
         assert odd.startswith("context/threshold-16384/")
         preset = renderer.projector("default")
-        assert projection_version(preset).startswith(f"context/default-{preset.budget.prompt_limit // 1000}k/")
+        assert projection_version(preset).startswith(
+            f"context/default-{preset.budget.prompt_limit // 1000}k/"
+        )
 
 
 def test_a_version_name_stays_one_path_segment_per_part_and_distinct_per_content():
