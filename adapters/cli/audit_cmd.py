@@ -43,7 +43,7 @@ def _register_calls(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+            from rich.table import Column, Table  # noqa: PLC0415 - rich loads only when a command prints
 
             with session_ledger(db, session_id) as (ledger, session):
                 views = use_cases().recorder(ledger).calls(session)
@@ -63,7 +63,7 @@ def _register_calls(app: typer.Typer) -> None:
             short = short_call_ids(v.record.call_id for v in views)
             table = Table(
                 id_column("call", short.values()),
-                "status",
+                Column("status", no_wrap=True, min_width=len("failed")),
                 "position",
                 "policy",
                 "tokens",
@@ -77,7 +77,7 @@ def _register_calls(app: typer.Typer) -> None:
                 r, u = view.record, view.usage
                 used = f"{u.input_tokens}/{u.cached_tokens}/{u.output_tokens}" if u else ""
                 tiers = r.tiers
-                status = f"failed: {view.failure.error}" if view.failure else "ok"
+                status = "failed" if view.failure else "ok"
                 table.add_row(
                     *map(
                         cell,
@@ -97,10 +97,13 @@ def _register_calls(app: typer.Typer) -> None:
                 )
             console = out_console()
             console.print(table)
-            failed = sum(1 for v in views if v.failure)
+            failed = [v for v in views if v.failure]
             console.print(
-                f"{len(views)} calls, {failed} failed (call ids: unique prefixes replay-call takes)"
+                f"{len(views)} calls, {len(failed)} failed (call ids: unique prefixes replay-call takes)"
             )
+            for view in failed:
+                assert view.failure is not None  # noqa: S101 - the list holds failed calls only
+                console.print(cell(f"call {short[view.record.call_id]} failed: {view.failure.error}"))
 
         run_guarded(body, json_output=json_output)
 
