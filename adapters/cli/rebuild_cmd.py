@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
         "rebuild",
         example="contextledger rebuild --policy new.toml --budget 32000\n"
         "contextledger rebuild --policy new.toml --budget 32000 --switch "
-        "--drop context/0123456789abcdef/40000/cl100k_base",
+        "--drop context/default-40k/0123456789abcdef/cl100k_base/r3",
     )
     def rebuild_command(  # noqa: PLR0917 - typer declares each option as a parameter
         policy: Annotated[str, typer.Option("--policy", help="A preset or a .toml file.")],
