@@ -35,7 +35,7 @@ def session_ledger(db: str | None, given: str) -> Iterator[tuple[Ledger, str]]:
 
 
 def short_session_ids(ledger: Ledger, ids: Iterable[str]) -> dict[str, str]:
-    """Each session id as its shortest prefix (8 characters at least) no other session shares."""
+    """Each session id as its shortest prefix no other session shares (8 characters past its label)."""
     from contextledger.application.kernel.id_prefixes import short_ids  # noqa: PLC0415 - on use
 
     return short_ids(ids, (info.session_id for info in ledger.sessions()))
@@ -43,9 +43,9 @@ def short_session_ids(ledger: Ledger, ids: Iterable[str]) -> dict[str, str]:
 
 def short_call_ids(ids: Iterable[str]) -> dict[str, str]:
     """Each call id as the shortest prefix (its ``call-`` label and 8 more at least) no other one shares."""
-    from contextledger.application.kernel.id_prefixes import SHORT_CALL_ID, short_ids  # noqa: PLC0415
+    from contextledger.application.kernel.id_prefixes import short_ids  # noqa: PLC0415 - on use
 
-    return short_ids(ids, minimum=SHORT_CALL_ID)
+    return short_ids(ids)
 
 
 def id_column(header: str, shown: Iterable[str] = ()) -> Column:

@@ -2,24 +2,31 @@
 
 A given id names what it equals; otherwise the one id it starts. Several ids starting with it is an
 ``AmbiguousIdError`` listing them; none is the caller's own not-found error. Tables show each id as
-its shortest prefix of at least ``SHORT_ID`` characters that no other id shares (``short_ids``), so
-what a narrow terminal prints is whole and every command accepts it.
+its shortest prefix that no other id shares, keeping ``SHORT_ID`` characters past its label at least
+(``call-``, ``swe-agent-``: the letters before a hex tail), so what a narrow terminal prints is
+whole and every command accepts it (``short_ids``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.domain.errors import AmbiguousIdError, SessionNotFoundError
 
-__all__ = ["SHORT_CALL_ID", "SHORT_ID", "match_prefix", "resolve_session", "short_ids"]
+__all__ = ["SHORT_ID", "match_prefix", "resolve_session", "short_ids"]
 
 SHORT_ID = 8
-"""Characters a shown session id keeps at least (more when another id shares them)."""
+"""Characters a shown id keeps past its label at least (more when another id shares them)."""
 
-SHORT_CALL_ID = len("call-") + SHORT_ID
-"""Characters a shown call id keeps at least: its ``call-`` label and as many as a session id's."""
+_LABEL = re.compile(r"^(?P<label>.*-)[0-9a-f]{8,}$")
+"""An id's label: everything up to the dash before a hex tail (``call-``, ``swe-agent-``)."""
+
+
+def _minimum(value: str, past_label: int) -> int:
+    found = _LABEL.match(value)
+    return past_label + (len(found.group("label")) if found else 0)
 
 
 def match_prefix(kind: str, given: str, ids: Iterable[str]) -> str | None:
@@ -55,7 +62,7 @@ def resolve_session(ledger: Ledger, given: str) -> str:
 
 
 def short_ids(ids: Iterable[str], among: Iterable[str] = (), *, minimum: int = SHORT_ID) -> dict[str, str]:
-    """Each of ``ids`` as its shortest prefix of at least ``minimum`` characters no other id shares.
+    """Each of ``ids`` as its shortest prefix no other id shares, ``minimum`` characters past its label.
 
     Uniqueness is among ``ids`` and ``among`` together (pass every id a command may be given, so that
     the prefix shown is one ``match_prefix`` resolves back). An id as short as its prefix is shown whole.
@@ -64,7 +71,7 @@ def short_ids(ids: Iterable[str], among: Iterable[str] = (), *, minimum: int = S
     ordered = sorted({*shown, *among})
     result: dict[str, str] = {}
     for index, value in enumerate(ordered):
-        length = minimum
+        length = _minimum(value, minimum)
         for neighbour in (
             ordered[index - 1] if index else "",
             ordered[index + 1] if index + 1 < len(ordered) else "",

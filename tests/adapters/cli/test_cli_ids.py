@@ -117,10 +117,12 @@ def test_an_ambiguous_prefix_is_a_typed_error_listing_the_candidates(tmp_path, r
 
 def test_short_ids_are_unique_prefixes_that_resolve_back():
     """``short_ids`` keeps 8 characters, more where ids share them; each resolves to its id alone."""
-    ids = [SESSION, TWIN, "0f3c9a11d2e8ffff", "abc"]
+    ids = [SESSION, TWIN, "0f3c9a11d2e8ffff", "abc", "swe-agent-7e41c91675def7e9", "call-9e48c9be0a1b2c3d"]
     short = short_ids(ids)
     assert short[TWIN] == TWIN[:8]
     assert short["abc"] == "abc"
+    assert short["swe-agent-7e41c91675def7e9"] == "swe-agent-7e41c916"  # 8 past the label
+    assert short["call-9e48c9be0a1b2c3d"] == "call-9e48c9be"
     assert len(short[SESSION]) == 13  # shares 12 characters with 0f3c9a11d2e8ffff
     for full, shown in short.items():
         assert match_prefix("session", shown, ids) == full
