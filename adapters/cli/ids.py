@@ -48,8 +48,13 @@ def short_call_ids(ids: Iterable[str]) -> dict[str, str]:
     return short_ids(ids)
 
 
+_WIDEST = 24
+"""An id column asks for no more room than this; a longer id folds over lines."""
+
+
 def id_column(header: str, shown: Iterable[str] = ()) -> Column:
-    """A table column for ids: as wide as the longest id shown, folded (never ellipsized) when squeezed."""
+    """A table column for ids: as wide as the longest shown (up to 24), folded (never cut) when squeezed."""
     from rich.table import Column  # noqa: PLC0415 - rich loads only when a command prints
 
-    return Column(header, overflow="fold", min_width=max((len(s) for s in shown), default=None))
+    widest = max((len(s) for s in shown), default=None)
+    return Column(header, overflow="fold", min_width=None if widest is None else min(widest, _WIDEST))

@@ -3,7 +3,7 @@
 A given id names what it equals; otherwise the one id it starts. Several ids starting with it is an
 ``AmbiguousIdError`` listing them; none is the caller's own not-found error. Tables show each id as
 its shortest prefix that no other id shares, keeping ``SHORT_ID`` characters past its label at least
-(``call-``, ``swe-agent-``: the letters before a hex tail), so what a narrow terminal prints is
+(``call-``, ``swe-agent-``: leading words of letters and dashes), so what a narrow terminal prints is
 whole and every command accepts it (``short_ids``).
 """
 
@@ -20,8 +20,8 @@ __all__ = ["SHORT_ID", "match_prefix", "resolve_session", "short_ids"]
 SHORT_ID = 8
 """Characters a shown id keeps past its label at least (more when another id shares them)."""
 
-_LABEL = re.compile(r"^(?P<label>.*-)[0-9a-f]{8,}$")
-"""An id's label: everything up to the dash before a hex tail (``call-``, ``swe-agent-``)."""
+_LABEL = re.compile(r"^(?P<label>[A-Za-z][A-Za-z_]*(?:-[A-Za-z][A-Za-z_]*)*-)")
+"""An id's label: leading words of letters, each ending in a dash (``call-``, ``swe-agent-``)."""
 
 
 def _minimum(value: str, past_label: int) -> int:

@@ -123,6 +123,8 @@ def test_short_ids_are_unique_prefixes_that_resolve_back():
     assert short["abc"] == "abc"
     assert short["swe-agent-7e41c91675def7e9"] == "swe-agent-7e41c916"  # 8 past the label
     assert short["call-9e48c9be0a1b2c3d"] == "call-9e48c9be"
+    long_label = "openhands-2025-01-20T20-29-13.519638-193c58c2"
+    assert short_ids([long_label])[long_label] == "openhands-2025-01-"
     assert len(short[SESSION]) == 13  # shares 12 characters with 0f3c9a11d2e8ffff
     for full, shown in short.items():
         assert match_prefix("session", shown, ids) == full
