@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from contextledger.bootstrap import open_ledger
     from contextledger.domain.content import BlobText, InlineText, Text
     from contextledger.domain.errors import (
+        AmbiguousIdError,
         BudgetError,
         ConcurrencyConflictError,
         ConfigError,
@@ -117,6 +118,7 @@ _LAZY: dict[str, str] = {
     "ConcurrencyConflictError": "contextledger.domain.errors",
     "ConfigError": "contextledger.domain.errors",
     "ContextLedgerError": "contextledger.domain.errors",
+    "AmbiguousIdError": "contextledger.domain.errors",
     "DuplicateToolCallError": "contextledger.domain.errors",
     "DuplicateToolResultError": "contextledger.domain.errors",
     "EventDecodeError": "contextledger.domain.errors",
@@ -201,6 +203,7 @@ __all__ = [
     "PRESETS",
     "AgentContext",
     "AgentRequest",
+    "AmbiguousIdError",
     "AnthropicSummarizer",
     "AssistantMessage",
     "AssistantMessageAdded",

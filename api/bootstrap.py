@@ -42,6 +42,7 @@ def open_ledger(
     ports = Ports(
         projections=views,
         notifications=views,
+        health=views,
         waiter=lambda: _waiter_of(store),
         log=store,
         blobs=store,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousIdError",
     "BudgetError",
     "ConcurrencyConflictError",
     "ConfigError",
@@ -79,6 +80,25 @@ class SessionNotFoundError(ContextLedgerError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session {session_id!r} in this ledger")
         self.session_id = session_id
+
+
+class AmbiguousIdError(ValidationError):
+    """An id prefix names more than one session (or call): the candidates are listed, nothing is done."""
+
+    def __init__(self, kind: str, prefix: str, candidates: list[str]) -> None:
+        listed = ", ".join(candidates[:_LISTED_IDS])
+        more = f" and {len(candidates) - _LISTED_IDS} more" if len(candidates) > _LISTED_IDS else ""
+        super().__init__(
+            f"{kind} prefix {prefix!r} matches {len(candidates)} {kind}s: {listed}{more}; "
+            "give more characters"
+        )
+        self.kind = kind
+        self.prefix = prefix
+        self.candidates = tuple(candidates)
+
+
+_LISTED_IDS = 10
+"""How many candidates an ``AmbiguousIdError`` message names (the error keeps them all)."""
 
 
 class SessionExistsError(ValidationError):

@@ -17,6 +17,7 @@ __all__ = [
     "Clock",
     "EventLog",
     "IdSource",
+    "LeaseHolder",
     "Notification",
     "NotificationBatch",
     "NotificationReader",
@@ -28,6 +29,7 @@ __all__ = [
     "ProjectionStore",
     "SessionInfo",
     "SnapshotStore",
+    "StoreHealth",
     "StreamAppend",
     "TokenCountStore",
     "TokenCounter",
@@ -277,6 +279,28 @@ class ProjectionLeases(Protocol):
 
     def acquire(self, projection: str) -> ProjectionLease:
         """Take the one-writer lease of ``projection``; ``ProjectionLockedError`` when it is held."""
+        ...
+
+
+class LeaseHolder(msgspec.Struct, frozen=True, kw_only=True):
+    """A projection lease as the store holds it: who, until when (None: while its connection lives)."""
+
+    projection: str
+    holder: str
+    expires: datetime | None
+    alive: bool
+    """Whether the holder may still be running (unexpired and, on this host, its process exists)."""
+
+
+class StoreHealth(Protocol):
+    """What ``doctor`` asks a store about itself: the schema it carries and the leases held on it."""
+
+    def schema_version(self) -> int | None:
+        """The schema version the database records (None: a store that keeps none, such as memory)."""
+        ...
+
+    def leases(self) -> list[LeaseHolder]:
+        """Every projection lease currently held (or left behind by a holder that died)."""
         ...
 
 

@@ -9,6 +9,7 @@ from contextledger.adapters.cli import (
     audit_cmd,
     common,
     demo,
+    doctor_cmd,
     export_cmd,
     fork_cmd,
     import_cmd,
@@ -41,6 +42,7 @@ for module in (
     export_cmd,
     rebuild_cmd,
     report_cmd,
+    doctor_cmd,
 ):
     module.register(app)
 

@@ -16,6 +16,7 @@ from contextledger.adapters.cli.common import (
     run_guarded,
     use_cases,
 )
+from contextledger.adapters.cli.ids import id_column, session_ledger, short_call_ids
 
 __all__ = ["register"]
 
@@ -30,26 +31,39 @@ def register(app: typer.Typer) -> None:
 def _register_calls(app: typer.Typer) -> None:
     @command(app, "calls", example="contextledger calls 0f3c9a... --json")
     def calls_command(
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
-        """List the session's recorded model calls: position, tokens by tier, summary applied, usage.
+        """List the session's recorded model calls: position, tokens by tier, summary applied, usage, status.
 
-        --json prints {"session_id", "calls": [{"record": ModelCallRecorded, "usage": ...}]}.
+        A call the model never completed (``AgentContext.record_failure``, a broken stream) shows
+        status ``failed`` and its error. --json prints {"session_id", "calls": [{"record":
+        ModelCallRecorded, "usage", "failure", "status": "ok" | "failed", "error"}]}.
         """
 
         def body() -> None:
-            from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+            from rich.table import Column, Table  # noqa: PLC0415 - rich loads only when a command prints
 
-            with ledger_for(db) as ledger:
-                ledger.version(session_id)
-                views = use_cases().recorder(ledger).calls(session_id)
+            with session_ledger(db, session_id) as (ledger, session):
+                views = use_cases().recorder(ledger).calls(session)
             if json_output:
-                emit_json({"session_id": session_id, "calls": views})
+                listed = [
+                    {
+                        "record": v.record,
+                        "usage": v.usage,
+                        "failure": v.failure,
+                        "status": "failed" if v.failure else "ok",
+                        "error": v.failure.error if v.failure else None,
+                    }
+                    for v in views
+                ]
+                emit_json({"session_id": session, "calls": listed})
                 return
+            short = short_call_ids(v.record.call_id for v in views)
             table = Table(
-                "call",
+                id_column("call", short.values()),
+                Column("status", no_wrap=True, min_width=len("failed")),
                 "position",
                 "policy",
                 "tokens",
@@ -63,11 +77,13 @@ def _register_calls(app: typer.Typer) -> None:
                 r, u = view.record, view.usage
                 used = f"{u.input_tokens}/{u.cached_tokens}/{u.output_tokens}" if u else ""
                 tiers = r.tiers
+                status = "failed" if view.failure else "ok"
                 table.add_row(
                     *map(
                         cell,
                         (
-                            r.call_id,
+                            short[r.call_id],
+                            status,
                             r.position,
                             r.policy,
                             r.tokens,
@@ -79,7 +95,15 @@ def _register_calls(app: typer.Typer) -> None:
                         ),
                     )
                 )
-            out_console().print(table)
+            console = out_console()
+            console.print(table)
+            failed = [v for v in views if v.failure]
+            console.print(
+                f"{len(views)} calls, {len(failed)} failed (call ids: unique prefixes replay-call takes)"
+            )
+            for view in failed:
+                assert view.failure is not None  # noqa: S101 - the list holds failed calls only
+                console.print(cell(f"call {short[view.record.call_id]} failed: {view.failure.error}"))
 
         run_guarded(body, json_output=json_output)
 
@@ -91,9 +115,12 @@ def _register_replay(app: typer.Typer) -> None:
         example="contextledger replay-call call-7 --session 0f3c9a... --json",
     )
     def replay_command(
-        call_id: Annotated[str, typer.Argument(help="The recorded call.")],
+        call_id: Annotated[str, typer.Argument(help="The recorded call (an id or a unique prefix).")],
         session_id: Annotated[
-            str | None, typer.Option("--session", help="Its session (default: search them all).")
+            str | None,
+            typer.Option(
+                "--session", help="Its session, an id or a unique prefix (default: search them all)."
+            ),
         ] = None,
         db: DbOption = None,
         json_output: JsonOption = False,
@@ -113,7 +140,7 @@ def _register_replay(app: typer.Typer) -> None:
             record, payload, sha = replayed.record, replayed.payload, replayed.payload_sha
             session = record.session_id
             document = {
-                "call_id": call_id,
+                "call_id": record.call_id,
                 "session_id": session,
                 "verified": True,
                 "payload_sha": sha,
@@ -124,7 +151,7 @@ def _register_replay(app: typer.Typer) -> None:
                 emit_json(document)
             else:
                 out_console().print(
-                    f"call {call_id} reproduced byte for byte ({record.wire_format}, "
+                    f"call {record.call_id} reproduced byte for byte ({record.wire_format}, "
                     f"{record.tokens:,} tokens, sha {sha[:16]})"
                 )
 
@@ -137,8 +164,9 @@ def _print_fates(console: Any, answer: Any) -> None:
 
     if not answer.calls:
         return
+    short = short_call_ids(fate.call_id for fate in answer.calls)
     table = Table(
-        "call",
+        id_column("call", short.values()),
         "position",
         "fate",
         "rule",
@@ -150,7 +178,10 @@ def _print_fates(console: Any, answer: Any) -> None:
         key = (fate.disposition, fate.rule, fate.summary_id)
         if key != previous:
             table.add_row(
-                *map(cell, (fate.call_id, fate.position, fate.disposition, fate.rule, fate.summary_id or ""))
+                *map(
+                    cell,
+                    (short[fate.call_id], fate.position, fate.disposition, fate.rule, fate.summary_id or ""),
+                )
             )
         previous = key
     console.print(table)
@@ -161,7 +192,7 @@ def _register_why(app: typer.Typer) -> None:
         app, "why", example='contextledger why 0f3c9a... "ZFA04Y" --policy default --budget 16000 --json'
     )
     def why_command(  # noqa: PLR0917 - typer declares each option as a parameter
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         text: Annotated[str, typer.Argument(help="The fact to trace (case-insensitive text).")] = "",
         regex: Annotated[bool, typer.Option("--regex", help="TEXT is a regular expression.")] = False,
         position: Annotated[
@@ -191,11 +222,11 @@ def _register_why(app: typer.Typer) -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415
             from contextledger.application.audit.forensics import why  # noqa: PLC0415
 
-            with ledger_for(db) as ledger:
+            with session_ledger(db, session_id) as (ledger, session):
                 chosen = resolve_policy(policy) if policy else None
                 answer = why(
                     ledger,
-                    session_id,
+                    session,
                     text,
                     renderer=use_cases().renderer(ledger, tokenizer),
                     regex=regex,

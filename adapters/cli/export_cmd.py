@@ -11,10 +11,10 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     command,
     emit_json,
-    ledger_for,
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import session_ledger
 
 __all__ = ["register"]
 
@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
 
     @command(app, "export", example="contextledger export 0f3c9a... --otlp spans.json")
     def export_command(
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         otlp: Annotated[Path, typer.Option("--otlp", help="Write OTLP/HTTP JSON spans to this file.")],
         content: Annotated[
             bool,
@@ -47,12 +47,11 @@ def register(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.otel import export_otlp  # noqa: PLC0415
 
-            with ledger_for(db) as ledger:
-                ledger.version(session_id)
-                spans = export_otlp(ledger, session_id, otlp, content=content)
+            with session_ledger(db, session_id) as (ledger, session):
+                spans = export_otlp(ledger, session, otlp, content=content)
             if json_output:
-                emit_json({"session_id": session_id, "path": str(otlp), "spans": spans})
+                emit_json({"session_id": session, "path": str(otlp), "spans": spans})
                 return
-            out_console().print(f"wrote {spans} spans of {session_id} to {otlp}")
+            out_console().print(f"wrote {spans} spans of {session} to {otlp}")
 
         run_guarded(body, json_output=json_output)

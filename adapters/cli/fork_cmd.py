@@ -10,10 +10,10 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     command,
     emit_json,
-    ledger_for,
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import session_ledger
 
 __all__ = ["register"]
 
@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
     @command(app, "fork", example="contextledger fork 0f3c9a... --at 120 --from-summary --json")
     def fork_command(
-        session_id: Annotated[str, typer.Argument(help="The parent session.")],
+        session_id: Annotated[str, typer.Argument(help="The parent session (an id or a unique prefix).")],
         at: Annotated[int, typer.Option("--at", help="The last position of the parent the child keeps.")],
         from_summary: Annotated[
             bool,
@@ -40,12 +40,12 @@ def register(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            with ledger_for(db) as ledger:
-                child = ledger.fork(session_id, at, from_summary=from_summary)
+            with session_ledger(db, session_id) as (ledger, parent):
+                child = ledger.fork(parent, at, from_summary=from_summary)
                 summaries = ledger.summaries(child)
             document = {
                 "session_id": child,
-                "parent": session_id,
+                "parent": parent,
                 "at": at,
                 "from_summary": from_summary,
                 "summary_id": summaries[0].summary_id if summaries else None,
@@ -54,6 +54,6 @@ def register(app: typer.Typer) -> None:
                 emit_json(document)
                 return
             start = f"from summary {document['summary_id']}" if from_summary else "from the full history"
-            out_console().print(f"forked {session_id} at {at} into {child} ({start})")
+            out_console().print(f"forked {parent} at {at} into {child} ({start})")
 
         run_guarded(body, json_output=json_output)

@@ -21,6 +21,7 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.progress import progress_shown, step_bar
 
 if TYPE_CHECKING:
     from contextledger.adapters.importers.service import FileImport
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["LARGE_FILE_BYTES", "FormatName", "register"]
 
 LARGE_FILE_BYTES = 256 * 1024
-"""Files at least this large get a progress bar on stderr (unless ``--json``)."""
+"""Files at least this large get a progress bar of their own on stderr (a terminal, no ``--json``)."""
 
 FormatName = Literal[
     "auto",
@@ -156,8 +157,13 @@ def register(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            with ledger_for(db) as ledger:
-                outcomes = [_import_one(ledger, path, fmt, not json_output) for path in files]
+            shown = progress_shown(json_output=json_output)
+            outcomes: list[FileImport] = []
+            with ledger_for(db) as ledger, step_bar("importing", shown=shown and len(files) > 1) as advance:
+                for done, path in enumerate(files):
+                    advance(done, len(files), path.name)
+                    outcomes.append(_import_one(ledger, path, fmt, shown and len(files) == 1))
+                advance(len(files), len(files), "")
             failures = [outcome for outcome in outcomes if outcome.error is not None]
             if not json_output:
                 for outcome in failures:

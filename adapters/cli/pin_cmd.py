@@ -11,10 +11,10 @@ from contextledger.adapters.cli.common import (
     command,
     emit_json,
     err_console,
-    ledger_for,
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import session_ledger
 from contextledger.domain.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def _pin(
 def _register_pin(app: typer.Typer) -> None:
     @command(app, "pin", example='contextledger pin 0f3c9a... 1234 --reason "the schema is needed again"')
     def pin_command(  # noqa: PLR0917 - typer declares each option as a parameter
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         position: Annotated[
             str, typer.Argument(help="The position a stub names ('restore: seq N'), or a span FIRST-LAST.")
         ],
@@ -113,10 +113,10 @@ def _register_pin(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            with ledger_for(db) as ledger:
+            with session_ledger(db, session_id) as (ledger, session):
                 document, cost = _pin(
                     ledger,
-                    session_id,
+                    session,
                     position,
                     reason=reason,
                     dry_run=dry_run,
@@ -126,14 +126,14 @@ def _register_pin(app: typer.Typer) -> None:
                 )
             if json_output:
                 shown: object = position if "-" in position else parse_span(position)[0]
-                emit_json({"session_id": session_id, "position": shown, **document})
+                emit_json({"session_id": session, "position": shown, **document})
                 return
             if dry_run:
                 out_console().print(f"dry run, nothing written: {cost.describe()}")
                 return
             if cost.displaces:
                 err_console().print(f"warning: {cost.describe()}")
-            out_console().print(f"pinned {position} of {session_id}")
+            out_console().print(f"pinned {position} of {session}")
 
         run_guarded(body, json_output=json_output)
 
@@ -141,7 +141,7 @@ def _register_pin(app: typer.Typer) -> None:
 def _register_unpin(app: typer.Typer) -> None:
     @command(app, "unpin", example="contextledger unpin 0f3c9a... 1234")
     def unpin_command(
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         position: Annotated[str, typer.Argument(help="The pinned position, or a span FIRST-LAST.")],
         db: DbOption = None,
         json_output: JsonOption = False,
@@ -153,17 +153,17 @@ def _register_unpin(app: typer.Typer) -> None:
 
         def body() -> None:
             first, last = parse_span(position)
-            with ledger_for(db) as ledger:
+            with session_ledger(db, session_id) as (ledger, session):
                 if "-" in position:
                     document: dict[str, object] = {
-                        "unpin_positions": list(ledger.unpin_span(session_id, first, last))
+                        "unpin_positions": list(ledger.unpin_span(session, first, last))
                     }
                 else:
-                    document = {"unpin_position": ledger.unpin(session_id, first)}
+                    document = {"unpin_position": ledger.unpin(session, first)}
             if json_output:
                 shown: object = position if "-" in position else first
-                emit_json({"session_id": session_id, "position": shown, **document})
+                emit_json({"session_id": session, "position": shown, **document})
                 return
-            out_console().print(f"unpinned {position} of {session_id}")
+            out_console().print(f"unpinned {position} of {session}")
 
         run_guarded(body, json_output=json_output)

@@ -202,14 +202,17 @@ def _register_projections(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
+            from rich.table import Column, Table  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:
                 head, active, rows = _checkpoint_rows(ledger)
             if json_output:
                 emit_json({"head": head, "active": active, "checkpoints": rows})
                 return
-            table = Table("checkpoint", "position", "behind", "active", title=f"views at head {head:,}")
+            console = out_console()
+            console.print(cell(f"active context version: {active or '(none)'}"))  # whole, whatever the width
+            title = f"views at head {head:,}"
+            table = Table(Column("checkpoint", overflow="fold"), "position", "behind", "active", title=title)
             for row in rows:
                 table.add_row(
                     cell(str(row["checkpoint"])),
@@ -217,7 +220,7 @@ def _register_projections(app: typer.Typer) -> None:
                     f"{row['behind']:,}",
                     "yes" if row["active"] else "",
                 )
-            out_console().print(table)
+            console.print(table)
 
         run_guarded(body, json_output=json_output)
 
@@ -231,7 +234,7 @@ def register(app: typer.Typer) -> None:
         "rebuild",
         example="contextledger rebuild --policy new.toml --budget 32000\n"
         "contextledger rebuild --policy new.toml --budget 32000 --switch "
-        "--drop context/0123456789abcdef/40000/cl100k_base",
+        "--drop context/default-40k/0123456789abcdef/cl100k_base/r3",
     )
     def rebuild_command(  # noqa: PLR0917 - typer declares each option as a parameter
         policy: Annotated[str, typer.Option("--policy", help="A preset or a .toml file.")],

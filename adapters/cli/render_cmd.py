@@ -11,11 +11,11 @@ from contextledger.adapters.cli.common import (
     cell,
     command,
     emit_json,
-    ledger_for,
     out_console,
     run_guarded,
     use_cases,
 )
+from contextledger.adapters.cli.ids import session_ledger
 
 if TYPE_CHECKING:
     from contextledger.projections.context import RenderedContext
@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
         example="contextledger render 0f3c9a... --policy default --budget 32000 --format anthropic --json",
     )
     def render_command(  # noqa: PLR0917 - typer declares each option as a parameter
-        session_id: Annotated[str, typer.Argument(help="The session to render.")],
+        session_id: Annotated[str, typer.Argument(help="The session to render (an id or a unique prefix).")],
         at: Annotated[
             int | None, typer.Option("--at", help="Render as of this position (default: the last event).")
         ] = None,
@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
 
             call_id = None
-            with ledger_for(db) as ledger:
+            with session_ledger(db, session_id) as (ledger, session):
                 active = None
                 if from_projection:
                     from contextledger.application.rebuild.blue_green import active_config  # noqa: PLC0415
@@ -170,12 +170,12 @@ def register(app: typer.Typer) -> None:
                 if from_projection:
                     projector = renderer.projector(chosen, budget=used_budget)
                     renderer.require_active(projector, policy or chosen.name, used_budget)
-                context = renderer.render(session_id, chosen, at=at, budget=used_budget)
+                context = renderer.render(session, chosen, at=at, budget=used_budget)
                 document = render_document(context, wire)
                 if record:
                     recorder = use_cases().recorder(ledger)
                     call_id = recorder.record(
-                        context, chosen, payload=document["payload"], wire_format=wire
+                        context, chosen, payload=document["payload"], wire_format=wire, driver="cli"
                     ).call_id
             if json_output:
                 emit_json({**document, "call_id": call_id} if record else document)

@@ -15,6 +15,7 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import session_ledger
 
 __all__ = ["register"]
 
@@ -29,7 +30,7 @@ def register(app: typer.Typer) -> None:
         "contextledger report 0f3c9a... --policy default --budget 32000 --compare nexus --provider openai",
     )
     def report_command(  # noqa: PLR0917 - typer declares each option as a parameter
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path(
             "report.html"
         ),
@@ -77,10 +78,10 @@ def register(app: typer.Typer) -> None:
 
             chosen = (policy, resolve_policy(policy))
             other = (compare, resolve_policy(compare)) if compare is not None else None
-            with ledger_for(db) as ledger:
+            with session_ledger(db, session_id) as (ledger, session):
                 data = build_report(
                     ledger,
-                    session_id,
+                    session,
                     policy=chosen,
                     cache=provider_cache(provider, ttl),
                     new_scratch=lambda: ledger_for("memory://"),
@@ -96,7 +97,7 @@ def register(app: typer.Typer) -> None:
             partial.replace(output)
             summary = {
                 "path": str(output),
-                "session_id": session_id,
+                "session_id": session,
                 "source": data.source,
                 "calls": len(data.calls),
                 "bytes": len(page.encode()),

@@ -17,6 +17,7 @@ from contextledger.adapters.cli.common import (
     run_guarded,
     use_cases,
 )
+from contextledger.adapters.cli.ids import id_column, session_ledger
 
 if TYPE_CHECKING:
     from contextledger.application.kernel.ledger import Ledger
@@ -32,6 +33,7 @@ def register(app: typer.Typer) -> None:
         """List the stored sessions with their event counts (--json: {"sessions": [SessionInfo]})."""
 
         def body() -> None:
+            from contextledger.application.kernel.id_prefixes import short_ids  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
             with ledger_for(db) as ledger:
@@ -39,19 +41,21 @@ def register(app: typer.Typer) -> None:
             if json_output:
                 emit_json({"sessions": infos})
                 return
-            table = Table("session", "events", "model", "source", "started")
+            short = short_ids(info.session_id for info in infos)
+            table = Table(id_column("session", short.values()), "events", "model", "source", "started")
             for info in infos:
                 started = info.started_at.isoformat(timespec="seconds") if info.started_at else ""
-                table.add_row(*map(cell, (info.session_id, info.events, info.model, info.source, started)))
+                shown = short[info.session_id]
+                table.add_row(*map(cell, (shown, info.events, info.model, info.source, started)))
             console = out_console()
             console.print(table)
-            console.print(f"{len(infos)} sessions")
+            console.print(f"{len(infos)} sessions (ids: unique prefixes every command takes; --json: whole)")
 
         run_guarded(body, json_output=json_output)
 
     @command(app, "show", example="contextledger show 0f3c9a... --db sqlite:///agent.db --json")
     def show_command(
-        session_id: Annotated[str, typer.Argument(help="The session to print.")],
+        session_id: Annotated[str, typer.Argument(help="The session to print (an id or a unique prefix).")],
         db: DbOption = None,
         json_output: JsonOption = False,
     ) -> None:
@@ -68,15 +72,15 @@ def register(app: typer.Typer) -> None:
                 print_summaries,
             )
 
-            with ledger_for(db) as ledger:
-                events = ledger.events(session_id)
-                summaries = [(s, ledger.text(s.content)) for s in ledger.summaries(session_id)]
-                card = session_card(ledger, session_id)
+            with session_ledger(db, session_id) as (ledger, session):
+                events = ledger.events(session)
+                summaries = [(s, ledger.text(s.content)) for s in ledger.summaries(session)]
+                card = session_card(ledger, session)
             if json_output:
                 shown = [{**msgspec.to_builtins(s), "text": text} for s, text in summaries]
                 emit_json(
                     {
-                        "session_id": session_id,
+                        "session_id": session,
                         "events": event_documents(events),
                         "summaries": shown,
                         "card": card,

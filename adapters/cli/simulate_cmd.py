@@ -17,6 +17,8 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import id_column, short_session_ids
+from contextledger.adapters.cli.progress import progress_shown, step_bar
 
 if TYPE_CHECKING:
     from contextledger.application.rebuild.simulator import PolicyTotals, Simulation
@@ -155,12 +157,14 @@ def _totals_table(simulation: Simulation) -> Table:
     return table
 
 
-def _print(simulation: Simulation, *, per_call: bool) -> None:
+def _print(simulation: Simulation, short: dict[str, str], *, per_call: bool) -> None:
+    """The tables; ``short`` maps each session id to the unique prefix shown (``ids.short_session_ids``)."""
     from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
     console = out_console()
     if per_call:
-        calls = Table("policy", "session", "pos", "gap s", "input", "cached", "written", "cost", "flags")
+        session = id_column("session", short.values())
+        calls = Table("policy", session, "pos", "gap s", "input", "cached", "written", "cost", "flags")
         for c in simulation.calls:
             flags = [
                 name
@@ -175,7 +179,7 @@ def _print(simulation: Simulation, *, per_call: bool) -> None:
             gap = "?" if c.at is None else "" if c.gap_seconds is None else f"{c.gap_seconds:,.0f}"
             calls.add_row(
                 cell(c.policy),
-                cell(c.session_id),
+                cell(short[c.session_id]),
                 cell(c.position),
                 cell(gap),
                 cell(f"{c.input_tokens:,}"),
@@ -191,20 +195,23 @@ def _print(simulation: Simulation, *, per_call: bool) -> None:
         console.print(cell(note))
     if simulation.facts:
         facts = Table(
-            "fact", "session", *simulation.policies, title="facts (--fact): in the log, out of context"
+            "fact",
+            id_column("session", short.values()),
+            *simulation.policies,
+            title="facts (--fact): in the log, out of context",
         )
         rows: dict[tuple[str, str], dict[str, str]] = {}
         for f in simulation.facts:
             if f.entered_at is None:
                 verdict = "not in log"
             elif f.left_calls:
-                verdict = f"left at {f.first_left_position} ({f.rule or '?'}), {f.left_calls} calls"
+                verdict = f"left at position {f.first_left_position} ({f.rule or '?'}), {f.left_calls} calls"
             else:
                 verdict = "kept"
             rows.setdefault((f.fact, f.session_id), {})[f.policy] = verdict
         for (fact, session_id), verdicts in rows.items():
             facts.add_row(
-                cell(fact), cell(session_id), *(cell(verdicts.get(p, "")) for p in simulation.policies)
+                cell(fact), cell(short[session_id]), *(cell(verdicts.get(p, "")) for p in simulation.policies)
             )
         console.print(facts)
         for d in simulation.fact_differences:
@@ -226,7 +233,8 @@ def register(app: typer.Typer) -> None:
     )
     def simulate_command(  # noqa: PLR0917 - typer declares each option as a parameter
         session_ids: Annotated[
-            list[str] | None, typer.Argument(help="Sessions to replay (or --all).", show_default=False)
+            list[str] | None,
+            typer.Argument(help="Sessions to replay, ids or unique prefixes (or --all).", show_default=False),
         ] = None,
         all_sessions: Annotated[bool, typer.Option("--all", help="Replay every session.")] = False,
         policy: Annotated[
@@ -276,6 +284,7 @@ def register(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
             from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415
+            from contextledger.application.kernel.id_prefixes import resolve_session  # noqa: PLC0415
             from contextledger.application.rebuild.simulator import simulate  # noqa: PLC0415
             from contextledger.projections.provider_cache import provider_cache  # noqa: PLC0415
 
@@ -285,9 +294,12 @@ def register(app: typer.Typer) -> None:
                 raise fail("give session ids or --all (not both)", json_output=json_output)
             cache = provider_cache(provider, ttl)
             policies = [(spec, resolve_policy(spec)) for spec in policy]
-            with ledger_for(db) as ledger:
+            shown = progress_shown(json_output=json_output)
+            with ledger_for(db) as ledger, step_bar("simulating", shown=shown) as advance:
                 sessions = (
-                    [i.session_id for i in ledger.sessions()] if all_sessions else list(session_ids or [])
+                    [i.session_id for i in ledger.sessions()]
+                    if all_sessions
+                    else [resolve_session(ledger, given) for given in session_ids or []]
                 )
                 result = simulate(
                     ledger,
@@ -299,12 +311,14 @@ def register(app: typer.Typer) -> None:
                     make_summarizer=lambda counter: ExtractiveSummarizer(counter=counter),
                     tokenizer=tokenizer,
                     facts=fact or (),
+                    on_replayed=lambda done, total: advance(done, total, "sessions x policies"),
                 )
+                short = short_session_ids(ledger, sessions)
             if csv_path is not None:
                 write_csv(result, csv_path)
             if json_output:
                 emit_json(result)
             else:
-                _print(result, per_call=per_call)
+                _print(result, short, per_call=per_call)
 
         run_guarded(body, json_output=json_output)

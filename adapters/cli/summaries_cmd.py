@@ -17,6 +17,7 @@ from contextledger.adapters.cli.common import (
     run_guarded,
     use_cases,
 )
+from contextledger.adapters.cli.ids import id_column, session_ledger
 
 __all__ = ["register"]
 
@@ -53,7 +54,7 @@ def _register_compact(app: typer.Typer) -> None:
         app, "compact", example="contextledger compact 0f3c9a... --policy threshold --budget 32000 --json"
     )
     def compact_command(  # noqa: PLR0917 - typer declares each option as a parameter
-        session_id: Annotated[str, typer.Argument(help="The session to compact.")],
+        session_id: Annotated[str, typer.Argument(help="The session to compact (an id or a unique prefix).")],
         policy: PolicyOption = "default",
         budget: BudgetOption = None,
         tokenizer: TokenizerOption = "cl100k_base",
@@ -72,13 +73,13 @@ def _register_compact(app: typer.Typer) -> None:
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
             from contextledger.application.summaries.compaction import Compactor  # noqa: PLC0415
 
-            with ledger_for(db) as ledger:
+            with session_ledger(db, session_id) as (ledger, session):
                 renderer = use_cases().renderer(ledger, tokenizer)
                 chosen = make_summarizer(summarizer, counter=renderer.counter, model=model)
                 compactor = Compactor(
                     ledger, renderer, summarizer=chosen.name, summarizer_config=chosen.config_sha
                 )
-                request = compactor.plan(session_id, resolve_policy(policy), budget=budget, trigger="manual")
+                request = compactor.plan(session, resolve_policy(policy), budget=budget, trigger="manual")
             if json_output:
                 emit_json({"request": request})
                 return
@@ -148,7 +149,7 @@ def _register_worker(app: typer.Typer) -> None:
 def _register_summaries(app: typer.Typer) -> None:
     @command(app, "summaries", example="contextledger summaries 0f3c9a... --json")
     def summaries_command(
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         db: DbOption = None,
         json_output: JsonOption = False,
         text: Annotated[
@@ -171,10 +172,10 @@ def _register_summaries(app: typer.Typer) -> None:
             from contextledger.application.summaries.lineage import compaction_turns  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415
 
-            with ledger_for(db) as ledger:
-                turns = compaction_turns(ledger, session_id)
+            with session_ledger(db, session_id) as (ledger, session):
+                turns = compaction_turns(ledger, session)
             if json_output:
-                emit_json({"session_id": session_id, "compactions": turns})
+                emit_json({"session_id": session, "compactions": turns})
                 return
             table = Table(
                 "summary", "round", "parent", "summarized", "first kept", "tokens before→after", "fidelity"
@@ -205,14 +206,14 @@ def _print_texts(session_id: str, db: str | None, *, json_output: bool) -> None:
     """``summaries --text``: each summary's text under a header with its span, status and fidelity."""
     from contextledger.application.summaries.lineage import summary_texts  # noqa: PLC0415
 
-    with ledger_for(db) as ledger:
-        texts = summary_texts(ledger, session_id)
+    with session_ledger(db, session_id) as (ledger, session):
+        texts = summary_texts(ledger, session)
     if json_output:
-        emit_json({"session_id": session_id, "summaries": texts})
+        emit_json({"session_id": session, "summaries": texts})
         return
     console = out_console()
     if not texts:
-        console.print(f"session {session_id} has no summary")
+        console.print(f"session {session} has no summary")
     for t in texts:
         name = t.summary_id or f"request {t.request_id}"
         status = t.status
@@ -237,7 +238,7 @@ def _print_texts(session_id: str, db: str | None, *, json_output: bool) -> None:
 def _register_search(app: typer.Typer) -> None:
     @command(app, "search", example='contextledger search 0f3c9a... "ZFA04Y" --json')
     def search_command(  # noqa: PLR0917 - typer declares each option as a parameter
-        session_id: Annotated[str, typer.Argument(help="The session.")],
+        session_id: Annotated[str, typer.Argument(help="The session (an id or a unique prefix).")],
         query: Annotated[str, typer.Argument(help="Text to find (case-insensitive).")],
         regex: Annotated[bool, typer.Option("--regex", help="QUERY is a regular expression.")] = False,
         limit: Annotated[int, typer.Option("--limit", help="At most this many hits.")] = 50,
@@ -253,10 +254,10 @@ def _register_search(app: typer.Typer) -> None:
             from contextledger.application.search.log_search import search_session  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415
 
-            with ledger_for(db) as ledger:
-                hits = search_session(ledger, session_id, query, regex=regex, limit=limit)
+            with session_ledger(db, session_id) as (ledger, session):
+                hits = search_session(ledger, session, query, regex=regex, limit=limit)
             if json_output:
-                emit_json({"session_id": session_id, "query": query, "hits": hits})
+                emit_json({"session_id": session, "query": query, "hits": hits})
                 return
             table = Table("position", "kind", "snippet")
             for hit in hits:
@@ -292,7 +293,7 @@ def _print_status(worker: object, *, json_output: bool) -> None:
     if json_output:
         emit_json({"requests": rows})
         return
-    table = Table("session", "request", "status", "attempts", "span", "last error")
+    table = Table(id_column("session"), "request", "status", "attempts", "span", "last error")
     for row in rows:
         span = f"{row['covers_from']}-{row['covers_through']}"
         table.add_row(

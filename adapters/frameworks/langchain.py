@@ -80,6 +80,7 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             policy=policy,
             budget=budget,
             renderer=renderer,
+            driver="ContextLedgerMiddleware",
         )
         self._known: set[str] | None = None
         self._known_lock = threading.RLock()

@@ -73,6 +73,7 @@ class ContextLedgerHistory:
             policy=policy,
             budget=budget,
             renderer=renderer,
+            driver="ContextLedgerHistory",
         )
         self._pending: str | None = None
         """The call id of the request rendered last, whose reply is not recorded yet."""

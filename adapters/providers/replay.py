@@ -10,7 +10,7 @@ from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder, payload_sha
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import ReplayMismatchError, ValidationError
+from contextledger.domain.errors import ReplayMismatchError
 from contextledger.domain.events import ModelCallRecorded
 
 __all__ = ["ReplayedPayload", "replay_call"]
@@ -34,31 +34,22 @@ def _tokenizer_name(recorded: str) -> str:
     return "heuristic" if recorded.startswith("heuristic") else recorded
 
 
-def session_of_call(ledger: Ledger, call_id: str) -> str | None:
-    """Return the session that recorded ``call_id`` (searching every session), or None."""
-    recorder = CallRecorder(ledger)
-    for info in ledger.sessions():
-        if any(v.record.call_id == call_id for v in recorder.calls(info.session_id)):
-            return str(info.session_id)
-    return None
-
-
 def replay_call(ledger: Ledger, call_id: str, session_id: str | None = None) -> ReplayedPayload:
     """Rebuild the payload a recorded call sent, in its wire, and check it hashes as recorded.
 
     The context is rendered again at the call's position under its registered policy and budget;
     the wire the record names (``openai``, ``openai-responses``, ``anthropic``) turns it into the
     request arguments, with the signed reasoning (thinking blocks, encrypted reasoning items) the
-    request sent back, read from the same log.
+    request sent back, read from the same log. ``call_id`` and ``session_id`` may be unique
+    prefixes of ids (``CallRecorder.resolve``).
 
     Raises:
         ValidationError: No session has the call.
+        AmbiguousIdError: Several calls (or sessions) start with the prefix given.
         ReplayMismatchError: The context or the payload differs from the one recorded.
     """
-    session = session_id or session_of_call(ledger, call_id)
-    if session is None:
-        raise ValidationError(f"no session has a recorded call {call_id!r}")
     recorder = CallRecorder(ledger)
+    session, call_id = recorder.resolve(call_id, session_id)
     tokenizer = recorder.call(session, call_id).record.tokenizer
     renderer = Renderer(ledger, tokenizer=_tokenizer_name(tokenizer))
     record, context = recorder.rerender(renderer, session, call_id)

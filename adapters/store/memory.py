@@ -3,14 +3,130 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from threading import RLock
 from typing import Any
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.eventsourcing_hooks import InMemoryTable
-from contextledger.adapters.store.projection_tables import MemoryProjectionTables
+from contextledger.adapters.store.projection_tables import NotificationRow, rows_of_recorder, stale_tracking
+from contextledger.domain.errors import ProjectionLockedError
+from contextledger.domain.ports import LeaseHolder, ProjectionCommit
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
-__all__ = ["MemoryRecorder"]
+__all__ = ["MemoryProjectionTables", "MemoryRecorder"]
+
+
+class MemoryProjectionTables:
+    """In-memory projection tables (mixed into ``MemoryRecorder``)."""
+
+    database_lock: RLock
+
+    def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
+        """Return stored events after ``after`` through the recorder's own notification read."""
+        return rows_of_recorder(self, after, limit)
+
+    def _projection_tables(self) -> dict[str, Any]:
+        tables: dict[str, Any] | None = getattr(self, "_ptables", None)
+        if tables is None:
+            tables = {"tracking": {}, "rows": {}, "active": {}, "leases": {}}
+            self._ptables = tables
+        return tables
+
+    def projection_checkpoints(self) -> dict[str, int]:
+        """Return every checkpoint with its position."""
+        with self.database_lock:
+            return dict(sorted(self._projection_tables()["tracking"].items()))
+
+    def projection_tracking(self, projection: str) -> int:
+        """Return the tracking position."""
+        with self.database_lock:
+            return int(self._projection_tables()["tracking"].get(projection, 0))
+
+    def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
+        """Write every commit's rows and tracking at once (checked first: all or nothing)."""
+        del owner
+        with self.database_lock:
+            tables = self._projection_tables()
+            for commit in commits:
+                if not commit.tracking_of:
+                    continue
+                current = int(tables["tracking"].get(commit.tracking_of, 0))
+                if commit.tracking < current:
+                    raise stale_tracking(commit.tracking_of, current, commit.tracking)
+            for commit in commits:
+                tables["rows"].setdefault(commit.rows_of, {}).update(commit.rows)
+                if commit.tracking_of:
+                    tables["tracking"][commit.tracking_of] = commit.tracking
+
+    def projection_range(
+        self, projection: str, after_key: str, upto_key: str
+    ) -> dict[str, tuple[int, bytes]]:
+        """Return the rows with ``after_key < key <= upto_key``."""
+        with self.database_lock:
+            rows: dict[str, tuple[int, bytes]] = self._projection_tables()["rows"].get(projection, {})
+            return {k: v for k, v in rows.items() if after_key < k <= upto_key}
+
+    def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
+        """Return one row."""
+        with self.database_lock:
+            found: tuple[int, bytes] | None = self._projection_tables()["rows"].get(projection, {}).get(key)
+            return found
+
+    def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
+        """Return the rows of ``keys`` that exist."""
+        with self.database_lock:
+            rows: dict[str, tuple[int, bytes]] = self._projection_tables()["rows"].get(projection, {})
+            return {key: rows[key] for key in keys if key in rows}
+
+    def projection_keys(self, projection: str) -> list[str]:
+        """Return the row keys, sorted."""
+        with self.database_lock:
+            return sorted(self._projection_tables()["rows"].get(projection, {}))
+
+    def projection_drop(self, projection: str) -> None:
+        """Delete rows and tracking."""
+        with self.database_lock:
+            tables = self._projection_tables()
+            tables["rows"].pop(projection, None)
+            for name in [n for n in tables["tracking"] if n == projection or n.startswith(projection + "@")]:
+                del tables["tracking"][name]
+
+    def projection_activate(self, name: str, version: str) -> None:
+        """Set the active version."""
+        with self.database_lock:
+            self._projection_tables()["active"][name] = version
+
+    def projection_active(self, name: str) -> str | None:
+        """Return the active version."""
+        with self.database_lock:
+            found: str | None = self._projection_tables()["active"].get(name)
+            return found
+
+    def projection_acquire(self, projection: str, owner: str) -> None:
+        """Take the lease or raise ``ProjectionLockedError``."""
+        with self.database_lock:
+            leases = self._projection_tables()["leases"]
+            holder = leases.get(projection)
+            if holder is not None and holder != owner:
+                raise ProjectionLockedError(projection, holder)
+            leases[projection] = owner
+
+    def projection_release(self, projection: str, owner: str) -> None:
+        """Give the lease up."""
+        with self.database_lock:
+            leases = self._projection_tables()["leases"]
+            if leases.get(projection) == owner:
+                del leases[projection]
+
+    def projection_leases(self) -> list[LeaseHolder]:
+        """The leases this process's memory store holds (they last as long as the store)."""
+        with self.database_lock:
+            held = sorted(self._projection_tables()["leases"].items())
+        return [LeaseHolder(projection=p, holder=o, expires=None, alive=True) for p, o in held]
+
+    def stored_schema_version(self) -> int | None:
+        """None: a memory store keeps no schema."""
+        return None
 
 
 class MemoryRecorder(MemoryProjectionTables, InMemoryTable):

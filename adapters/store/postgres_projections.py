@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 from contextledger.adapters.store.projection_tables import NotificationRow, rows_of_recorder
 from contextledger.domain.errors import ProjectionLockedError, StoreError
-from contextledger.domain.ports import ProjectionCommit
+from contextledger.domain.ports import LeaseHolder, ProjectionCommit
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composable, Composed, Identifier
 
@@ -250,3 +250,40 @@ class PostgresProjectionTables:
             )
         finally:
             self.datastore.pool.putconn(conn)
+
+    def projection_leases(self) -> list[LeaseHolder]:
+        """The advisory-lock leases held on the checkpointed views: a lock lives as long as its session."""
+        names = sorted({*self.projection_checkpoints(), *self._leases()})
+        found: list[LeaseHolder] = []
+        with self.datastore.get_connection() as conn:
+            for name in names:
+                key = f"contextledger-projection:{self.datastore.schema}:{name}"
+                row = conn.execute(
+                    "SELECT l.pid, a.application_name FROM pg_locks l "
+                    "LEFT JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+                    "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+                    "AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtext(%s)::bigint",
+                    (key,),
+                ).fetchone()
+                if row is not None:
+                    mine = self._leases().get(name)
+                    holder = (
+                        mine[0]
+                        if mine
+                        else f"PostgreSQL backend {row['pid']} {row['application_name'] or ''}"
+                    )
+                    found.append(
+                        LeaseHolder(projection=name, holder=holder.strip(), expires=None, alive=True)
+                    )
+        return found
+
+    def stored_schema_version(self) -> int | None:
+        """The ``schema`` entry of the meta table (``SCHEMA_VERSION`` once migrated)."""
+        with self.datastore.get_connection() as conn:
+            row = conn.execute(
+                SQL("SELECT value FROM {} WHERE key = 'schema'").format(
+                    SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(self.meta_table))
+                )
+            ).fetchone()
+        return None if row is None else int(row["value"])

@@ -8,27 +8,31 @@ import socket
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from threading import RLock
+from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from contextledger.adapters.system import process_alive
 from contextledger.domain.errors import ProjectionLockedError, StoreError
-from contextledger.domain.ports import ProjectionCommit
+from contextledger.domain.ports import LeaseHolder, ProjectionCommit
 
 __all__ = [
     "LEASE_SECONDS",
     "SQLITE_PROJECTION_TABLES",
-    "MemoryProjectionTables",
+    "SQLITE_SCHEMA_VERSION",
     "NotificationRow",
     "ProjectionTables",
     "SQLiteProjectionTables",
     "holder_alive",
     "new_owner",
     "rows_of_recorder",
+    "stale_tracking",
 ]
 
 LEASE_SECONDS = 30.0
 """A runner's lease lasts this long past its last commit; a holder on this host that died frees it at once."""
+
+SQLITE_SCHEMA_VERSION = 1
+"""The SQLite layout's version, recorded in ``ledger_meta`` when its tables are created (``doctor``)."""
 
 SQLITE_PROJECTION_TABLES = [
     (
@@ -44,6 +48,8 @@ SQLITE_PROJECTION_TABLES = [
         "CREATE TABLE IF NOT EXISTS ledger_projection_leases (projection TEXT PRIMARY KEY, "
         "owner TEXT NOT NULL, expires REAL NOT NULL)"
     ),
+    "CREATE TABLE IF NOT EXISTS ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    f"INSERT OR IGNORE INTO ledger_meta VALUES ('schema', '{SQLITE_SCHEMA_VERSION}')",  # noqa: S608 - a constant
 ]
 
 
@@ -63,7 +69,8 @@ def holder_alive(owner: str, expires: float) -> bool:
     return pid.isdigit() and process_alive(int(pid))
 
 
-def _stale_tracking(projection: str, current: int, tracking: int) -> StoreError:
+def stale_tracking(projection: str, current: int, tracking: int) -> StoreError:
+    """The error of a commit that would move a checkpoint back (a runner behind another)."""
     msg = f"projection {projection!r} is at {current}; a commit at {tracking} would move it back"
     return StoreError(msg)
 
@@ -137,108 +144,13 @@ class ProjectionTables(Protocol):
         """Give the lease up."""
         ...
 
+    def projection_leases(self) -> list[LeaseHolder]:
+        """Every lease held (or left by a holder that died)."""
+        ...
 
-class MemoryProjectionTables:
-    """In-memory projection tables (mixed into ``MemoryRecorder``)."""
-
-    database_lock: RLock
-
-    def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
-        """Return stored events after ``after`` through the recorder's own notification read."""
-        return rows_of_recorder(self, after, limit)
-
-    def _projection_tables(self) -> dict[str, Any]:
-        tables: dict[str, Any] | None = getattr(self, "_ptables", None)
-        if tables is None:
-            tables = {"tracking": {}, "rows": {}, "active": {}, "leases": {}}
-            self._ptables = tables
-        return tables
-
-    def projection_checkpoints(self) -> dict[str, int]:
-        """Return every checkpoint with its position."""
-        with self.database_lock:
-            return dict(sorted(self._projection_tables()["tracking"].items()))
-
-    def projection_tracking(self, projection: str) -> int:
-        """Return the tracking position."""
-        with self.database_lock:
-            return int(self._projection_tables()["tracking"].get(projection, 0))
-
-    def projection_commit(self, commits: Sequence[ProjectionCommit], owner: str) -> None:
-        """Write every commit's rows and tracking at once (checked first: all or nothing)."""
-        del owner
-        with self.database_lock:
-            tables = self._projection_tables()
-            for commit in commits:
-                if not commit.tracking_of:
-                    continue
-                current = int(tables["tracking"].get(commit.tracking_of, 0))
-                if commit.tracking < current:
-                    raise _stale_tracking(commit.tracking_of, current, commit.tracking)
-            for commit in commits:
-                tables["rows"].setdefault(commit.rows_of, {}).update(commit.rows)
-                if commit.tracking_of:
-                    tables["tracking"][commit.tracking_of] = commit.tracking
-
-    def projection_range(
-        self, projection: str, after_key: str, upto_key: str
-    ) -> dict[str, tuple[int, bytes]]:
-        """Return the rows with ``after_key < key <= upto_key``."""
-        with self.database_lock:
-            rows: dict[str, tuple[int, bytes]] = self._projection_tables()["rows"].get(projection, {})
-            return {k: v for k, v in rows.items() if after_key < k <= upto_key}
-
-    def projection_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
-        """Return one row."""
-        with self.database_lock:
-            found: tuple[int, bytes] | None = self._projection_tables()["rows"].get(projection, {}).get(key)
-            return found
-
-    def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-        """Return the rows of ``keys`` that exist."""
-        with self.database_lock:
-            rows: dict[str, tuple[int, bytes]] = self._projection_tables()["rows"].get(projection, {})
-            return {key: rows[key] for key in keys if key in rows}
-
-    def projection_keys(self, projection: str) -> list[str]:
-        """Return the row keys, sorted."""
-        with self.database_lock:
-            return sorted(self._projection_tables()["rows"].get(projection, {}))
-
-    def projection_drop(self, projection: str) -> None:
-        """Delete rows and tracking."""
-        with self.database_lock:
-            tables = self._projection_tables()
-            tables["rows"].pop(projection, None)
-            for name in [n for n in tables["tracking"] if n == projection or n.startswith(projection + "@")]:
-                del tables["tracking"][name]
-
-    def projection_activate(self, name: str, version: str) -> None:
-        """Set the active version."""
-        with self.database_lock:
-            self._projection_tables()["active"][name] = version
-
-    def projection_active(self, name: str) -> str | None:
-        """Return the active version."""
-        with self.database_lock:
-            found: str | None = self._projection_tables()["active"].get(name)
-            return found
-
-    def projection_acquire(self, projection: str, owner: str) -> None:
-        """Take the lease or raise ``ProjectionLockedError``."""
-        with self.database_lock:
-            leases = self._projection_tables()["leases"]
-            holder = leases.get(projection)
-            if holder is not None and holder != owner:
-                raise ProjectionLockedError(projection, holder)
-            leases[projection] = owner
-
-    def projection_release(self, projection: str, owner: str) -> None:
-        """Give the lease up."""
-        with self.database_lock:
-            leases = self._projection_tables()["leases"]
-            if leases.get(projection) == owner:
-                del leases[projection]
+    def stored_schema_version(self) -> int | None:
+        """The schema version the database records (None: none is kept)."""
+        ...
 
 
 class SQLiteProjectionTables:
@@ -294,7 +206,7 @@ class SQLiteProjectionTables:
                     row = c.fetchone()
                     current = 0 if row is None else int(row[0])
                     if commit.tracking < current:
-                        raise _stale_tracking(commit.tracking_of, current, commit.tracking)
+                        raise stale_tracking(commit.tracking_of, current, commit.tracking)
                 c.executemany(
                     "INSERT OR REPLACE INTO ledger_projection_rows VALUES (?, ?, ?, ?)",
                     [(commit.rows_of, key, at, state) for key, (at, state) in commit.rows.items()],
@@ -391,3 +303,25 @@ class SQLiteProjectionTables:
             c.execute(
                 "DELETE FROM ledger_projection_leases WHERE projection = ? AND owner = ?", (projection, owner)
             )
+
+    def projection_leases(self) -> list[LeaseHolder]:
+        """Every lease row: a holder that died (or whose lease ran out) stays listed, not alive."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT projection, owner, expires FROM ledger_projection_leases ORDER BY projection")
+            rows = c.fetchall()
+        return [
+            LeaseHolder(
+                projection=str(p),
+                holder=str(o),
+                expires=datetime.fromtimestamp(float(e), UTC),
+                alive=holder_alive(str(o), float(e)),
+            )
+            for p, o, e in rows
+        ]
+
+    def stored_schema_version(self) -> int | None:
+        """The ``schema`` entry of ``ledger_meta`` (written when the tables are created)."""
+        with self.datastore.transaction(commit=False) as c:
+            c.execute("SELECT value FROM ledger_meta WHERE key = 'schema'")
+            row = c.fetchone()
+        return None if row is None else int(row[0])

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from contextledger.adapters.store.event_store import RecorderEventStore, _translated
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
-from contextledger.domain.ports import Notification, NotificationBatch, ProjectionCommit
+from contextledger.domain.ports import LeaseHolder, Notification, NotificationBatch, ProjectionCommit
 
 __all__ = ["RecorderProjections"]
 
@@ -63,6 +63,16 @@ class RecorderProjections:
         """Return the id of the newest notification, 0 when the store holds none."""
         with _translated("read the newest notification id"):
             return int(self.store.recorder.max_notification_id() or 0)
+
+    def schema_version(self) -> int | None:
+        """The schema version the database records (None: a memory store keeps none)."""
+        with _translated("read the schema version"):
+            return self._tables.stored_schema_version()
+
+    def leases(self) -> list[LeaseHolder]:
+        """Every projection lease held (or left by a holder that died, then not alive)."""
+        with _translated("list projection leases"):
+            return self._tables.projection_leases()
 
     def checkpoints(self) -> dict[str, int]:
         """Return every checkpoint (views and their shards) with its position."""

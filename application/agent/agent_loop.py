@@ -93,6 +93,8 @@ class AgentLoop:
         renderer: A renderer to share (default: one of its own).
         recorder: The call recorder to share (default: one of its own).
         retries: Attempts of a write that meets a concurrent writer.
+        driver: What drives the loop, kept in each call's record (default: the class name, e.g.
+            ``AgentContext``; framework adapters pass their own): ``why`` suggests its settings.
     """
 
     def __init__(
@@ -106,8 +108,10 @@ class AgentLoop:
         renderer: Renderer | None = None,
         recorder: CallRecorder | None = None,
         retries: int = 30,
+        driver: str | None = None,
     ) -> None:
         ledger.version(session_id)  # raises SessionNotFoundError early
+        self.driver = driver or type(self).__name__
         self.ledger = ledger
         self.session_id = session_id
         self.provider = provider
@@ -146,6 +150,7 @@ class AgentLoop:
                     payload=wire.arguments,
                     wire_format=self.provider.wire_format,
                     call_id=call_id,
+                    driver=self.driver,
                 )
             )
             self._stored_ids[call_id] = dict(wire.stored_ids)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import msgspec
+from contextledger.application.kernel.id_prefixes import match_prefix, resolve_session
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR, check_stream_id
 from contextledger.application.kernel.summary_log import summary_stream
@@ -91,8 +92,13 @@ class CallRecorder:
         payload: Mapping[str, Any] | None = None,
         wire_format: str = "openai",
         call_id: str | None = None,
+        driver: str | None = None,
     ) -> ModelCallRecorded:
-        """Record that ``context`` (sent as ``payload``) was handed to a model; return the record."""
+        """Record that ``context`` (sent as ``payload``) was handed to a model; return the record.
+
+        ``driver`` names what made the call (``AgentContext``, a framework adapter), kept in the
+        record's ``meta["driver"]``: ``why`` then suggests that driver's settings, not a command line's.
+        """
         session_id = context.session_id
         key = policy_hash(policy)
         events: list[Any] = []
@@ -123,6 +129,7 @@ class CallRecorder:
             wire_format=wire_format,
             stable_prefix=context.stable_prefix,
             at=self.ledger.clock.now(),
+            meta={"driver": driver} if driver else {},
         )
         events.append(record)
         self._append(session_id, events, f"call:{record.call_id}")
@@ -202,6 +209,28 @@ class CallRecorder:
             CallView(record=r, usage=usage.get(r.call_id), failure=failures.get(r.call_id))
             for r in records.values()
         ]
+
+    def resolve(self, given: str, session_id: str | None = None) -> tuple[str, str]:
+        """The session and call id ``given`` names: a call id, or a unique prefix of one.
+
+        Searched in ``session_id`` (itself an id or a unique prefix) or else in every session.
+
+        Raises:
+            ValidationError: no call has this id or starts with it.
+            AmbiguousIdError: several calls start with it.
+            SessionNotFoundError: ``session_id`` names no session.
+        """
+        if session_id is not None:
+            sessions = [resolve_session(self.ledger, session_id)]
+        else:
+            sessions = [info.session_id for info in self.ledger.sessions()]
+        owner = {view.record.call_id: session for session in sessions for view in self.calls(session)}
+        found = match_prefix("call", given, owner)
+        if found is None:
+            if session_id is not None:
+                raise ValidationError(f"session {sessions[0]!r} has no recorded call {given!r}")
+            raise ValidationError(f"no session has a recorded call {given!r}")
+        return owner[found], found
 
     def call(self, session_id: str, call_id: str) -> CallView:
         """Return one recorded call, read by its keys (``call:<id>``, ``usage:<id>``, ``failed:<id>``).

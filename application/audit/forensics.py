@@ -15,7 +15,7 @@ from contextledger.application.audit.traced_calls import (
     recorded_calls,
     sightings_at,
 )
-from contextledger.application.audit.why_answer import CallFate, WhyAnswer, reducer_of
+from contextledger.application.audit.why_answer import CallFate, WhyAnswer, reducer_of, smallest_change
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
@@ -26,7 +26,6 @@ from contextledger.domain.events import (
     AnyEvent,
     AssistantMessageAdded,
     DispositionRun,
-    ItemPinned,
     SessionStarted,
     ToolResultRecorded,
     UserMessageAdded,
@@ -267,6 +266,8 @@ def _text_fate(
         shown=shown,
         event=event,
         shown_from=shown_from,
+        driver=call.driver,
+        budget=call.budget,
     )
 
 
@@ -283,6 +284,8 @@ def _event_fate(call: TracedCall, position: int) -> CallFate | None:
         shown=run.disposition if run.disposition in _KEPT else None,
         event=position,
         shown_from=(position,) if run.disposition in _KEPT else (),
+        driver=call.driver,
+        budget=call.budget,
     )
 
 
@@ -327,23 +330,4 @@ def _later_artifact(ledger: Ledger, session_id: str, pattern: re.Pattern[str], a
 def _smallest_change(ledger: Ledger, session_id: str, entry: _Entry, left: CallFate) -> str:
     """The least config change (or action) that would have kept the event verbatim at that call."""
     later = ledger.events(session_id, after=entry.position, upto=left.position)
-    turns = 1 + sum(isinstance(r.event, UserMessageAdded) for r in later)
-    steps = 1 + sum(isinstance(r.event, AssistantMessageAdded) for r in later)
-    pin = f"or pin it: contextledger pin {session_id} {entry.position}"
-    if left.rule.startswith("retention"):
-        tool = entry.tool_name or "default"
-        same_tool = sum(
-            isinstance(r.event, ToolResultRecorded) and r.event.tool_name == entry.tool_name for r in later
-        )
-        if "last" in left.rule:
-            return f"[retention.tools.{tool}] keep_last = {same_tool + 1} {pin}"
-        unit = "keep_turns" if "turn" in left.rule else "keep_steps"
-        return f"[retention.tools.{tool}] {unit} = {turns if unit == 'keep_turns' else steps} {pin}"
-    if left.rule.startswith("truncation"):
-        return f"[truncation] max_tokens above this output's size (it was cut), {pin}"
-    if left.disposition == "summarized":
-        return f"keep it out of summaries: {pin}"
-    if left.disposition == "not-sent":
-        return "nothing in the policy: this part of the event (reasoning, say) is never sent to the model"
-    pinned = any(isinstance(r.event, ItemPinned) and r.event.position == entry.position for r in later)
-    return "raise [budget] total (it was dropped to fit)" + ("" if pinned else f", {pin}")
+    return smallest_change(later, session_id, entry.position, entry.tool_name, left)

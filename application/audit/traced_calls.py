@@ -33,6 +33,10 @@ class TracedCall:
     context: RenderedContext | None = None
     render: Callable[[], tuple[RenderedContext, bool]] | None = None
     """Renders a recorded call again; the flag says whether it no longer hashes as recorded."""
+    driver: str | None = None
+    """What made a recorded call (its record's ``meta["driver"]``: ``AgentContext``, ``cli``...)."""
+    budget: int | None = None
+    """The prompt budget the call was rendered under."""
 
 
 def _fate(runs: tuple[DispositionRun, ...], position: int) -> str | None:
@@ -92,6 +96,8 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
             summary_id=record.summary_id,
             summary_shown=record.tiers.summary > 0,
             render=lambda view=view: again(view),  # type: ignore[misc]
+            driver=record.meta.get("driver"),
+            budget=record.budget,
         )
 
 
@@ -111,4 +117,5 @@ def computed_calls(
             summary_id=context.summary_id,
             summary_shown=any(m.kind == "summary" for m in context.messages),
             context=context,
+            budget=context.budget,
         )

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-import msgspec
+from dataclasses import dataclass
 
-__all__ = ["CallFate", "WhyAnswer", "reducer_of"]
+import msgspec
+from contextledger.domain.events import (
+    AssistantMessageAdded,
+    ItemPinned,
+    Recorded,
+    ToolResultRecorded,
+    UserMessageAdded,
+)
+
+__all__ = ["CallFate", "WhyAnswer", "reducer_of", "smallest_change"]
 
 _REDUCERS = (
     ("retention", "tool-result retention"),
@@ -42,6 +51,10 @@ class CallFate(msgspec.Struct, frozen=True, kw_only=True):
     event: int | None = None
     shown_from: tuple[int, ...] = ()
     """The carrying events whose rendered message (or the summary covering them) shows the text."""
+    driver: str | None = None
+    """What made a recorded call (``AgentContext``, a framework adapter, ``cli``; None: not recorded)."""
+    budget: int | None = None
+    """The prompt budget the call was rendered under."""
 
 
 class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,3 +95,75 @@ class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """The first call after it left whose payload holds the text again, in any form."""
     calls_differ: int = 0
     """Recorded calls whose re-render no longer hashes as recorded (searched as re-rendered all the same)."""
+
+
+@dataclass(frozen=True)
+class _Wording:
+    """Where a user sets what ``why`` suggests: a policy file and the CLI, or ``Policy`` and the API.
+
+    ``driver`` is what made the recorded call (``AgentContext``, a framework adapter): such a session
+    has no command line, so its fixes name the ``Policy`` field, the driver's argument and ``Ledger.pin``.
+    """
+
+    session_id: str
+    position: int
+    driver: str | None
+
+    def pin(self) -> str:
+        if self.driver is None:
+            return f"or pin it: contextledger pin {self.session_id} {self.position}"
+        return f"or pin it: ledger.pin({self.session_id!r}, {self.position})"
+
+    def setting(self, table: str, key: str, value: object) -> str:
+        if self.driver is None:
+            return f"[{table}] {key} = {value}"
+        head, _, tool = table.partition(".tools.")
+        field = f'{head}.tools["{tool}"]' if tool else table
+        return f"{field}.{key} = {value} in the Policy given to {self.driver}(policy=...)"
+
+    def truncation(self) -> str:
+        if self.driver is None:
+            return "[truncation] max_tokens above this output's size (it was cut)"
+        given = f"in the Policy given to {self.driver}(policy=...)"
+        return f"truncation.max_tokens above this output's size {given}"
+
+    def budget(self, tokens: int | None) -> str:
+        if self.driver is None:
+            return "raise [budget] total (it was dropped to fit)"
+        was = f" above {tokens:,} tokens" if tokens else ""
+        return f"raise the budget given to {self.driver}(budget=...){was} (it was dropped to fit)"
+
+
+def smallest_change(
+    later: list[Recorded], session_id: str, position: int, tool_name: str | None, left: CallFate
+) -> str:
+    """The least config change (or action) that would have kept the event at ``position`` at that call.
+
+    ``later`` are the session's events after it up to the call; ``left`` is the call's fate of it.
+    Named where the user sets it (``_Wording``): for calls an agent loop recorded, its ``Policy``
+    and arguments; otherwise a policy file's keys and the ``contextledger`` commands.
+    """
+    words = _Wording(session_id, position, left.driver if left.driver != "cli" else None)
+    if left.disposition == "not-sent":
+        return "nothing in the policy: this part of the event (reasoning, say) is never sent to the model"
+    if left.disposition == "summarized":
+        return f"keep it out of summaries: {words.pin()}"
+    if left.rule.startswith("truncation"):
+        return f"{words.truncation()}, {words.pin()}"
+    if left.rule.startswith("retention"):
+        return f"{words.setting(*_retention_setting(tool_name, left.rule, later))} {words.pin()}"
+    pinned = any(isinstance(r.event, ItemPinned) and r.event.position == position for r in later)
+    return words.budget(left.budget) + ("" if pinned else f", {words.pin()}")
+
+
+def _retention_setting(tool_name: str | None, rule: str, later: list[Recorded]) -> tuple[str, str, int]:
+    """The retention table, key and value that would have kept the result at that call."""
+    table = f"retention.tools.{tool_name or 'default'}"
+    if "last" in rule:
+        same_tool = sum(
+            isinstance(r.event, ToolResultRecorded) and r.event.tool_name == tool_name for r in later
+        )
+        return table, "keep_last", same_tool + 1
+    if "turn" in rule:
+        return table, "keep_turns", 1 + sum(isinstance(r.event, UserMessageAdded) for r in later)
+    return table, "keep_steps", 1 + sum(isinstance(r.event, AssistantMessageAdded) for r in later)

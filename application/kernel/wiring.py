@@ -14,6 +14,7 @@ from contextledger.domain.ports import (
     NotificationWaiter,
     ProjectionStore,
     SnapshotStore,
+    StoreHealth,
     TokenCountStore,
     TokenizerFactory,
 )
@@ -46,6 +47,8 @@ class Ports:
     """Every stream's events in store order, when the store can list them."""
     waiter: Callable[[], NotificationWaiter] | None = None
     """Opens a waiter that wakes a live tail when new notifications may exist (LISTEN/NOTIFY, polling)."""
+    health: StoreHealth | None = None
+    """The store's schema version and leases (``doctor``), when the store can say."""
     close: Callable[[], None] = field(default=_nothing)
     url: str = "?"
     """Where the log lives (for messages and reports)."""

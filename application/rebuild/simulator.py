@@ -34,8 +34,11 @@ _EVICTED = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 class SimulatedCall(msgspec.Struct, frozen=True, kw_only=True):
     """One model-call point of a recorded session as ``policy`` would have sent it.
 
-    ``cost`` is in input-token equivalents under the provider cache model (``ProviderCache.cost``);
-    ``evictions`` counts the positions this call is the first to show evicted, by rule.
+    ``position`` numbers the call as ``show``, ``calls`` and ``why`` do: the log position of the last
+    event the call shows (the assistant message it is made for comes next); ``at`` is that message's
+    time. ``cost`` is in input-token equivalents under the provider cache model
+    (``ProviderCache.cost``); ``evictions`` counts the positions this call is the first to show
+    evicted, by rule.
     """
 
     policy: str
@@ -109,7 +112,8 @@ class FactFate(msgspec.Struct, frozen=True, kw_only=True):
     """Whether a fact (``--fact``) stayed in the context of one session under one policy.
 
     ``left_calls`` counts the calls where the fact was in the log but not in the rendered context;
-    ``rule`` is the rule that removed the position it entered at, in the first such call.
+    ``first_left_position`` numbers the first such call as ``why`` does (``SimulatedCall.position``);
+    ``rule`` is the rule that removed the position it entered at, in that call.
     """
 
     fact: str
@@ -192,7 +196,8 @@ class _FactTracker:
         self.first: dict[str, tuple[int, str | None]] = {}
 
     def see(self, position: int, context: RenderedContext, evicted: dict[int, str]) -> None:
-        logged = [f for f in self.facts if self.entered.get(f, position) < position]
+        """Follow the facts through the call that shows the log up to ``position``."""
+        logged = [f for f in self.facts if self.entered.get(f, position + 1) <= position]
         if not logged:
             return
         text = _context_text(context)
@@ -254,13 +259,13 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
             if (position, rule) not in seen:
                 seen.add((position, rule))
                 fresh[rule] = fresh.get(rule, 0) + 1
-        tracker.see(replayed.position, context, evicted)
+        tracker.see(context.position, context, evicted)
         request = replayed.requested
         calls.append(
             SimulatedCall(
                 policy=label,
                 session_id=session_id,
-                position=replayed.position,
+                position=context.position,
                 at=at,
                 gap_seconds=priced.gap_seconds,
                 input_tokens=priced.input_tokens,
@@ -291,6 +296,7 @@ def simulate(
     make_summarizer: Callable[[TokenCounter], Summarizer] | None = None,
     tokenizer: str | TokenCounter = "cl100k_base",
     facts: Sequence[str] = (),
+    on_replayed: Callable[[int, int], None] | None = None,
 ) -> Simulation:
     """Replay every model-call point of ``session_ids`` under each labelled policy; price it under ``cache``.
 
@@ -308,6 +314,7 @@ def simulate(
         make_summarizer: Builds the summarizer from the replay's token counter; None: no summaries.
         tokenizer: The tokenizer name (or counter) renders are counted with.
         facts: Texts to follow: in which calls each is in the log but not in the context.
+        on_replayed: Told ``(replays done, replays in all)`` after each session under each policy.
 
     Returns:
         Per-call rows (policy by policy, session by session), totals per policy and fact fates.
@@ -348,6 +355,8 @@ def simulate(
                 total.add(row)
             calls.extend(rows)
             fates.extend(tracker.fates())
+            if on_replayed is not None:
+                on_replayed(sum(t.sessions for t in totals.values()), len(sessions) * len(policies))
     return Simulation(
         provider=cache.name,
         ttl_seconds=cache.ttl,

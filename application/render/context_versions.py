@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 from contextledger.projections.fold import Projector
 
-__all__ = ["CONFIG_PREFIX", "CONTEXT_VIEW", "ROW_FORMAT", "projection_version", "rebuild_command"]
+__all__ = [
+    "CONFIG_PREFIX",
+    "CONTEXT_VIEW",
+    "ROW_FORMAT",
+    "budget_label",
+    "projection_version",
+    "rebuild_command",
+]
 
 CONTEXT_VIEW = "context"
 """The registry name whose active version serves rendered context."""
@@ -19,15 +27,26 @@ CONFIG_PREFIX = "config/"
 """Registry names ``config/<version>`` hold the policy, budget and tokenizer a version was built under."""
 
 
-def projection_version(projector: Projector) -> str:
-    """The versioned name of a context projection: ``context/<policy hash>/<budget>/<tokenizer>/r<format>``.
+def budget_label(prompt_tokens: int) -> str:
+    """A prompt budget as a user writes it: ``16k`` for 16,000 tokens, the number when not whole thousands."""
+    return f"{prompt_tokens // 1000}k" if prompt_tokens % 1000 == 0 else str(prompt_tokens)
 
-    Everything a folded state depends on is in it: the policy's content (its fingerprint), the
-    budget and the tokenizer. Summary artifacts are events of the log, so the summarizer that
-    wrote them is not (a projection folds whichever artifacts are recorded).
+
+def projection_version(projector: Projector) -> str:
+    """A context projection's name: ``context/<policy>-<prompt budget>/<policy hash>/<tokenizer>/r<format>``.
+
+    For instance ``context/default-16k/0123456789abcdef/cl100k_base/r3`` after ``rebuild --policy default
+    --budget 16000``: the policy's name and the prompt budget the user gave (``Budget.prompt_limit``;
+    the window adds the policy's output reserve and safety margin) say which build it is. Everything a
+    folded state depends on is in it: the policy's content (its fingerprint, which holds the reserves,
+    so with the prompt budget it fixes the window), the budget and the tokenizer. Summary artifacts
+    are events of the log, so the summarizer that wrote them is not (a projection folds whichever
+    artifacts are recorded).
     """
     policy = hashlib.sha256(projector.policy.fingerprint().encode()).hexdigest()[:16]
-    return f"{CONTEXT_VIEW}/{policy}/{projector.budget.total}/{projector.tokenizer}/r{ROW_FORMAT}"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", projector.policy.name).strip("-") or "policy"
+    prompt = budget_label(projector.budget.prompt_limit)
+    return f"{CONTEXT_VIEW}/{name}-{prompt}/{policy}/{projector.tokenizer}/r{ROW_FORMAT}"
 
 
 def rebuild_command(policy: str, budget: int | None) -> str:

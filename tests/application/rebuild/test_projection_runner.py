@@ -112,7 +112,7 @@ def test_a_changed_policy_builds_beside_the_live_version_then_switches(full_url)
         views.activate(CONTEXT_VIEW, old.projection)
         new = ProjectionRunner(ledger, views, views, policy="threshold", budget=16_000)
         assert new.projection != old.projection
-        assert re.fullmatch(r"context/[0-9a-f]{16}/\d+/cl100k_base/r\d+", new.projection)
+        assert re.fullmatch(r"context/threshold-16k/[0-9a-f]{16}/cl100k_base/r\d+", new.projection)
         new.run()
         assert views.active(CONTEXT_VIEW) == old.projection  # readers keep the old version meanwhile
         before, after = _rows(views, old.projection), _rows(views, new.projection)
