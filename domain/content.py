@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Literal
 
 import msgspec
 
-__all__ = ["BlobText", "InlineText", "Text", "content_address", "text_chars", "text_preview"]
+__all__ = [
+    "BlobText",
+    "InlineText",
+    "MediaKind",
+    "MediaPart",
+    "MediaSource",
+    "Text",
+    "content_address",
+    "text_chars",
+    "text_preview",
+]
 
 PREVIEW_CHARS = 200
 """How many leading characters of a large text the event itself keeps as a preview."""
@@ -31,6 +42,36 @@ class BlobText(msgspec.Struct, frozen=True, tag="blob"):
 
 Text = InlineText | BlobText
 """A message body: inline for ordinary sizes, a blob reference for large ones."""
+
+
+MediaKind = Literal["image", "file"]
+"""An image (PNG, JPEG, GIF, WebP) or a file (a PDF, a text document)."""
+
+MediaSource = Literal["base64", "url", "file_id"]
+"""Where a part's bytes are: inline (``data`` is base64), at a URL, or a provider's uploaded file id."""
+
+
+class MediaPart(msgspec.Struct, frozen=True, kw_only=True):
+    """An image or file part of a message, provider-neutral; ``data`` is stored like a message text.
+
+    ``data`` is the base64 payload, the URL or the file id (a large payload is a content-addressed
+    blob, like a large text); ``sha256`` is its content address, so stubs and recalls name it without
+    reading it. ``offset`` is how many characters of the message text come before the part, so text
+    and parts render back in their order. ``width``/``height`` (pixels) and ``pages`` are read from
+    the bytes when they are inline, for the token estimate; None when unknown.
+    """
+
+    kind: MediaKind
+    source: MediaSource
+    data: Text
+    sha256: str
+    media_type: str | None = None
+    detail: str | None = None
+    filename: str | None = None
+    width: int | None = None
+    height: int | None = None
+    pages: int | None = None
+    offset: int = 0
 
 
 def text_chars(text: Text) -> int:

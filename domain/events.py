@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
-from contextledger.domain.content import Text
+from contextledger.domain.content import MediaPart, Text
 
 __all__ = [
     "EVENT_TYPES",
@@ -100,9 +100,14 @@ class SessionStarted(LedgerEvent, frozen=True, kw_only=True, tag="SessionStarted
 
 
 class UserMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="UserMessageAdded"):
-    """The user (a human or a simulator) said something."""
+    """The user (a human or a simulator) said something: text, and the images and files it showed.
+
+    ``media`` are the message's image and file parts (``domain.content.MediaPart``), in order;
+    events logged before parts existed decode with none.
+    """
 
     content: Text
+    media: tuple[MediaPart, ...] = ()
 
 
 class AssistantMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="AssistantMessageAdded"):

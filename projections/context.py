@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from contextledger.domain.content import MediaPart
 from contextledger.domain.events import ToolSchema
 from contextledger.projections.wire import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD
 
@@ -13,11 +14,13 @@ __all__ = [
     "TOOL_CALL_OVERHEAD",
     "Decision",
     "DecisionAction",
+    "MediaMessage",
     "MessageKind",
     "RenderedContext",
     "RenderedMessage",
     "RenderedToolCall",
     "Role",
+    "media_of",
 ]
 
 
@@ -52,6 +55,21 @@ class RenderedMessage(msgspec.Struct, frozen=True, kw_only=True):
     tool_call_id: str | None = None
     tool_name: str | None = None
     is_error: bool = False
+
+
+class MediaMessage(RenderedMessage, frozen=True, kw_only=True):
+    """A rendered message with image or file parts, their data inline, counted in ``tokens``.
+
+    A subclass, so that a message without parts encodes (and its context hashes) as before parts
+    existed: the ``context_sha`` of calls recorded earlier still verifies.
+    """
+
+    media: tuple[MediaPart, ...] = ()
+
+
+def media_of(message: RenderedMessage) -> tuple[MediaPart, ...]:
+    """Return a rendered message's image and file parts (none for a plain message)."""
+    return message.media if isinstance(message, MediaMessage) else ()
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):

@@ -16,7 +16,8 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.context import RenderedContext, RenderedMessage, media_of
+from contextledger.projections.media import media_tokens
 from contextledger.projections.wire import (
     MESSAGE_OVERHEAD,
     REQUEST_OVERHEAD,
@@ -101,7 +102,7 @@ def system_tokens(system_text_tokens: int, system: str) -> int:
 
 def count_message(message: RenderedMessage, counter: TokenCounter) -> int:
     """Recount a rendered message from its texts, exactly as the projection sized it."""
-    total = MESSAGE_OVERHEAD + counter.count(message.text)
+    total = MESSAGE_OVERHEAD + counter.count(message.text) + sum(media_tokens(p) for p in media_of(message))
     for call in message.tool_calls:
         total += TOOL_CALL_OVERHEAD + sum(counter.count_many(call_texts(call.id, call.name, call.arguments)))
     return total

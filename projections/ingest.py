@@ -8,6 +8,7 @@ from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, RenderedToolCall
 from contextledger.projections.counting import CountedEvent
+from contextledger.projections.media import NOTE_MARGIN, media_note, media_tokens
 from contextledger.projections.reducers.truncation import TruncationConfig, cut_tokens, shorten
 from contextledger.projections.state import Entry
 
@@ -49,17 +50,29 @@ class EntryBuilder:
         )
 
     def user(self, counted: CountedEvent, event: UserMessageAdded) -> Entry:
-        """Return the entry of a user message."""
-        text, tokens, rule = self._capped(counted, event.content, counted.tokens[0], 0)
+        """Return the entry of a user message with its media parts.
+
+        Parts count their estimate (``projections.media``); when the message and its parts exceed
+        the per-message cap, the parts are evicted first, each leaving its stub after the text.
+        """
+        media = sum(media_tokens(part) for part in event.media)
+        note: str | None = None
+        extra = media
+        if media and counted.tokens[0] + media + MESSAGE_OVERHEAD > self.budget.message_tokens:
+            note = media_note(event.media, counted.position)
+            extra = self.counter.count(note) + NOTE_MARGIN
+        text, tokens, rule = self._capped(counted, event.content, counted.tokens[0], extra)
         return Entry(
             position=counted.position,
             role="user",
-            tokens=tokens + MESSAGE_OVERHEAD,
-            kind="message" if text is None else "truncated",
+            tokens=tokens + extra + MESSAGE_OVERHEAD,
+            kind="stub" if note else "message" if text is None else "truncated",
             content=event.content,
             text=text,
-            full_tokens=counted.tokens[0] + MESSAGE_OVERHEAD,
-            rule=rule,
+            full_tokens=counted.tokens[0] + media + MESSAGE_OVERHEAD,
+            rule=("cap:media" if note else "") or rule,
+            media=() if note else event.media,
+            media_note=note,
         )
 
     def assistant(self, counted: CountedEvent, event: AssistantMessageAdded) -> Entry:

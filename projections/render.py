@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contextledger.domain.content import Text
+import msgspec
+from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import (
     Decision,
     DecisionAction,
+    MediaMessage,
     RenderedContext,
     RenderedMessage,
 )
@@ -134,6 +136,18 @@ def _entry_message(entry: Entry, resolve: Callable[[Text], str]) -> RenderedMess
         text = resolve(entry.content)
     else:
         text = ""
+    if entry.media_note:
+        text = f"{text}\n{entry.media_note}" if text else entry.media_note
+    if entry.media:
+        media = tuple(msgspec.structs.replace(p, data=InlineText(resolve(p.data))) for p in entry.media)
+        return MediaMessage(
+            role=entry.role,
+            text=text,
+            tokens=entry.tokens,
+            kind=entry.kind,
+            sources=(entry.position,),
+            media=media,
+        )
     return RenderedMessage(
         role=entry.role,
         text=text,

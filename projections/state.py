@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import msgspec
-from contextledger.domain.content import Text
+from contextledger.domain.content import MediaPart, Text
 from contextledger.domain.events import ToolSchema
 from contextledger.projections.card_state import CardState
 from contextledger.projections.context import DecisionAction, MessageKind, RenderedToolCall, Role
@@ -34,6 +34,10 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     short_text: str | None = None
     short_tokens: int = 0
     rule: str = ""
+    media: tuple[MediaPart, ...] = ()
+    """Image and file parts rendered with the message (counted in ``tokens``)."""
+    media_note: str | None = None
+    """The stubs of evicted parts (``projections.media.media_note``), rendered after the text."""
 
     @property
     def is_result(self) -> bool:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 from contextledger.adapters.formats.common import is_blank, object_schema, rewrite_id, wire_role
+from contextledger.adapters.formats.media import anthropic_part, media_content
 from contextledger.domain.events import ToolSchema
-from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.context import RenderedContext, RenderedMessage, media_of
 from contextledger.projections.wire import ANTHROPIC_ID, ANTHROPIC_MAX_CALL_ID, RAW_ARGUMENTS_KEY, tool_input
 
 __all__ = [
@@ -112,7 +114,9 @@ def _unused(base: str, used: set[str], kept: set[str]) -> str:
         n += 1
 
 
-def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
+def to_anthropic(
+    ctx: RenderedContext, leading: Mapping[int, Sequence[Mapping[str, Any]]] | None = None
+) -> dict[str, Any]:
     """Return the Messages request parts for ``ctx``: ``{"system", "messages", "tools"}``.
 
     Mapping:
@@ -121,7 +125,8 @@ def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
     - every message's ``content`` is a list of blocks; blank text blocks are never emitted (the API
       rejects empty and whitespace-only text), so a message with nothing else left is skipped;
     - user messages and, whatever their neutral role, summaries and injections are user text
-      blocks (see ``common.USER_TEXT_KINDS``);
+      blocks (see ``common.USER_TEXT_KINDS``); a user message's image and file parts are
+      ``image``/``document`` blocks (``media.anthropic_part``) among its text blocks, in order;
     - an assistant message is its text block then one ``tool_use`` block per call; ``input`` is the
       parsed arguments object (``tool_input`` wraps anything else);
     - a tool result (stubs and truncations included) is a ``tool_result`` block in a user message,
@@ -145,8 +150,12 @@ def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
     (``anthropic_call_ids``, whose ``stored_id`` maps a wire id back to the stored one).
     Equal contexts give equal payloads; the payload shares no mutable object with ``ctx``.
 
+    ``leading`` maps the index of an assistant message to blocks put first in it, exactly as given
+    (the server tool blocks of the current turn, see ``providers.anthropic_messages``).
+
     Args:
         ctx: The rendered, provider-neutral context.
+        leading: Blocks put first in assistant messages, by message index.
 
     Returns:
         A JSON-ready dict with ``messages`` and, when not empty, ``system`` and ``tools``.
@@ -162,6 +171,8 @@ def to_anthropic(ctx: RenderedContext) -> dict[str, Any]:
     for index, message in enumerate(ctx.messages):
         role = wire_role(message, index)
         blocks = _blocks(message, role, ids.calls[index], ids.results[index])
+        if leading and index in leading and role == "assistant":
+            blocks[:0] = [dict(block) for block in leading[index]]
         last_blocks.append(blocks[-1] if blocks else None)
         if not blocks:
             continue
@@ -203,13 +214,19 @@ def _blocks(
         if message.is_error:
             block["is_error"] = True
         return [block]
-    blocks: list[dict[str, Any]] = [] if is_blank(message.text) else [{"type": "text", "text": message.text}]
+    if media_of(message) and role == "user":
+        return media_content(message.text, media_of(message), _text, anthropic_part)
+    blocks: list[dict[str, Any]] = [] if is_blank(message.text) else [_text(message.text)]
     if role == "assistant":
         blocks.extend(
             {"type": "tool_use", "id": wire_id, "name": call.name, "input": tool_input(call.arguments)}
             for call, wire_id in zip(message.tool_calls, call_ids, strict=True)
         )
     return blocks
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from contextledger.adapters.formats.common import object_schema, rewrite_id, wire_role
+from contextledger.adapters.formats.media import chat_part, media_content
 from contextledger.domain.events import ToolSchema
-from contextledger.projections.context import RenderedContext, RenderedMessage
+from contextledger.projections.context import RenderedContext, RenderedMessage, media_of
 from contextledger.projections.wire import OPENAI_MAX_CALL_ID
 
 __all__ = ["OPENAI_MAX_CALL_ID", "openai_call_id", "to_openai"]
@@ -34,6 +35,8 @@ def to_openai(ctx: RenderedContext) -> dict[str, Any]:
     - the system prompt is the first message (role ``system``), omitted when empty;
     - user messages and, whatever their neutral role, summaries and injections are role ``user``
       with string content (the summary heads the stable prefix; see ``common.USER_TEXT_KINDS``);
+      a user message with image or file parts has a list of ``text`` parts and its parts
+      (``media.chat_part``) in their order;
     - an assistant message carries ``tool_calls`` ``[{id, type: "function", function: {name,
       arguments}}]`` with ``content`` null when it has no text (``""`` when it has neither);
     - a tool result (stubbed and truncated ones included) is role ``tool`` with ``tool_call_id``.
@@ -74,6 +77,11 @@ def _message(message: RenderedMessage, index: int) -> dict[str, Any]:
         call_id = openai_call_id(message.tool_call_id or "")
         return {"role": "tool", "tool_call_id": call_id, "content": message.text}
     if role == "user":
+        if media_of(message):
+            return {
+                "role": "user",
+                "content": media_content(message.text, media_of(message), _text, chat_part),
+            }
         return {"role": "user", "content": message.text}
     if not message.tool_calls:
         return {"role": "assistant", "content": message.text}
@@ -90,6 +98,10 @@ def _message(message: RenderedMessage, index: int) -> dict[str, Any]:
             for call in message.tool_calls
         ],
     }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
 def _tool(tool: ToolSchema) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
+from contextledger.adapters.frameworks.pydantic_ai_media import prompt_message
 from contextledger.adapters.frameworks.pydantic_ai_wires import MARK, from_wire, provider_of, reply_of
 from contextledger.adapters.providers.agent import provider_format
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
@@ -153,10 +154,8 @@ class ContextLedgerHistory:
         for index, part in enumerate(message.parts):
             key = f"pai:{mark}:{index}"
             if isinstance(part, UserPromptPart):
-                content = part.content if isinstance(part.content, str) else _texts(part.content)
-                self.loop.add_user_message(
-                    {"role": "user", "content": content, "meta": meta}, idempotency_key=key
-                )
+                content = [part.content] if isinstance(part.content, str) else part.content
+                self.loop.add_user_message(prompt_message(content, meta), idempotency_key=key)
             elif isinstance(part, ToolReturnPart):
                 result = {"role": "tool", "tool_call_id": part.tool_call_id, "name": part.tool_name}
                 self.loop.record_tool_result(
@@ -174,11 +173,6 @@ class ContextLedgerHistory:
                         {"role": "user", "content": text, "meta": meta}, idempotency_key=key
                     )
             # SystemPromptPart: the session's system prompt is given at its start
-
-
-def _texts(content: Sequence[Any]) -> str:
-    """The text items of a multi-part user prompt (images and files are not kept)."""
-    return "\n".join(item for item in content if isinstance(item, str))
 
 
 def _system_parts(messages: Sequence[ModelMessage]) -> list[SystemPromptPart]:

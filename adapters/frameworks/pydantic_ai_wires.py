@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextledger.adapters.frameworks.pydantic_ai_media import prompt_of
 from contextledger.adapters.providers.anthropic_messages import AnthropicFormat
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.application.agent.agent_types import ProviderFormat
+from contextledger.application.kernel.media_shapes import MEDIA_PARTS
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -122,6 +124,13 @@ def _anthropic_message(build: _Builder, message: dict[str, Any]) -> None:
                 )
         build.response(parts)
         return
+    if any(block.get("type") in MEDIA_PARTS for block in blocks):
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        for block in results:
+            build.result(block["tool_use_id"], _text(block.get("content")))
+        rest = [b for b in blocks if b.get("type") != "tool_result"]
+        build.request_part(UserPromptPart(content=prompt_of(rest, _text)))
+        return
     for block in blocks:
         if block.get("type") == "tool_result":
             build.result(block["tool_use_id"], _text(block.get("content")))
@@ -155,7 +164,9 @@ def _responses_items(build: _Builder, items: list[dict[str, Any]]) -> None:
             if kind == "function_call_output":
                 build.result(item["call_id"], str(item.get("output", "")))
             else:
-                build.request_part(UserPromptPart(content=_text(item.get("content"))))
+                content = item.get("content")
+                parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+                build.request_part(UserPromptPart(content=prompt_of(parts, _text)))
     if pending:
         build.response(pending)
 
@@ -165,6 +176,8 @@ def _chat_message(build: _Builder, message: dict[str, Any]) -> None:
     content = _text(message.get("content"))
     if role == "system":
         build.request_part(SystemPromptPart(content=content))
+    elif role == "user" and isinstance(message.get("content"), list):
+        build.request_part(UserPromptPart(content=prompt_of(message["content"], _text)))
     elif role == "user":
         build.request_part(UserPromptPart(content=content))
     elif role == "tool":

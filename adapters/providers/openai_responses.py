@@ -10,14 +10,28 @@ from contextledger.adapters.formats.anthropic import anthropic_call_ids
 from contextledger.adapters.formats.openai_responses import to_openai_responses
 from contextledger.adapters.providers.common import count, mapping, reply_dict
 from contextledger.application.agent.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
-from contextledger.application.kernel.wire_shapes import ledger_tool_call
+from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, ledger_tool_call
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 
-__all__ = ["REASONING_ITEM_ID", "ResponsesFormat", "responses_usage"]
+__all__ = ["HOSTED_RESPONSE_ITEMS", "REASONING_ITEM_ID", "ResponsesFormat", "responses_usage"]
 
 REASONING_ITEM_ID = "reasoning_item_id"
 """Key of an assistant event's ``meta`` that keeps the id of its Responses ``reasoning`` item."""
+
+
+HOSTED_RESPONSE_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+    }
+)
+"""Output items of tools OpenAI runs itself (the caller runs none of them and answers none)."""
 
 
 def responses_usage(usage: Mapping[str, Any], model: str | None) -> Usage:
@@ -35,30 +49,43 @@ class ResponsesFormat:
 
     A reasoning item that came with ``encrypted_content`` (requested with ``include:
     ["reasoning.encrypted_content"]``) is kept and sent back before the calls it led to in the
-    current tool-use turn, as stateless (``store: false``) use requires.
+    current tool-use turn, as stateless (``store: false``) use requires, followed by the items of
+    tools OpenAI ran in that reply (a reasoning item must come with the item that followed it).
     """
 
     wire_format = "openai-responses"
 
     def payload(self, context: RenderedContext, reasoning: Mapping[int, StoredReasoning]) -> WirePayload:
-        """Return ``to_openai_responses(context)`` with the reasoning items, and the id map."""
-        items: dict[int, dict[str, Any]] = {}
+        """Return ``to_openai_responses(context)`` with the reasoning and hosted items, and the id map."""
+        items: dict[int, list[dict[str, Any]]] = {}
         for index, thought in reasoning.items():
             item_id = thought.meta.get(REASONING_ITEM_ID)
-            if isinstance(item_id, str):
-                items[index] = {
-                    "type": "reasoning",
-                    "id": item_id,
-                    "summary": [{"type": "summary_text", "text": thought.text}],
-                    "encrypted_content": thought.signature,
-                }
-        extra = tuple(json.dumps(i, ensure_ascii=False, separators=(",", ":")) for i in items.values())
+            lead = items[index] = []
+            if isinstance(item_id, str) and thought.signature:
+                lead.append(
+                    {
+                        "type": "reasoning",
+                        "id": item_id,
+                        "summary": [{"type": "summary_text", "text": thought.text}],
+                        "encrypted_content": thought.signature,
+                    }
+                )
+            hosted = thought.meta.get(HOSTED_ITEMS)
+            if isinstance(hosted, list):
+                lead.extend(dict(i) for i in hosted if isinstance(i, dict))
+        extra = tuple(
+            json.dumps(i, ensure_ascii=False, separators=(",", ":")) for lead in items.values() for i in lead
+        )
         ids = anthropic_call_ids(context)
         arguments = to_openai_responses(context, items)
         return WirePayload(arguments=arguments, stored_ids=dict(ids.stored), extra_texts=extra)
 
     def parse_reply(self, response: object) -> ParsedReply:
-        """Return the output items (message text, reasoning, function calls) and usage of a ``Response``."""
+        """Return the output items (message text, reasoning, function calls) and usage of a ``Response``.
+
+        Items of tools the provider ran (``web_search_call``, ``file_search_call``, ``mcp_call``,
+        ``mcp_list_tools``...) are kept exactly, in order, in ``meta[HOSTED_ITEMS]``.
+        """
         data = reply_dict(response, "Responses")
         output = data.get("output")
         if not isinstance(output, list):
@@ -66,6 +93,7 @@ class ResponsesFormat:
             raise InvalidMessageError(msg)
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
+        hosted: list[dict[str, Any]] = []
         message: dict[str, Any] = {"role": "assistant"}
         for item in (i for i in output if isinstance(i, dict)):
             kind = item.get("type")
@@ -79,6 +107,10 @@ class ResponsesFormat:
                 if isinstance(item.get("encrypted_content"), str) and isinstance(item.get("id"), str):
                     message["reasoning_signature"] = item["encrypted_content"]
                     message["meta"] = {REASONING_ITEM_ID: item["id"]}
+            elif kind in HOSTED_RESPONSE_ITEMS:
+                hosted.append(item)
+        if hosted:
+            message["meta"] = {**message.get("meta", {}), HOSTED_ITEMS: hosted}
         message["content"] = "".join(texts) or None
         message["tool_calls"] = calls
         model = data.get("model") if isinstance(data.get("model"), str) else None

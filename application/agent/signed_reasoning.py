@@ -1,10 +1,10 @@
-"""The signed reasoning a request sends back: thinking blocks and reasoning items of the current turn."""
+"""What a request sends back beyond the render: signed reasoning and hosted tool items of the current turn."""
 
 from __future__ import annotations
 
 from contextledger.application.agent.agent_types import StoredReasoning
 from contextledger.application.kernel.ledger import Ledger
-from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
+from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, THINKING_BLOCKS
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.context import RenderedContext
 
@@ -18,6 +18,8 @@ def signed_reasoning(
     known: dict[int, StoredReasoning | None] | None = None,
 ) -> dict[int, StoredReasoning]:
     """Signed reasoning of the assistant messages after the last user message, by message index.
+
+    It includes the items of tools the provider ran (``meta[HOSTED_ITEMS]``), which go back with it.
 
     A function of the log and the rendered context only, so a recorded call's payload is rebuilt
     with the very reasoning its request sent (``replay_call``). ``known`` (position -> reasoning or
@@ -63,7 +65,11 @@ def _read(
         event = recorded.event
         if recorded.position not in found or not isinstance(event, AssistantMessageAdded):
             continue
-        if (event.reasoning_signature and event.reasoning) or event.meta.get(THINKING_BLOCKS):
+        if (
+            (event.reasoning_signature and event.reasoning)
+            or event.meta.get(THINKING_BLOCKS)
+            or event.meta.get(HOSTED_ITEMS)
+        ):
             found[recorded.position] = StoredReasoning(
                 text=event.reasoning or "",
                 signature=event.reasoning_signature or "",

@@ -9,13 +9,21 @@ from typing import Any, TypeVar
 import pydantic
 from contextledger.application.kernel.messages import (
     AssistantMessage,
+    MediaIn,
     ToolCallIn,
     ToolResult,
     ToolSchemaIn,
     UserMessage,
 )
 from contextledger.application.kernel.wire_shapes import ledger_tool_call, ledger_tool_schema
-from contextledger.domain.content import PREVIEW_CHARS, BlobText, InlineText, Text, content_address
+from contextledger.domain.content import (
+    PREVIEW_CHARS,
+    BlobText,
+    InlineText,
+    MediaPart,
+    Text,
+    content_address,
+)
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.events import (
     TIME_KEY,
@@ -29,6 +37,7 @@ from contextledger.domain.events import (
 )
 from contextledger.domain.ports import Clock
 from contextledger.domain.session import SessionState
+from contextledger.projections.media import image_size, pdf_pages
 
 __all__ = ["EventDrafter", "tool_call", "tool_schema"]
 
@@ -57,7 +66,12 @@ class EventDrafter:
         if at is None and message.meta.get(TIME_KEY) != TIME_UNKNOWN:
             at = self.clock.now()  # a live append happens now; a time marked unknown stays unknown
         if isinstance(message, UserMessage):
-            return UserMessageAdded(content=self.text(message.content, blobs), at=at, meta=message.meta)
+            return UserMessageAdded(
+                content=self.text(message.content, blobs),
+                media=tuple(self.media(part, len(message.content), blobs) for part in message.media),
+                at=at,
+                meta=message.meta,
+            )
         if isinstance(message, AssistantMessage):
             calls = tuple(
                 ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments))
@@ -83,6 +97,27 @@ class EventDrafter:
             is_error=message.is_error,
             at=at,
             meta=message.meta,
+        )
+
+    def media(self, part: MediaIn, chars: int, blobs: dict[str, str]) -> MediaPart:
+        """Return a media part with its data stored like a text (a blob when large) and its size read."""
+        if part.offset > chars:
+            msg = f"a media part's offset ({part.offset}) is past the end of its message text ({chars})"
+            raise InvalidMessageError(msg)
+        size = image_size(part.data) if part.kind == "image" and part.source == "base64" else None
+        pages = pdf_pages(part.data) if part.kind == "file" and part.source == "base64" else None
+        return MediaPart(
+            kind=part.kind,
+            source=part.source,
+            data=self.text(part.data, blobs),
+            sha256=content_address(part.data),
+            media_type=part.media_type,
+            detail=part.detail,
+            filename=part.filename,
+            width=size[0] if size else None,
+            height=size[1] if size else None,
+            pages=pages,
+            offset=part.offset,
         )
 
     def text(self, text: str, blobs: dict[str, str]) -> Text:

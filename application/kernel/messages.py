@@ -25,6 +25,7 @@ from contextledger.domain.limits import (
 __all__ = [
     "SIDE_STREAM_SEPARATOR",
     "AssistantMessage",
+    "MediaIn",
     "Message",
     "ToolCallIn",
     "ToolResult",
@@ -50,6 +51,7 @@ _WHAT = {
     "ToolResult": "tool message",
     "ToolCallIn": "tool call",
     "ToolSchemaIn": "tool schema",
+    "MediaIn": "media part",
 }
 
 
@@ -121,11 +123,24 @@ class ToolSchemaIn(_Boundary):
     )
 
 
+class MediaIn(_Boundary):
+    """An image or file part of a user message (``media_shapes`` reads each provider's part as this)."""
+
+    kind: Literal["image", "file"]
+    source: Literal["base64", "url", "file_id"]
+    data: Annotated[Str, pydantic.Field(min_length=1)]
+    media_type: Str | None = None
+    detail: Literal["low", "high", "auto"] | None = None
+    filename: Str | None = None
+    offset: Annotated[int, pydantic.Field(ge=0)] = 0
+
+
 class UserMessage(_Boundary):
-    """Something the user said."""
+    """Something the user said: text, and the images and files it showed (``media``)."""
 
     role: Literal["user"] = "user"
     content: Str
+    media: tuple[MediaIn, ...] = ()
     at: datetime | None = None
     meta: Meta = pydantic.Field(default_factory=dict)
 

