@@ -60,11 +60,7 @@ def test_sizes_and_pages_are_read_from_the_bytes():
     assert image_size(gif) == (31, 17)
     jpeg = (
         b"\xff\xd8"
-         b"\xff\xe0"
-        + struct.pack(">H", 4)
-        + b"\0\0"
-        + b"\xff\xc0"
-        + struct.pack(">HBHH", 17, 8, 99, 77)
+        b"\xff\xe0" + struct.pack(">H", 4) + b"\0\0" + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 99, 77)
     )
     assert image_size(base64.b64encode(jpeg + b"\0" * 20).decode()) == (77, 99)
     assert image_size("not base64 at all!") is None
