@@ -177,7 +177,7 @@ def observe(
         card.results.append((seq, event.tool_name))
         text = _text(event.content, full_text)
         if event.is_error or _ERROR.search(text[:200]):
-            first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 160)
+            first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
             card.errors.append((seq, f"{event.tool_name}: {first}", ""))
             card.errors = card.errors[-_KEEP:]
             card.open_error = len(card.errors) - 1
@@ -186,7 +186,7 @@ def observe(
 def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
     if card.open_error is not None and text.strip():
         at, what, _ = card.errors[card.open_error]
-        card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 200)}")
+        card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 120)}")
         card.open_error = None
     sentences = [s for s in _SENTENCE_END.split(text[:20_000]) if DECISION.search(s)]
     card.decisions.extend((seq, _clip(s)) for s in sentences)

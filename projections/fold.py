@@ -300,7 +300,13 @@ class Projector:
         cap = self.policy.card.cap(self.budget)
         ceiling = self.budget.target if limit is None else limit
         room = cap if estimate else ceiling - (state.total - window.card_tokens)
-        pending = [f"{p.tool_name} {p.call_id} (seq {g.start})" for g in window.groups for p in g.pending]
+        newest = window.groups[-1].start if window.groups else None
+        pending = [  # the newest step's calls are the last thing the context shows: not repeated here
+            f"{p.tool_name} {p.call_id} (seq {g.start})"
+            for g in window.groups
+            if g.start != newest
+            for p in g.pending
+        ]
         text, size = fit_card(
             state.card,
             window,
@@ -311,6 +317,11 @@ class Projector:
             first=self.card_view,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
+        window.card_after = 0
+        for group in window.groups:
+            if not (group.head or group.is_user):
+                break
+            window.card_after = group.start
         window.tokens += tokens - window.card_tokens
         window.card, window.card_tokens = text, tokens
 
