@@ -19,6 +19,7 @@ __all__ = [
     "CardConfig",
     "CardState",
     "checklist_of",
+    "instructions_of",
     "observe",
     "todo_items",
 ]
@@ -211,6 +212,18 @@ _IMPERATIVE = re.compile(
     r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude)\b",
     re.IGNORECASE,
 )
+
+
+def instructions_of(text: str) -> list[str]:
+    """Return the imperative and negative sentences of a user message, in order (``extract``'s rule).
+
+    The sentences are clipped as the card shows them; an extraction's closing count is not one.
+    """
+    sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
+    return [_clip(s) for s in sentences if _IMPERATIVE.search(s) and not _LEFT_OUT.fullmatch(s.strip())]
+
+
+_LEFT_OUT = re.compile(r"\[\d+ (?:other sentences left out|sentences; extract: none imperative)\]")
 
 
 def extract(text: str) -> str:

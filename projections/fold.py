@@ -278,8 +278,8 @@ class Projector:
         ref = msgspec.structs.replace(
             ref, tokens=counted.tokens[0] + self.counter.count(summary_header(ref)) + MESSAGE_OVERHEAD
         )
-        if not config.enabled or not config.fits(ref, self.budget):
-            return
+        if not config.enabled or event.withheld or not config.fits(ref, self.budget):
+            return  # a withheld summary lost what the card holds: recorded, never applied
         if config.mode == "latest":
             state.available = [s for s in state.available if s.covers_through > ref.covers_through]
         state.available.append(ref)
