@@ -318,7 +318,7 @@ class Projector:
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
         window.card_after = 0
-        for group in window.groups:
+        for group in window.groups[:-1]:  # never after the newest: the context ends with what it answers
             if not (group.head or group.is_user):
                 break
             window.card_after = group.start
