@@ -94,9 +94,17 @@ class ScriptedSummarizer:
     answers.
     """
 
-    def __init__(self, *script: Answer, name: str = "scripted", config_sha: str = "scripted") -> None:
+    def __init__(
+        self,
+        *script: Answer,
+        name: str = "scripted",
+        config_sha: str = "scripted",
+        model_written: bool = False,
+    ) -> None:
         if not script:
             raise ConfigError("a ScriptedSummarizer needs at least one answer")
+        self.model_written = model_written
+        """Stand for a model: the worker checks each draft against the card, retries once, withholds."""
         self._script: Sequence[Answer] = script
         self._name = name
         self._config_sha = config_sha

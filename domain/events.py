@@ -157,6 +157,12 @@ class Fidelity(msgspec.Struct, frozen=True, kw_only=True):
     overall: float = 1.0
     total: int = 0
     missing: tuple[str, ...] = ()
+    constraints: float = 1.0
+    """The share of the user's instructions in the span (the session-state card's) the text keeps."""
+    todo: float = 1.0
+    """The share of the latest todo list's items the text keeps (when the span holds that list)."""
+    lost: tuple[str, ...] = ()
+    """The instructions and todo items it lost: a summary that lost any is low-fidelity."""
 
 
 class SummaryRecorded(LedgerEvent, frozen=True, kw_only=True, tag="SummaryRecorded"):
@@ -187,6 +193,10 @@ class SummaryRecorded(LedgerEvent, frozen=True, kw_only=True, tag="SummaryRecord
     tokens_before: int | None = None
     tokens_after: int | None = None
     fidelity: Fidelity | None = None
+    drafts: int = 1
+    """Summarizer calls it took: 2 when the first draft lost what the card holds and was retried."""
+    withheld: bool = False
+    """Every draft lost what the card holds: recorded with its report, never applied to a context."""
 
 
 CompactionTrigger = Literal["threshold", "overflow", "manual"]

@@ -143,7 +143,13 @@ def _index(card: CardState, window: WorkingContext, position: int, view: CardVie
 
 
 def card_text(
-    card: CardState, window: WorkingContext, position: int, view: CardView, pending: list[str]
+    card: CardState,
+    window: WorkingContext,
+    position: int,
+    view: CardView,
+    pending: list[str],
+    *,
+    index: bool = True,
 ) -> str:
     """Return the card's text: the parts of the session that matter and are not shown verbatim.
 
@@ -151,7 +157,7 @@ def card_text(
     their imperative and negative sentences, each with its position); the latest plan or todo list,
     whole, when its message is not shown; calls in flight; files changed and files read (the newest);
     decisions and errors with their resolutions the window no longer shows; and the index of every
-    span no message shows, with its tools and a ``recall`` handle.
+    span no message shows, with its tools and a ``recall`` handle (left out with ``index=False``).
     """
     shown = _shown(window)
     lines = [CARD_HEADER.format(position=position)]
@@ -166,7 +172,8 @@ def card_text(
         lines.append("Calls in flight: " + "; ".join(pending))
     lines += _files(card, view)
     lines += _said(card, shown, view)
-    lines += _index(card, window, position, view)
+    if index:
+        lines += _index(card, window, position, view)
     return "\n".join(lines)
 
 
@@ -195,6 +202,7 @@ def fit_card(
     count: Callable[[str], int],
     first: CardView | None = None,
     at_least: Callable[[str], int] | None = None,
+    index: bool = True,
 ) -> tuple[str, int]:
     """Return the richest card text whose size (``count``) is within ``cap``, and that size.
 
@@ -209,7 +217,7 @@ def fit_card(
     if cap <= 0:
         return "", 0
     for view in (first or _VIEWS[0], *_VIEWS[1:]):
-        text = card_text(card, window, position, view, pending)
+        text = card_text(card, window, position, view, pending, index=index)
         if at_least is not None and at_least(text) > cap:
             continue
         size = count(text)

@@ -19,6 +19,7 @@ __all__ = [
     "CardConfig",
     "CardState",
     "checklist_of",
+    "instructions_of",
     "observe",
     "todo_items",
 ]
@@ -183,7 +184,7 @@ def observe(
         card.results.append((seq, event.tool_name))
         text = _text(event.content, full_text)
         if event.is_error or _ERROR.search(text[:200]):
-            first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 160)
+            first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
             card.errors.append((seq, f"{event.tool_name}: {first}", ""))
             card.errors = card.errors[-_KEEP:]
             card.open_error = len(card.errors) - 1
@@ -207,7 +208,7 @@ def _may_decide(text: str) -> bool:
 def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
     if card.open_error is not None and text.strip():
         at, what, _ = card.errors[card.open_error]
-        card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 200)}")
+        card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 120)}")
         card.open_error = None
     head = text[:20_000]
     sentences = [s for s in _SENTENCE_END.split(head) if DECISION.search(s)] if _may_decide(head) else []
@@ -233,6 +234,18 @@ _IMPERATIVE = re.compile(
     r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude)\b",
     re.IGNORECASE,
 )
+
+
+def instructions_of(text: str) -> list[str]:
+    """Return the imperative and negative sentences of a user message, in order (``extract``'s rule).
+
+    The sentences are clipped as the card shows them; an extraction's closing count is not one.
+    """
+    sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
+    return [_clip(s) for s in sentences if _IMPERATIVE.search(s) and not _LEFT_OUT.fullmatch(s.strip())]
+
+
+_LEFT_OUT = re.compile(r"\[\d+ (?:other sentences left out|sentences; extract: none imperative)\]")
 
 
 def extract(text: str) -> str:

@@ -280,8 +280,8 @@ class Projector:
         ref = msgspec.structs.replace(
             ref, tokens=counted.tokens[0] + self.counter.count(summary_header(ref)) + MESSAGE_OVERHEAD
         )
-        if not config.enabled or not config.fits(ref, self.budget):
-            return
+        if not config.enabled or event.withheld or not config.fits(ref, self.budget):
+            return  # a withheld summary lost what the card holds: recorded, never applied
         if config.mode == "latest":
             state.available = [s for s in state.available if s.covers_through > ref.covers_through]
         state.available.append(ref)
@@ -302,7 +302,13 @@ class Projector:
         cap = self.policy.card.cap(self.budget)
         ceiling = self.budget.target if limit is None else limit
         room = cap if estimate else ceiling - (state.total - window.card_tokens)
-        pending = [f"{p.tool_name} {p.call_id} (seq {g.start})" for g in window.groups for p in g.pending]
+        newest = window.groups[-1].start if window.groups else None
+        pending = [  # the newest step's calls are the last thing the context shows: not repeated here
+            f"{p.tool_name} {p.call_id} (seq {g.start})"
+            for g in window.groups
+            if g.start != newest
+            for p in g.pending
+        ]
         text, size = fit_card(
             state.card,
             window,
@@ -314,6 +320,11 @@ class Projector:
             at_least=self.at_least,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
+        window.card_after = 0
+        for group in window.groups[:-1]:  # never after the newest: the context ends with what it answers
+            if not (group.head or group.is_user):
+                break
+            window.card_after = group.start
         window.tokens += tokens - window.card_tokens
         window.card, window.card_tokens = text, tokens
 

@@ -62,11 +62,17 @@ def render(
     for group in window.groups:
         if not group.head and stable < 0:
             messages.extend(_summary_message(s, resolve) for s in window.summaries)
-            messages.extend(card)
             stable = len(messages)
+        if card and not group.head and group.start > window.card_after:
+            # The card follows the leading user messages (the pinned task, the latest request): it
+            # changes at every compaction point, they seldom do.
+            messages.extend(card)
+            card, stable = [], len(messages)
         messages.extend(_group_messages(group, resolve, state.pending_tokens))
     if stable < 0:
         messages.extend(_summary_message(s, resolve) for s in window.summaries)
+        stable = len(messages)
+    if card:
         messages.extend(card)
         stable = len(messages)
     if tail and window.card:

@@ -118,6 +118,11 @@ class WorkingContext(msgspec.Struct, kw_only=True, array_like=True):
     card: str = ""
     """The session-state card's text as it renders now (``projections.card``); its size is in ``tokens``."""
     card_tokens: int = 0
+    card_after: int = 0
+    """The card renders after the leading user messages (and head) that start at or before this position.
+
+    Set when the card is refreshed (a compaction point), so the card's place never moves between them.
+    """
 
     def copy(self) -> WorkingContext:
         """Return an independent copy (groups are immutable, so containers are copied shallowly)."""
@@ -130,6 +135,7 @@ class WorkingContext(msgspec.Struct, kw_only=True, array_like=True):
             removed=list(self.removed),
             card=self.card,
             card_tokens=self.card_tokens,
+            card_after=self.card_after,
         )
 
 

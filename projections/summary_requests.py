@@ -40,8 +40,8 @@ Create a summary with these EXACT sections:
 
 Constraints: at most {max_tokens} tokens; exact file paths, commands, identifiers and numbers copied verbatim;
 if a previous summary exists, INTEGRATE (do not duplicate) its content.
-A "[Session state ...]" block in the context above comes from the log: keep every user instruction and the
-current todo list it shows, and never contradict it."""
+The "## Session State" block below (and any "[Session state ...]" block in the context above) comes from the
+log: keep every user instruction and the current todo list it shows, and never contradict it."""
 """Seed 004's structured template, sent after the live prefix so the summary call reads the provider cache."""
 
 EntryRole = Literal["user", "assistant", "tool", "summary"]
@@ -76,6 +76,11 @@ class SummaryRequest(msgspec.Struct, frozen=True, kw_only=True):
     depth: int = 0
     max_tokens: int = 800
     prefix: RenderedContext | None = None
+    card: str | None = None
+    """The session-state card at the request's point (every user instruction, the latest todo list):
+    sent to a model summarizer whether or not there is a live prefix; the summary is checked against it."""
+    lost: tuple[str, ...] = ()
+    """On a retry: what the previous draft lost of the card (the model is asked to keep it verbatim)."""
 
 
 class SummaryDraft(msgspec.Struct, frozen=True, kw_only=True):
@@ -118,6 +123,12 @@ def summary_prompt(request: SummaryRequest) -> str:
         "## Original User Task",
         request.original_task,
         "",
+    ]
+    if request.card:
+        lines += ["## Session State (from the log: keep it, never contradict it)", request.card, ""]
+    if request.lost:
+        lines += ["## Your previous draft lost these: include each one verbatim", *request.lost, ""]
+    lines += [
         f"## Messages to Summarize (log positions {request.covers_from}-{request.covers_through})",
     ]
     for entry in request.entries:

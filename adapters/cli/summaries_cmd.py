@@ -223,6 +223,10 @@ def _print_texts(session_id: str, db: str | None, *, json_output: bool) -> None:
             )
         elif t.status == "superseded":
             status = f"superseded by {t.superseded_by}"
+        elif t.status == "withheld":
+            status = "low-fidelity: not applied (the contexts keep the verbatim history and the card)"
+        if t.drafts > 1:
+            status += f"; retried ({t.drafts} drafts)"
         console.print(f"== {name}: positions {t.covers_from}-{t.covers_through}, depth {t.depth}, {status}")
         if t.fidelity is not None:
             f = t.fidelity
@@ -230,6 +234,10 @@ def _print_texts(session_id: str, db: str | None, *, json_output: bool) -> None:
                 f"   fidelity {f.overall:.0%} of {f.total} facts (paths {f.paths:.0%}, "
                 f"commands {f.commands:.0%}, identifiers {f.identifiers:.0%}, numbers {f.numbers:.0%})"
                 + (f"; missing: {', '.join(f.missing[:10])}" if f.missing else "")
+            )
+            console.print(
+                f"   card check: instructions {f.constraints:.0%}, latest todo {f.todo:.0%}"
+                + ("; low-fidelity, lost: " + "; ".join(f.lost[:10]) if f.lost else "")
             )
         console.print(t.text or "(no text yet)")
         console.print()

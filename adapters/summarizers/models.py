@@ -55,6 +55,9 @@ class OpenAICompatibleSummarizer:
         client: An ``httpx.Client`` to reuse (one is created otherwise).
     """
 
+    model_written = True
+    """A model writes the text: the worker checks it against the session-state card (retry, withhold)."""
+
     def __init__(
         self,
         *,
@@ -140,6 +143,9 @@ class AnthropicSummarizer:
     The request keeps the agent's system blocks, history and tools (with their ``cache_control``
     breakpoints) and appends the instruction as a last user turn; ``tool_choice`` is ``none``.
     """
+
+    model_written = True
+    """A model writes the text: the worker checks it against the session-state card (retry, withhold)."""
 
     def __init__(
         self,

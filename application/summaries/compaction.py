@@ -195,7 +195,11 @@ class Compactor:
         context = self.renderer.render(session_id, chosen, budget=budget)
         artifacts = {a.summary_id: a for a in stream.artifacts()}
         applied = artifacts.get(context.summary_id or "")
-        mine = [a for a in artifacts.values() if a.config_sha == self.summarizer_config or a is applied]
+        mine = [  # a withheld summary is never a basis: the next one reads the span itself
+            a
+            for a in artifacts.values()
+            if (a.config_sha == self.summarizer_config or a is applied) and not a.withheld
+        ]
         basis = _newest_in_chain(applied, mine)
         limits = self.renderer.projector(chosen, budget=budget).budget
         if chosen.summary.mode == "clip":

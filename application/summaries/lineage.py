@@ -104,8 +104,10 @@ class SummaryText(msgspec.Struct, frozen=True, kw_only=True):
     """A summary as its reader needs it: the text, the span it covers, its status and its fidelity.
 
     ``status`` is ``pending`` (requested, no artifact yet: ``text`` is empty), ``superseded`` (a
-    later artifact covers its whole span: ``superseded_by``) or ``current``; a current artifact is
-    available from ``produced_at`` on and applied at the next compaction point of a render after it.
+    later artifact covers its whole span: ``superseded_by``), ``withheld`` (every draft lost an
+    instruction or todo item of the session-state card: never applied; ``fidelity.lost`` says what)
+    or ``current``; a current artifact is available from ``produced_at`` on and applied at the next
+    compaction point of a render after it. ``drafts`` is 2 when a low-fidelity first draft was retried.
     """
 
     summary_id: str | None
@@ -118,6 +120,7 @@ class SummaryText(msgspec.Struct, frozen=True, kw_only=True):
     depth: int
     text: str
     fidelity: Fidelity | None
+    drafts: int = 1
 
 
 def summary_texts(ledger: Ledger, session_id: str) -> list[SummaryText]:
@@ -149,6 +152,7 @@ def summary_texts(ledger: Ledger, session_id: str) -> list[SummaryText]:
                     o
                     for o in summaries
                     if o is not event
+                    and not o.withheld
                     and o.covers_from <= event.covers_from
                     and o.covers_through >= event.covers_through
                     and (o.produced_at, o.depth) > (event.produced_at, event.depth)
@@ -162,11 +166,12 @@ def summary_texts(ledger: Ledger, session_id: str) -> list[SummaryText]:
                     covers_from=event.covers_from,
                     covers_through=event.covers_through,
                     produced_at=event.produced_at,
-                    status="current" if later is None else "superseded",
+                    status="withheld" if event.withheld else "current" if later is None else "superseded",
                     superseded_by=None if later is None else later.summary_id,
                     depth=event.depth,
                     text=ledger.text(event.content),
                     fidelity=event.fidelity,
+                    drafts=event.drafts,
                 )
             )
     return out

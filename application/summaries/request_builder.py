@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
+from contextledger.application.summaries.card_check import card_for_summary, card_state_at
 from contextledger.domain.content import BlobText, InlineText
 from contextledger.domain.events import (
     AssistantMessageAdded,
@@ -13,6 +14,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.card_state import CardState
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.summary_requests import SpanEntry, SummaryRequest
@@ -53,8 +55,14 @@ class RequestBuilder:
         previous: SummaryRecorded | None,
         policy: Policy | None,
         limit: int,
+        *,
+        card: CardState | None = None,
     ) -> SummaryRequest:
-        """Build what the summarizer reads: only the events the previous round did not cover."""
+        """Build what the summarizer reads: only the events the previous round did not cover.
+
+        The session-state card at the request's point (``card``, else read from the log) goes with
+        it, live prefix or not, so a model summary cannot contradict it.
+        """
         if request.depth > 0:  # clip-archive: fold the batches of the span into one, a level deeper
             entries = self._batches(session_id, request)
         else:
@@ -77,6 +85,11 @@ class RequestBuilder:
             previous=self.ledger.text(previous.content) if previous is not None else None,
             max_tokens=limit,
             prefix=prefix,
+            card=card_for_summary(
+                card if card is not None else card_state_at(self.ledger, session_id, request.planned_at),
+                request.planned_at,
+                self.renderer.counter,
+            ),
         )
 
     def _batches(self, session_id: str, request: CompactionRequested) -> tuple[SpanEntry, ...]:
@@ -88,6 +101,7 @@ class RequestBuilder:
             and a.covers_through <= request.covers_through
             and a.depth < request.depth
             and a.config_sha == self.config_sha
+            and not a.withheld
         ]
         inside.sort(key=lambda a: (a.covers_from, -a.depth))
         return tuple(

@@ -14,6 +14,7 @@ from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
 from contextledger.application.render.renderer import Renderer
+from contextledger.application.summaries.card_check import card_state_at, summarize_against_card
 from contextledger.application.summaries.compaction import policy_key
 from contextledger.application.summaries.request_builder import RequestBuilder
 from contextledger.application.views.view_runner import split_stream
@@ -31,13 +32,11 @@ from contextledger.domain.events import (
     SummaryLeaseRenewed,
     SummaryRecorded,
 )
+from contextledger.projections.card_fidelity import with_card_check
 from contextledger.projections.fidelity import facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
-from contextledger.projections.summary_requests import (
-    Summarizer,
-    check_summary_text,
-)
+from contextledger.projections.summary_requests import Summarizer
 
 __all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
 
@@ -231,11 +230,12 @@ class SummaryWorker:
         ) or self.settings.max_summary_tokens
         try:
             with self._heartbeat(stream, request.request_id, attempt):
+                card = card_state_at(self.ledger, session_id, request.planned_at)
                 summary_request = RequestBuilder(
                     self.ledger, self.renderer, self.summarizer.config_sha, self.settings.entry_chars
-                ).build(session_id, request, previous, policy, limit)
-                draft = self.summarizer.summarize(summary_request)
-            text = check_summary_text(draft.text)
+                ).build(session_id, request, previous, policy, limit, card=card)
+                outcome = summarize_against_card(self.summarizer, summary_request, card)
+            draft, text = outcome.draft, outcome.text
             tokens = _within_bound(self.renderer.counter.count(text), limit)
         except (SummarizerError, ContextLedgerError) as error:
             return self._failed(stream, request, attempt, type(error).__name__, str(error))
@@ -264,7 +264,9 @@ class SummaryWorker:
             tokens=tokens,
             tokens_before=request.tokens_before,
             tokens_after=max(0, request.tokens_before - span_tokens + tokens),
-            fidelity=fidelity(facts_of(summary_request.entries), text),
+            fidelity=with_card_check(fidelity(facts_of(summary_request.entries), text), outcome.check),
+            drafts=outcome.drafts,
+            withheld=outcome.withheld,
             at=self.ledger.clock.now(),
         )
         stream.append(artifact, idempotency_key=f"artifact:{request.request_id}", blobs=blobs)

@@ -288,3 +288,25 @@ def test_card_follows_the_head_and_the_summary_in_the_stable_prefix():
     assert kinds[0] == "message"  # the pinned first task
     assert kinds[-2:] == ["summary", "card"]
     assert all(m.kind != "card" for m in context.messages[context.stable_prefix :])
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_the_card_follows_the_pinned_task_and_latest_request_so_they_stay_cached(preset):
+    """The leading user messages (the task, the latest request) render before the card, never after it.
+
+    They are pinned and survive every compaction; a card in front of them would turn each compaction
+    into a cache miss on them too (the prefix would break right after the system prompt).
+    """
+    session = _session("Never touch the vendored files.", 40, tool_words=300, rule_after=0)
+    fronts = set()
+    for _, context in _renders(_small(preset), session):
+        kinds = [(m.kind, m.sources) for m in context.messages]
+        if ("card", ()) not in kinds:
+            continue
+        card = kinds.index(("card", ()))
+        assert kinds[0] == ("message", (2,)), kinds[:3]  # the task first
+        assert card < context.stable_prefix
+        before = tuple(m.sources for m in context.messages[:card] if m.kind == "message")
+        assert (4,) in before  # the late rule is the latest request: pinned, in front of the card
+        fronts.add(before)
+    assert len(fronts) == 1  # the same messages stay in front of the card at every compaction
