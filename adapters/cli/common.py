@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from contextledger.adapters.cli.terminal import printable
+from contextledger.adapters.store.cipher import KEY_FILE_VAR
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ConfigError,
@@ -308,8 +309,18 @@ def new_app() -> typer.Typer:
             bool,
             typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit."),
         ] = False,
+        key_file: Annotated[
+            str | None,
+            typer.Option(
+                "--key-file",
+                help=f"File holding the ledger's master key (base64): the ledger is encrypted at rest; "
+                f"default ${KEY_FILE_VAR}, or $CIPHER_KEY itself",
+            ),
+        ] = None,
     ) -> None:
         """The context layer of LLM agents, event-sourced."""
+        if key_file:
+            os.environ[KEY_FILE_VAR] = key_file  # every ledger this process opens uses it
 
     return app
 

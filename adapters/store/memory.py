@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.erasure import MemoryErasure
 from contextledger.adapters.store.eventsourcing_hooks import InMemoryTable
 from contextledger.adapters.store.projection_tables import MemoryProjectionTables
 from eventsourcing.persistence import IntegrityError, StoredEvent
@@ -13,7 +14,7 @@ from eventsourcing.persistence import IntegrityError, StoredEvent
 __all__ = ["MemoryRecorder"]
 
 
-class MemoryRecorder(MemoryProjectionTables, InMemoryTable):
+class MemoryRecorder(MemoryErasure, MemoryProjectionTables, InMemoryTable):
     """In-memory recorder with the same blob, idempotency, token-count and snapshot semantics."""
 
     def __init__(self) -> None:

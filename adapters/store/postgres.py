@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.erasure import PostgresErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
@@ -37,7 +38,7 @@ def _autocommit(conn: psycopg.Connection[Any]) -> None:
     conn.autocommit = True
 
 
-class PostgresRecorder(PostgresProjectionTables, PostgresApplicationRecorder):
+class PostgresRecorder(PostgresErasure, PostgresProjectionTables, PostgresApplicationRecorder):
     """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
