@@ -97,8 +97,10 @@ def test_forget_on_a_plaintext_ledger_is_refused_and_erases_nothing(any_url, mon
 
 
 def test_forget_erases_one_session_and_leaves_a_tombstone(any_url, keyed):
-    """After forget: reads are SessionForgottenError naming who/why, the session is not listed, the
-    others are intact, appends are refused with nothing written, a second forget returns the first tombstone.
+    """After forget, reads raise SessionForgottenError naming who and why; the rest holds.
+
+    The session is not listed, the others are intact, appends are refused with nothing written, and
+    a second forget returns the first tombstone.
     """
     with contextledger.open_ledger(any_url) as ledger:
         _fill(ledger, "gone")
