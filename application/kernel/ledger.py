@@ -193,9 +193,13 @@ class Ledger:
         idempotency_key: str | None = None,
     ) -> int:
         """Validate and append one message; return its position."""
-        return self.append_many(
+        positions = self.append_many(
             session_id, [message], expected_version=expected_version, idempotency_key=idempotency_key
-        )[0]
+        )
+        if not positions:  # e.g. content given as an empty list of parts: nothing was written
+            msg = "the message holds nothing to append (no text, no parts)"
+            raise InvalidMessageError(msg)
+        return positions[0]
 
     def append_many(
         self,
