@@ -27,9 +27,13 @@ APPENDS = 1_000 if LONG else 25
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def url(request, tmp_path) -> str:
-    """A fresh SQLite file or PostgreSQL schema."""
+    """A fresh SQLite file (writers queue up to 60 s for its lock) or PostgreSQL schema.
+
+    With the default 5 s, one append of 8,000 gave up with "database is locked" (a typed
+    ``StoreUnavailableError``, nothing written) on the shared machine at a load average of about 20.
+    """
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'appends.db'}"
+        return f"sqlite:///{tmp_path / 'appends.db'}?timeout=60"
     return request.getfixturevalue("pg_url")
 
 
@@ -58,7 +62,7 @@ def test_eight_writers_on_one_session_lose_and_double_nothing(url, tmp_path):
         texts = [ledger.text(r.event.content) for r in ledger.events(session)[1:]]
     expected = {f"{w}-{n}" for w in range(PROCESSES) for n in range(APPENDS)}
     counts = Counter(texts)
-    lost = len(expected - set(counts))
+    lost = sum(o["ok"] for o in outcomes) - len(counts)  # acknowledged, yet not stored
     duplicated = sum(c - 1 for c in counts.values())
     figures = {
         "backend": url.split(":", 1)[0],
@@ -66,6 +70,7 @@ def test_eight_writers_on_one_session_lose_and_double_nothing(url, tmp_path):
         "appends": PROCESSES * APPENDS,
         "acknowledged": sum(o["ok"] for o in outcomes),
         "stored": len(texts),
+        "refused": sum(o["locked"] + o["unavailable"] for o in outcomes),
         "lost": lost,
         "duplicated": duplicated,
         "conflicts": sum(o["conflicts"] for o in outcomes),
