@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
     @command(
         app,
         "forget",
-        example='contextledger --key-file ledger.key forget 0f3c9a... --reason "erasure request #42" --json',
+        example='contextledger forget 0f3c9a... --reason "erasure request #42" --by dpo@example.org --json',
     )
     def forget_command(
         session_id: Annotated[str, typer.Argument(help="The session to erase.")],
