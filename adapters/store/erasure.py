@@ -14,12 +14,18 @@ of its reach (see ADR 30).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+import psycopg
+from contextledger.application.kernel.logs import get_logger
+from eventsourcing.persistence import DatabaseError, OperationalError
 from psycopg.sql import SQL, Composable, Identifier
 
 __all__ = ["MemoryErasure", "PostgresErasure", "SQLiteErasure"]
+
+log = get_logger(__name__)
 
 
 def _named(name: str, session_id: str) -> bool:
@@ -58,6 +64,14 @@ class SQLiteErasure:
 
     def erase_session(self, session_id: str, blob_keys: Sequence[str]) -> None:
         """Delete with ``secure_delete`` in one transaction, then truncate the write-ahead log."""
+        try:
+            self._erase_sqlite(session_id, blob_keys)
+        except sqlite3.OperationalError as error:
+            raise OperationalError(str(error)) from error
+        except sqlite3.Error as error:
+            raise DatabaseError(str(error)) from error
+
+    def _erase_sqlite(self, session_id: str, blob_keys: Sequence[str]) -> None:
         with self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
             cursor.execute("PRAGMA secure_delete=ON")
@@ -122,5 +136,7 @@ class PostgresErasure:
             try:
                 for table in tables:
                     conn.execute(SQL("VACUUM {}").format(self._erasure_table(table)))
+            except psycopg.Error as error:  # e.g. not the tables' owner: the rows are deleted all the same
+                log.warning("vacuum_after_forget_failed", session_id=session_id, error=str(error))
             finally:
                 conn.autocommit = autocommit
