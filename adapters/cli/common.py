@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from contextledger.adapters.cli.terminal import printable
-from contextledger.adapters.store.cipher import KEY_FILE_VAR
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ConfigError,
@@ -313,13 +312,15 @@ def new_app() -> typer.Typer:
             str | None,
             typer.Option(
                 "--key-file",
-                help=f"File holding the ledger's master key (base64): the ledger is encrypted at rest; "
-                f"default ${KEY_FILE_VAR}, or $CIPHER_KEY itself",
+                help="File holding the ledger's master key (base64): the ledger is encrypted at rest; "
+                "default $CONTEXTLEDGER_KEY_FILE, or $CIPHER_KEY itself",
             ),
         ] = None,
     ) -> None:
         """The context layer of LLM agents, event-sourced."""
         if key_file:
+            from contextledger.adapters.store.cipher import KEY_FILE_VAR  # noqa: PLC0415 - start-up time
+
             os.environ[KEY_FILE_VAR] = key_file  # every ledger this process opens uses it
 
     return app
