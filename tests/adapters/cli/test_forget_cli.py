@@ -24,7 +24,7 @@ def _error(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_forget_with_a_key_file_and_what_the_cli_says_after(tmp_path):
-    """--key-file opens the encrypted ledger; without it LedgerKeyError; after forget SessionForgottenError."""
+    """--key-file opens the encrypted ledger; no key: LedgerKeyError; after forget: SessionForgottenError."""
     key = tmp_path / "ledger.key"
     key.write_text(base64.b64encode(os.urandom(32)).decode())
     db = f"sqlite:///{tmp_path / 'l.db'}"
