@@ -30,14 +30,17 @@ def open_ledger(
     ids: IdSource | None = None,
     tokenizers: TokenizerFactory | None = None,
     blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+    key_file: str | None = None,
 ) -> Ledger:
     """Open the ledger at ``url`` (or ``$CONTEXTLEDGER_DB``, or ``sqlite:///contextledger.db``).
 
     URLs: ``sqlite:///path.db`` (embedded default), ``postgresql://user@host:5432/db`` (add
     ``?schema=name`` for a schema), ``memory://`` (tests and demos). ``clock``, ``ids`` and
     ``tokenizers`` replace the machine's clock, random ids and the tiktoken/heuristic counters.
+    With a key (``key_file``, ``$CONTEXTLEDGER_KEY_FILE`` or ``$CIPHER_KEY``: base64 of 16, 24 or 32
+    bytes) the ledger is encrypted at rest, and ``Ledger.forget`` can erase a session.
     """
-    store = open_store(resolve_url(url))
+    store = open_store(resolve_url(url), key_file=key_file)
     views = RecorderProjections(store)
     ports = Ports(
         projections=views,
@@ -48,6 +51,7 @@ def open_ledger(
         blobs=store,
         token_counts=store,
         snapshots=store,
+        eraser=store,
         tokenizers=tokenizers or get_counter,
         clock=clock or SystemClock(),
         ids=ids or UuidSource(),

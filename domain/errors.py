@@ -10,15 +10,18 @@ __all__ = [
     "ContextLedgerError",
     "DuplicateToolCallError",
     "DuplicateToolResultError",
+    "EncryptionRequiredError",
     "EventDecodeError",
     "IdempotencyKeyReusedError",
     "InjectionOverflowError",
     "InvalidMessageError",
+    "LedgerKeyError",
     "PinnedOverBudgetError",
     "ProjectionConfigError",
     "ProjectionLockedError",
     "ReplayMismatchError",
     "SessionExistsError",
+    "SessionForgottenError",
     "SessionNotFoundError",
     "StoreError",
     "StoreUnavailableError",
@@ -101,6 +104,19 @@ _LISTED_IDS = 10
 """How many candidates an ``AmbiguousIdError`` message names (the error keeps them all)."""
 
 
+class SessionForgottenError(SessionNotFoundError):
+    """The session was erased (``forget``): its data key is destroyed, its content unreadable for good."""
+
+    def __init__(self, session_id: str, detail: str = "") -> None:
+        ContextLedgerError.__init__(
+            self,
+            f"session {session_id!r} was forgotten{': ' + detail if detail else ''}; its content is erased "
+            "(its data key was destroyed) and cannot be read or extended",
+        )
+        self.session_id = session_id
+        self.detail = detail
+
+
 class SessionExistsError(ValidationError):
     """A session with this id was already started."""
 
@@ -135,6 +151,14 @@ class EventDecodeError(StoreError):
 
 class ConfigError(ContextLedgerError):
     """A configuration value (database URL, policy file, tokenizer name) is invalid."""
+
+
+class LedgerKeyError(ConfigError):
+    """An encrypted ledger was opened without its key or with another key; nothing was read or written."""
+
+
+class EncryptionRequiredError(ConfigError):
+    """``forget`` needs an encrypted ledger: a plaintext log cannot be erased while staying append-only."""
 
 
 class TokenizerError(ConfigError):

@@ -29,6 +29,7 @@ __all__ = [
     "ModelCallUsageReported",
     "PolicyRegistered",
     "Recorded",
+    "SessionForgotten",
     "SessionStarted",
     "SummaryAttemptFailed",
     "SummaryAttemptStarted",
@@ -358,6 +359,18 @@ class ModelCallFailed(LedgerEvent, frozen=True, kw_only=True, tag="ModelCallFail
     """Stream events that arrived before the failure (0 for a call that failed before replying)."""
 
 
+class SessionForgotten(LedgerEvent, frozen=True, kw_only=True, tag="SessionForgotten"):
+    """The tombstone of an erased session: who erased it, when and why (its content is unreadable).
+
+    Appended to the session's own stream when its data key is destroyed; it is sealed under the
+    ledger key, so it stays readable while everything before it is not.
+    """
+
+    session_id: str
+    reason: str
+    by: str
+
+
 AnyEvent = (
     SessionStarted
     | UserMessageAdded
@@ -375,6 +388,7 @@ AnyEvent = (
     | ModelCallRecorded
     | ModelCallUsageReported
     | ModelCallFailed
+    | SessionForgotten
 )
 """Every event type the ledger stores."""
 

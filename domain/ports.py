@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 import msgspec
-from contextledger.domain.events import AnyEvent, Recorded
+from contextledger.domain.events import AnyEvent, Recorded, SessionForgotten
 
 __all__ = [
     "AppendOutcome",
@@ -27,6 +27,7 @@ __all__ = [
     "ProjectionLeases",
     "ProjectionRows",
     "ProjectionStore",
+    "SessionEraser",
     "SessionInfo",
     "SnapshotStore",
     "StoreHealth",
@@ -121,6 +122,14 @@ class BlobReader(Protocol):
 
     def read_blob(self, sha256: str) -> str:
         """Return the text stored under ``sha256`` (its ``content_address``)."""
+        ...
+
+
+class SessionEraser(Protocol):
+    """Erases a session for good while the log stays append-only (an encrypted store: crypto-shredding)."""
+
+    def forget(self, session_id: str, tombstone: SessionForgotten) -> SessionForgotten:
+        """Destroy the session's content, leave ``tombstone``; return the tombstone stored."""
         ...
 
 

@@ -308,8 +308,20 @@ def new_app() -> typer.Typer:
             bool,
             typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit."),
         ] = False,
+        key_file: Annotated[
+            str | None,
+            typer.Option(
+                "--key-file",
+                help="File holding the ledger's master key (base64): the ledger is encrypted at rest; "
+                "default $CONTEXTLEDGER_KEY_FILE, or $CIPHER_KEY itself",
+            ),
+        ] = None,
     ) -> None:
         """The context layer of LLM agents, event-sourced."""
+        if key_file:
+            from contextledger.adapters.store.cipher import KEY_FILE_VAR  # noqa: PLC0415 - start-up time
+
+            os.environ[KEY_FILE_VAR] = key_file  # every ledger this process opens uses it
 
     return app
 

@@ -9,18 +9,21 @@ from typing import Protocol
 
 import msgspec
 from contextledger.adapters.store.mapper import MsgspecMapper
+from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC, Sealer
 from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ContextLedgerError,
     InvalidMessageError,
+    SessionForgottenError,
     StoreError,
     StoreUnavailableError,
 )
-from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, topic_of
+from contextledger.domain.events import AnyEvent, Recorded, SessionForgotten, SessionStarted, topic_of
 from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
 from eventsourcing.persistence import (
     ApplicationRecorder,
+    Cipher,
     IntegrityError,
     InterfaceError,
     OperationalError,
@@ -121,6 +124,19 @@ class RecorderEventStore:
         self._started_topic = topic_of(SessionStarted)
         self._turns = threading.local()
         """Per thread: the streams whose writer turn it holds (a nested turn on one of them is a no-op)."""
+        self.sealer: Sealer | None = None
+        """Set when the ledger is encrypted (``encrypt_with``): every stored text passes through it."""
+
+    def encrypt_with(self, sealer: Sealer) -> None:
+        """Seal every write and open every read with ``sealer`` (checks the key first).
+
+        Raises:
+            LedgerKeyError: the ledger is encrypted under another key, or holds plaintext events.
+        """
+        with _translated("check the ledger's key"):
+            sealer.check_key(bool(self.recorder.max_notification_id()))
+        self.sealer = sealer
+        self.mapper.unseal = sealer.open_event
 
     def append(
         self,
@@ -139,17 +155,40 @@ class RecorderEventStore:
         last = expected_version + len(events)
         stored = self._encode([(stream_id, first + i, e) for i, e in enumerate(events)])
         idempotency = [] if idempotency_key is None else [(stream_id, idempotency_key, first, last)]
+        stored, rows, idempotency, created = self._sealed(
+            stored, {stream_id: expected_version}, blobs, idempotency
+        )
         with _translated(f"append to {stream_id!r}"):
             try:
-                self.recorder.insert_events(stored, blobs=blobs or {}, idempotency=idempotency)
+                self.recorder.insert_events(stored, blobs=rows, idempotency=idempotency)
             except IntegrityError as error:
                 if idempotency_key is not None:
-                    earlier = self.extras.lookup_idempotency(stream_id, idempotency_key)
+                    earlier = self.extras.lookup_idempotency(stream_id, self._index(idempotency_key))
                     if earlier is not None:
                         return AppendOutcome(tuple(range(earlier[0], earlier[1] + 1)), replayed=True)
                 log.info("append_conflict", stream_id=stream_id, expected_version=expected_version)
                 raise ConcurrencyConflictError(stream_id, expected_version) from error
+        if self.sealer is not None:
+            self.sealer.remember(created)
         return AppendOutcome(tuple(range(first, last + 1)))
+
+    def _sealed(
+        self,
+        stored: list[StoredEvent],
+        heads: Mapping[str, int],
+        blobs: Mapping[str, str] | None,
+        keys: list[tuple[str, str, int, int]],
+    ) -> tuple[list[StoredEvent], dict[str, str], list[tuple[str, str, int, int]], dict[str, Cipher]]:
+        """The rows as stored: sealed when the ledger is encrypted (``created``: new session data keys)."""
+        if self.sealer is None:
+            return stored, dict(blobs or {}), keys, {}
+        rows = self.sealer.seal_blobs(blobs or {})
+        sealed, created = self.sealer.seal_events(stored, heads, rows)
+        return sealed, rows, [(s, self._index(k), a, b) for s, k, a, b in keys], created
+
+    def _index(self, name: str) -> str:
+        """A lookup key as stored (a keyed HMAC when the ledger is encrypted)."""
+        return name if self.sealer is None else self.sealer.keyring.index(name)
 
     def append_streams(
         self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
@@ -167,15 +206,19 @@ class RecorderEventStore:
                 keys.append((append.stream_id, append.idempotency_key, first, first + len(append.events) - 1))
         if not stored:
             return
+        heads = {a.stream_id: a.expected_version for a in appends}
+        stored, rows, keys, created = self._sealed(stored, heads, blobs, keys)
         with _translated(f"append to {len(appends)} streams"):
             try:
-                self.recorder.insert_events(stored, blobs=blobs or {}, idempotency=keys)
+                self.recorder.insert_events(stored, blobs=rows, idempotency=keys)
             except IntegrityError as error:
                 log.info("batch_append_conflict", streams=[a.stream_id for a in appends])
                 first_stream = appends[0]
                 raise ConcurrencyConflictError(
                     first_stream.stream_id, first_stream.expected_version
                 ) from error
+        if self.sealer is not None:
+            self.sealer.remember(created)
 
     def _encode(self, rows: list[tuple[str, int, AnyEvent]]) -> list[StoredEvent]:
         """Encode events before any write; a value that cannot be stored is the caller's error."""
@@ -191,7 +234,28 @@ class RecorderEventStore:
             return []  # no stream can be named so (appends refuse it)
         with _translated(f"read {stream_id!r}"):
             rows = self.recorder.select_events(stream_id, gt=after or None, lte=upto)
-        return [self.mapper.to_recorded(row) for row in rows]
+        if self.sealer is not None and rows and rows[-1].topic == TOMBSTONE_TOPIC:
+            raise self.forgotten_error(stream_id)
+        try:
+            return [self.mapper.to_recorded(row) for row in rows]
+        except SessionForgottenError as error:
+            raise self.forgotten_error(error.session_id) from None
+
+    def forget(self, session_id: str, tombstone: SessionForgotten) -> SessionForgotten:
+        """Erase a session of an encrypted ledger for good, leaving ``tombstone`` (``forgetting.py``)."""
+        from contextledger.adapters.store.forgetting import forget_session  # noqa: PLC0415 - it imports this module
+
+        return forget_session(self, session_id, tombstone)
+
+    def forgotten_error(self, session_id: str) -> SessionForgottenError:
+        """The error of a forgotten session, naming who forgot it, when and why (from its tombstone)."""
+        with _translated(f"read the tombstone of {session_id!r}"):
+            rows = self.recorder.select_events(session_id, desc=True, limit=1)
+        if rows and self.sealer is not None:
+            event = self.mapper.to_recorded(rows[0]).event
+            if isinstance(event, SessionForgotten):
+                return SessionForgottenError(session_id, f"by {event.by} at {event.at}: {event.reason}")
+        return SessionForgottenError(session_id)
 
     def version(self, stream_id: str) -> int:
         """Return the last position of the stream, 0 when it is empty."""
@@ -209,7 +273,10 @@ class RecorderEventStore:
             while True:
                 page = self.recorder.select_notifications(start, _PAGE, topics=[self._started_topic])
                 for row in page:
-                    event = self.mapper.to_recorded(row).event
+                    try:
+                        event = self.mapper.to_recorded(row).event
+                    except SessionForgottenError:
+                        continue  # a forgotten session is listed no more
                     if isinstance(event, SessionStarted):
                         started.append(event)
                 if len(page) < _PAGE:
@@ -230,18 +297,18 @@ class RecorderEventStore:
     def read_blob(self, sha256: str) -> str:
         """Return the text stored under ``sha256``."""
         with _translated(f"read blob {sha256[:12]}"):
-            text = self.extras.read_blob(sha256)
+            text = self.extras.read_blob(self._index(sha256))
         if text is None:
             msg = f"blob {sha256} is missing from the store"
             raise StoreError(msg)
-        return text
+        return text if self.sealer is None else self.sealer.open_blob(text)
 
     def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
         """Return the positions an earlier append with ``key`` stored, or None."""
         if "\x00" in stream_id + key:
             return None
         with _translated(f"look up idempotency key of {stream_id!r}"):
-            found = self.extras.lookup_idempotency(stream_id, key)
+            found = self.extras.lookup_idempotency(stream_id, self._index(key))
         return None if found is None else tuple(range(found[0], found[1] + 1))
 
     @contextmanager
@@ -263,27 +330,35 @@ class RecorderEventStore:
 
     def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
         """Return cached token counts of content hashes."""
+        wanted = {self._index(key): key for key in keys}
         with _translated("load token counts"):
-            return self.extras.load_token_counts(tokenizer, list(keys))
+            found = self.extras.load_token_counts(tokenizer, list(wanted))
+        return {wanted[key]: count for key, count in found.items()}
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
         """Cache token counts of content hashes."""
         if counts:
             with _translated("save token counts"):
-                self.extras.save_token_counts(tokenizer, counts)
+                self.extras.save_token_counts(tokenizer, {self._index(k): v for k, v in counts.items()})
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
         """Return the position and bytes of a projection snapshot, or None."""
         if "\x00" in name:
             return None
         with _translated(f"load snapshot {name}"):
-            return self.extras.load_snapshot(name)
+            found = self.extras.load_snapshot(name)
+        if found is None or self.sealer is None:
+            return found
+        state = self.sealer.open_bytes(found[1])
+        return None if state is None else (found[0], state)  # derived: unreadable means rebuilt
 
     def save_snapshot(self, name: str, position: int, state: bytes) -> None:
         """Store (replace) a projection snapshot."""
         _refuse_nul([name], [])
         with _translated(f"save snapshot {name}"):
-            self.extras.save_snapshot(name, position, state)
+            self.extras.save_snapshot(
+                name, position, state if self.sealer is None else self.sealer.seal_bytes(state)
+            )
 
     def close(self) -> None:
         """Release the connections of the underlying datastore."""

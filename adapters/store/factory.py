@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import os
 
-from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.cipher import (
+    CHECK_BLOB,
+    CIPHER_KEY,
+    CIPHER_TOPIC,
+    KEY_FILE_VAR,
+    Keyring,
+    master_key,
+)
+from contextledger.adapters.store.event_store import RecorderEventStore, _translated
 from contextledger.adapters.store.memory import MemoryRecorder
 from contextledger.adapters.store.postgres import open_postgres
+from contextledger.adapters.store.sealing import Sealer
 from contextledger.adapters.store.sqlite import open_sqlite
-from contextledger.domain.errors import ConfigError
+from contextledger.domain.errors import ConfigError, LedgerKeyError
 
-__all__ = ["DEFAULT_URL", "ENV_VAR", "PLAINTEXT_VAR", "open_store", "refuse_ignored_cipher", "resolve_url"]
+__all__ = ["DEFAULT_URL", "ENV_VAR", "encryption", "keyring_from_settings", "open_store", "resolve_url"]
 
 ENV_VAR = "CONTEXTLEDGER_DB"
 """Environment variable naming the database URL when none is given."""
@@ -19,29 +28,40 @@ DEFAULT_URL = "sqlite:///contextledger.db"
 """The embedded default: a SQLite file in the working directory."""
 
 
-PLAINTEXT_VAR = "CONTEXTLEDGER_ALLOW_PLAINTEXT"
-"""Set to 1 to open a store although eventsourcing cipher settings are in the environment."""
+def keyring_from_settings(key_file: str | None = None) -> Keyring | None:
+    """The keyring of the configured master key (``key_file``, ``CONTEXTLEDGER_KEY_FILE``, ``CIPHER_KEY``).
 
-_CIPHER_SETTINGS = ("CIPHER_TOPIC", "CIPHER_KEY")
-
-
-def refuse_ignored_cipher(environ: dict[str, str] | None = None) -> None:
-    """Refuse to open a store while eventsourcing's cipher settings are set: our store does not apply them.
-
-    A user who knows eventsourcing may set ``CIPHER_TOPIC``/``CIPHER_KEY`` (or an app-prefixed form) and
-    believe the texts encrypted; they would be stored in plaintext. ``CONTEXTLEDGER_ALLOW_PLAINTEXT=1``
-    opens the store anyway.
+    Raises:
+        ConfigError: a malformed key or cipher setting.
     """
-    env = dict(os.environ if environ is None else environ)
-    if env.get(PLAINTEXT_VAR) == "1":
-        return
-    found = sorted(k for k in env if env[k] and any(k == s or k.endswith("_" + s) for s in _CIPHER_SETTINGS))
-    if found:
+    key = master_key(key_file=key_file)
+    return None if key is None else Keyring(key, os.environ.get(CIPHER_TOPIC))
+
+
+def encryption(store: RecorderEventStore, keyring: Keyring | None) -> RecorderEventStore:
+    """Make ``store`` encrypt at rest with ``keyring``; without one, refuse an encrypted ledger.
+
+    Raises:
+        LedgerKeyError: an encrypted ledger opened without its key or with another one, or a key given
+            for a ledger that holds plaintext events.
+    """
+    if keyring is None:
+        _refuse_locked(store)
+    else:
+        store.encrypt_with(Sealer(keyring, store.extras.read_blob))
+    return store
+
+
+def _refuse_locked(store: RecorderEventStore) -> None:
+    """Opening an encrypted ledger without a key is refused before anything is read or written."""
+    with _translated("check the ledger's key"):
+        locked = store.extras.read_blob(CHECK_BLOB) is not None
+    if locked:
         msg = (
-            f"{', '.join(found)} set, but contextledger does not encrypt at rest through eventsourcing's "
-            f"cipher: texts would be stored in plaintext. Unset them, or set {PLAINTEXT_VAR}=1 to accept that"
+            f"this ledger is encrypted: give its key ({CIPHER_KEY}, {KEY_FILE_VAR} or --key-file); "
+            "nothing was read or written"
         )
-        raise ConfigError(msg)
+        raise LedgerKeyError(msg)
 
 
 def resolve_url(url: str | None) -> str:
@@ -49,22 +69,29 @@ def resolve_url(url: str | None) -> str:
     return url or os.environ.get(ENV_VAR) or DEFAULT_URL
 
 
-def open_store(url: str | None = None) -> RecorderEventStore:
+def open_store(url: str | None = None, *, key_file: str | None = None) -> RecorderEventStore:
     """Open (creating tables if needed) the event store the URL names.
 
     ``sqlite:///x.db`` is relative to the working directory and ``sqlite:////abs/x.db`` absolute; the
     opened store reports the absolute form in ``url``. Options: ``sqlite:///x.db?timeout=5`` (seconds a
     writer queues for the lock); ``postgresql://...?schema=s&connect_timeout=5&pool_timeout=10&
-    statement_timeout=60&lock_timeout=5&idle_in_transaction_timeout=60`` (seconds).
+    statement_timeout=60&lock_timeout=5&idle_in_transaction_timeout=60`` (seconds). With a key
+    (``key_file``, ``CONTEXTLEDGER_KEY_FILE`` or ``CIPHER_KEY``) the ledger is encrypted at rest.
     """
     url = resolve_url(url)
-    refuse_ignored_cipher()
+    keyring = keyring_from_settings(key_file)  # a bad key setting is refused before anything is opened
     scheme = url.split(":", 1)[0].lower()
     if scheme == "memory":
-        return RecorderEventStore(MemoryRecorder(), url=url)
-    if scheme == "sqlite":
-        return open_sqlite(url)
-    if scheme in {"postgresql", "postgres"}:
-        return open_postgres(url)
-    msg = f"unsupported database URL {url!r}: use sqlite:///path.db, postgresql://user@host:port/db or memory://"
-    raise ConfigError(msg)
+        store = RecorderEventStore(MemoryRecorder(), url=url)
+    elif scheme == "sqlite":
+        store = open_sqlite(url)
+    elif scheme in {"postgresql", "postgres"}:
+        store = open_postgres(url)
+    else:
+        msg = f"unsupported database URL {url!r}: use sqlite:///path.db, postgresql://user@host:port/db or memory://"
+        raise ConfigError(msg)
+    try:
+        return encryption(store, keyring)
+    except BaseException:
+        store.close()
+        raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -33,6 +34,8 @@ class MsgspecMapper:
         self._untyped = msgspec.msgpack.Decoder()
         self._current: dict[str, msgspec.msgpack.Decoder[Any]] = {}
         """Decoders of topics that name their class's current version (no upcast): one lookup per row."""
+        self.unseal: Callable[[str, str, bytes], bytes] | None = None
+        """Decrypts a stored payload (stream, topic, bytes) of an encrypted ledger; None in plaintext."""
 
     def to_stored(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
         """Return the row that stores ``event`` at ``position`` of ``stream_id``.
@@ -60,6 +63,8 @@ class MsgspecMapper:
 
     def decode(self, stream_id: object, position: int, topic: str, state: bytes) -> AnyEvent:
         """Decode one stored row's payload (its stream and position name it in errors)."""
+        if self.unseal is not None:
+            state = self.unseal(str(stream_id), topic, state)
         decoder = self._current.get(topic)
         try:
             if decoder is not None:

@@ -7,6 +7,7 @@ from threading import RLock
 from typing import Any
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.erasure import MemoryErasure
 from contextledger.adapters.store.eventsourcing_hooks import InMemoryTable
 from contextledger.adapters.store.projection_tables import NotificationRow, rows_of_recorder, stale_tracking
 from contextledger.domain.errors import ProjectionLockedError
@@ -129,7 +130,7 @@ class MemoryProjectionTables:
         return None
 
 
-class MemoryRecorder(MemoryProjectionTables, InMemoryTable):
+class MemoryRecorder(MemoryErasure, MemoryProjectionTables, InMemoryTable):
     """In-memory recorder with the same blob, idempotency, token-count and snapshot semantics."""
 
     def __init__(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 from contextledger.adapters.store.batch import blob_rows, idempotency_rows
+from contextledger.adapters.store.erasure import PostgresErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres_horizon import (
     PostgresNotificationLog,
@@ -44,7 +45,9 @@ def _autocommit(conn: psycopg.Connection[Any]) -> None:
     conn.autocommit = True
 
 
-class PostgresRecorder(PostgresProjectionTables, PostgresNotificationLog, PostgresApplicationRecorder):
+class PostgresRecorder(
+    PostgresErasure, PostgresProjectionTables, PostgresNotificationLog, PostgresApplicationRecorder
+):
     """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
 
     def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:

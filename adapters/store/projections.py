@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from contextledger.adapters.store.event_store import RecorderEventStore, _translated
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
+from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC
 from contextledger.domain.ports import LeaseHolder, Notification, NotificationBatch, ProjectionCommit
 
 __all__ = ["RecorderProjections"]
@@ -52,10 +53,13 @@ class RecorderProjections:
         with _translated("read notifications"):
             rows = self._tables.notification_rows(after, limit)
         decode = self.store.mapper.decode
+        sealer = self.store.sealer
         kept = [
             Notification(row_id, stream, position, decode(stream, position, topic, state))
             for row_id, stream, position, topic, state in rows
-            if keep is None or keep(stream)
+            if (keep is None or keep(stream))
+            and topic != TOMBSTONE_TOPIC  # a forgotten session is skipped whole: tombstone and events
+            and (sealer is None or not sealer.forgotten(stream))
         ]
         return NotificationBatch(rows[-1][0] if rows else 0, kept)
 
@@ -91,23 +95,47 @@ class RecorderProjections:
     def commit_many(self, commits: Sequence[ProjectionCommit]) -> None:
         """Store several views' rows and checkpoints in one transaction."""
         names = ", ".join(c.tracking_of for c in commits)
+        sealer = self.store.sealer
+        if sealer is not None:
+            commits = [
+                ProjectionCommit(
+                    c.rows_of,
+                    c.tracking_of,
+                    c.tracking,
+                    {k: (at, sealer.seal_bytes(state)) for k, (at, state) in c.rows.items()},
+                )
+                for c in commits
+            ]
         with _translated(f"commit projections {names}"):
             self._tables.projection_commit(commits, self.owner)
 
     def load_range(self, projection: str, after_key: str, upto_key: str) -> dict[str, tuple[int, bytes]]:
         """Return the rows with ``after_key < key <= upto_key``."""
         with _translated(f"load rows of {projection}"):
-            return self._tables.projection_range(projection, after_key, upto_key)
+            return self._opened(self._tables.projection_range(projection, after_key, upto_key))
 
     def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row of ``projection``, or None."""
         with _translated(f"load row of {projection}"):
-            return self._tables.projection_row(projection, key)
+            found = self._tables.projection_row(projection, key)
+        return None if found is None else self._opened({key: found}).get(key)
 
     def load_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """Return the rows of ``keys`` that exist, in one read."""
         with _translated(f"load rows of {projection}"):
-            return self._tables.projection_rows(projection, keys) if keys else {}
+            return self._opened(self._tables.projection_rows(projection, keys)) if keys else {}
+
+    def _opened(self, rows: dict[str, tuple[int, bytes]]) -> dict[str, tuple[int, bytes]]:
+        """Rows as read: decrypted when the ledger is encrypted (a row that does not is left out: rebuilt)."""
+        sealer = self.store.sealer
+        if sealer is None:
+            return rows
+        opened: dict[str, tuple[int, bytes]] = {}
+        for key, (at, sealed) in rows.items():
+            state = sealer.open_bytes(sealed)
+            if state is not None:
+                opened[key] = (at, state)
+        return opened
 
     def row_keys(self, projection: str) -> list[str]:
         """Return every row key of ``projection``, sorted."""

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote
 from uuid import UUID
 
 from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
 from contextledger.domain.errors import ConfigError, StoreUnavailableError
@@ -56,7 +57,7 @@ def _stored_id(originator_id: UUID | str) -> str:
     return originator_id.hex if isinstance(originator_id, UUID) else originator_id
 
 
-class SQLiteRecorder(SQLiteProjectionTables, SQLiteApplicationRecorder):
+class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRecorder):
     """SQLite recorder whose inserts also write blobs and the idempotency key atomically."""
 
     def construct_create_table_statements(self) -> list[str]:

@@ -9,6 +9,7 @@ from typing import Any, Self, Unpack
 
 from contextledger.application.kernel import pins
 from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
+from contextledger.application.kernel.erasure import forget_session
 from contextledger.application.kernel.fork import ForkAwareLog, fork_session
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
@@ -41,6 +42,7 @@ from contextledger.domain.events import (
     AnyEvent,
     ForkParent,
     Recorded,
+    SessionForgotten,
     SessionStarted,
     SummaryRecorded,
 )
@@ -191,9 +193,13 @@ class Ledger:
         idempotency_key: str | None = None,
     ) -> int:
         """Validate and append one message; return its position."""
-        return self.append_many(
+        positions = self.append_many(
             session_id, [message], expected_version=expected_version, idempotency_key=idempotency_key
-        )[0]
+        )
+        if not positions:  # e.g. content given as an empty list of parts: nothing was written
+            msg = "the message holds nothing to append (no text, no parts)"
+            raise InvalidMessageError(msg)
+        return positions[0]
 
     def append_many(
         self,
@@ -342,6 +348,11 @@ class Ledger:
     def fork(self, session_id: str, at: int, *, from_summary: bool = False, **options: Any) -> str:
         """Start a session continuing ``session_id`` after ``at``, nothing copied (``fork_session``)."""
         return fork_session(self, session_id, at, from_summary=from_summary, **options)
+
+    def forget(self, session_id: str, *, reason: str, by: str = "unspecified") -> SessionForgotten:
+        """Erase the session's content for good, leaving a tombstone (``erasure.forget_session``)."""
+        with self._lock:
+            return forget_session(self.ports, session_id, reason=reason, by=by)
 
     def record_summary(self, session_id: str, **artifact: Unpack[ArtifactSpec]) -> SummaryRecorded:
         """Store a summary artifact in the session's summary stream (``summary_log.record_summary``)."""

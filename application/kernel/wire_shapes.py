@@ -149,7 +149,11 @@ def _assistant(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["content"] = raw["refusal"]  # the model's refusal is its answer
     calls = [ledger_tool_call(c) for c in raw.get("tool_calls") or ()]
     if isinstance(content, list):
-        out.update(_assistant_blocks(content, calls, dict(raw.get("meta") or {})))
+        meta = raw.get("meta") or {}
+        if not isinstance(meta, Mapping):
+            msg = f"an assistant message's meta must be an object, not {type(meta).__name__}"
+            raise InvalidMessageError(msg)
+        out.update(_assistant_blocks(content, calls, dict(meta)))
     out["tool_calls"] = calls
     return out
 

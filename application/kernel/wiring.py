@@ -13,6 +13,7 @@ from contextledger.domain.ports import (
     NotificationReader,
     NotificationWaiter,
     ProjectionStore,
+    SessionEraser,
     SnapshotStore,
     StoreHealth,
     TokenCountStore,
@@ -45,6 +46,8 @@ class Ports:
     """Persistent views (checkpointed projections), when the store keeps them."""
     notifications: NotificationReader | None = None
     """Every stream's events in store order, when the store can list them."""
+    eraser: SessionEraser | None = None
+    """Erases sessions (``forget``), when the store can."""
     waiter: Callable[[], NotificationWaiter] | None = None
     """Opens a waiter that wakes a live tail when new notifications may exist (LISTEN/NOTIFY, polling)."""
     health: StoreHealth | None = None

@@ -181,3 +181,26 @@ def test_every_refusal_here_is_in_the_error_tree():
     """The new error is part of the one tree and public."""
     assert issubclass(IdempotencyKeyReusedError, ContextLedgerError)
     assert contextledger.IdempotencyKeyReusedError is IdempotencyKeyReusedError
+
+
+def test_a_message_with_empty_content_parts_is_a_typed_error(ledger):
+    """append({"role": "user", "content": []}) holds nothing: InvalidMessageError, not an IndexError.
+
+    Found by the long fuzz (tests/reliability/test_fuzz.py, 10,000 cases); nothing is written.
+    """
+    session = ledger.start_session(system_prompt="x")
+    with pytest.raises(contextledger.InvalidMessageError, match="nothing to append"):
+        ledger.append(session, {"role": "user", "content": []})
+    assert ledger.version(session) == 1
+
+
+@pytest.mark.parametrize("meta", [[None], [""], "text", 5])
+def test_an_assistant_message_with_parts_and_a_non_object_meta_is_a_typed_error(ledger, meta):
+    """Assistant content parts with meta=[None] raised TypeError/ValueError: InvalidMessageError now.
+
+    Found by the fuzz (tests/reliability/test_fuzz.py); nothing is written.
+    """
+    session = ledger.start_session(system_prompt="x")
+    with pytest.raises(contextledger.InvalidMessageError, match="meta"):
+        ledger.append(session, {"role": "assistant", "content": [], "meta": meta})
+    assert ledger.version(session) == 1

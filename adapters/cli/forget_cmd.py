@@ -1,0 +1,73 @@
+"""``forget``: erase a session of an encrypted ledger for good (crypto-shredding), leaving a tombstone."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from typing import Annotated
+
+import typer
+from contextledger.adapters.cli.common import (
+    DbOption,
+    JsonOption,
+    command,
+    emit_json,
+    ledger_for,
+    out_console,
+    run_guarded,
+)
+
+__all__ = ["register"]
+
+
+def _who() -> str:
+    """``user@host`` of the process, the default ``--by``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``forget`` to ``app``."""
+
+    @command(
+        app,
+        "forget",
+        example='contextledger forget 0f3c9a... --reason "erasure request #42" --by dpo@example.org --json',
+    )
+    def forget_command(
+        session_id: Annotated[str, typer.Argument(help="The session to erase.")],
+        reason: Annotated[str, typer.Option("--reason", help="Why it is erased (kept in the tombstone).")],
+        by: Annotated[
+            str | None, typer.Option("--by", help="Who erases it (kept in the tombstone); default user@host.")
+        ] = None,
+        db: DbOption = None,
+        json_output: JsonOption = False,
+    ) -> None:
+        """Erase SESSION for good: its data key is destroyed, its derived rows deleted, a tombstone kept.
+
+        Needs an encrypted ledger (a key: --key-file, $CONTEXTLEDGER_KEY_FILE or $CIPHER_KEY). Running it
+        again on a forgotten session finishes an interrupted erasure and reports the first tombstone.
+        --json prints {"session_id", "forgotten_at", "by", "reason"}.
+        """
+
+        def body() -> None:
+            with ledger_for(db) as ledger:
+                tombstone = ledger.forget(session_id, reason=reason, by=by or _who())
+            document = {
+                "session_id": tombstone.session_id,
+                "forgotten_at": None if tombstone.at is None else tombstone.at.isoformat(),
+                "by": tombstone.by,
+                "reason": tombstone.reason,
+            }
+            if json_output:
+                emit_json(document)
+                return
+            when = document["forgotten_at"]
+            out_console().print(
+                f"forgot {tombstone.session_id} at {when} by {tombstone.by}: {tombstone.reason}"
+            )
+
+        run_guarded(body, json_output=json_output)
