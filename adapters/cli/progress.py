@@ -56,7 +56,13 @@ def step_bar(description: str, *, shown: bool) -> Iterator[Advance]:
     with Progress(*columns, console=err_console(), transient=True) as bar:
         task = bar.add_task(description, total=None, what="")
 
+        shown_what = [""]
+
         def advance(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total, what=what)
+            # A new step's name is drawn at once (a fast step would otherwise never show it);
+            # counts alone wait for the bar's own refresh.
+            fresh = what != shown_what[0]
+            shown_what[0] = what
+            bar.update(task, completed=done, total=total, what=what, refresh=fresh)
 
         yield advance

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import contextledger
 import pytest
+from contextledger.adapters.store.postgres import SCHEMA_VERSION
+from contextledger.adapters.store.projection_tables import SQLITE_SCHEMA_VERSION
 from contextledger.application.kernel.summary_log import summary_stream
 from contextledger.application.rebuild.health import health, masked_url
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
@@ -64,7 +66,14 @@ def test_health_reports_store_schema_tokenizers_lag_and_leases(backend, tmp_path
             )
         finally:
             lease.release()
-    assert report.schema_version == {"memory": None, "sqlite": 1, "postgres": 4}[backend]
+    assert (
+        report.schema_version
+        == {
+            "memory": None,
+            "sqlite": SQLITE_SCHEMA_VERSION,
+            "postgres": SCHEMA_VERSION,
+        }[backend]
+    )
     assert [(t.name, t.available) for t in report.tokenizers] == [
         ("cl100k_base", True),
         ("heuristic", True),

@@ -203,9 +203,10 @@ def test_a_notification_gap_is_skipped(pg_url):
         session_id = ledger.start_session(system_prompt="be brief", model="m")
         schema = pg_url.partition("schema=")[2]
         with psycopg.connect(pg_url.split("?")[0]) as conn:
-            conn.execute(
-                f'INSERT INTO "{schema}".contextledger_events '
-                "(originator_id, originator_version, topic, state) VALUES ('z', 1, 't', '\\x00')"
+            conn.execute(  # an append through the one write path (ADR 0031), then rolled back
+                f'SELECT "{schema}".contextledger_events_append(%s::text[], %s::bigint[], %s::text[], '
+                "%s::bytea[], '{}', '{}', '{}', '{}', '{}', '{}')",
+                (["z"], [1], ["t"], [b"\x00"]),
             )
             conn.rollback()
         ledger.add_user_message(session_id, "after the gap")
