@@ -153,8 +153,14 @@ def _run_workers(
             try:
                 results.take(events.get(timeout=1.0))
             except queues.Empty:
-                if not any(p.is_alive() for p in processes) and events.empty():
-                    results.failures.append("a worker exited without reporting")
+                if any(p.is_alive() for p in processes):
+                    continue
+                try:  # every worker has exited: what each put is in the pipe, perhaps not yet readable
+                    results.take(events.get(timeout=5.0))
+                except queues.Empty:
+                    codes = ", ".join(f"{p.name} exit {p.exitcode}" for p in processes)
+                    results.failures.append(f"a worker exited without reporting ({codes})")
+                    break
     finally:
         for process in processes:
             process.join(timeout=30)

@@ -12,10 +12,10 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     command,
     emit_json,
-    ledger_for,
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import session_ledger
 
 __all__ = ["register"]
 
@@ -54,8 +54,8 @@ def register(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            with ledger_for(db) as ledger:
-                tombstone = ledger.forget(session_id, reason=reason, by=by or _who())
+            with session_ledger(db, session_id) as (ledger, session):
+                tombstone = ledger.forget(session, reason=reason, by=by or _who())
             document = {
                 "session_id": tombstone.session_id,
                 "forgotten_at": None if tombstone.at is None else tombstone.at.isoformat(),

@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from contextledger.application.kernel.media_shapes import data_url
 from contextledger.domain.content import InlineText, MediaPart
 from contextledger.domain.errors import ValidationError
 
-__all__ = ["anthropic_part", "chat_part", "media_content", "responses_part"]
+__all__ = ["anthropic_part", "chat_part", "data_url", "media_content", "responses_part"]
+
+
+def data_url(media_type: str | None, data: str) -> str:
+    """Return the ``data:`` URL OpenAI's wires carry for base64 bytes."""
+    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
 
 
 def _data(part: MediaPart) -> str:

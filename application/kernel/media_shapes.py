@@ -23,17 +23,12 @@ from typing import Any
 
 from contextledger.domain.errors import InvalidMessageError
 
-__all__ = ["MEDIA_PARTS", "data_url", "ledger_media"]
+__all__ = ["MEDIA_PARTS", "ledger_media"]
 
 MEDIA_PARTS = frozenset({"image_url", "file", "input_image", "input_file", "image", "document"})
 """Part types read as an image or a file."""
 
 _DATA_URL = re.compile(r"data:([A-Za-z0-9.+/-]+);base64,(.*)", re.DOTALL)
-
-
-def data_url(media_type: str | None, data: str) -> str:
-    """Return the ``data:`` URL OpenAI's wires carry for base64 bytes."""
-    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
 
 
 def _fail(what: str) -> InvalidMessageError:

@@ -60,6 +60,7 @@ def _argv(name: str, session: str, tmp_path: Path, call_id: str) -> list[str]:
         "compact": [session, "--budget", "4000"],
         "replay-call": [call_id, "--session", session],
         "render": [session, "--budget", "4000", "--record"],
+        "forget": [session, "--reason", "test"],
     }
     return [name, *extra.get(name, [session])]
 
@@ -75,6 +76,9 @@ def test_every_command_that_takes_a_session_takes_a_unique_prefix(tmp_path, run_
     assert {"show", "calls", "why", "render", "fork", "pin", "simulate", "replay-call"} <= set(commands)
     for name in sorted(commands, key=lambda n: (n == "unpin", n)):  # unpin after pin
         code, out, err = run_cli(*_argv(name, PREFIX, tmp_path, call_id), "--db", url, "--json")
+        if name == "forget":  # the prefix resolves; a plaintext ledger then refuses the erasure itself
+            assert json.loads(err)["error"]["type"] == "EncryptionRequiredError", err
+            continue
         assert code == 0, f"{name}: {err}"
         document = json.loads(out)
         named = document.get("session_id") if name not in {"fork", "simulate"} else None
