@@ -45,11 +45,17 @@ __all__ = [
 
 
 class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
-    """A tool the model may call: name, description and JSON-schema parameters."""
+    """A tool the model may call: name, description and JSON-schema parameters.
+
+    ``strict`` is the provider's strict-schema flag as the caller sent it (OpenAI function tools,
+    Anthropic tools); unset when the tool did not carry one, and then absent from the encoded
+    event, so events and payloads of tools without it are unchanged.
+    """
 
     name: str
     description: str = ""
     parameters: dict[str, Any] = {}
+    strict: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):

@@ -132,7 +132,7 @@ def arguments_object(arguments: str) -> dict[str, Any] | None:
 def tools_text(tools: Sequence[ToolSchema]) -> str:
     """Return the JSON text of the tools as Chat Completions receives them (the larger wire form).
 
-    ``[{"type": "function", "function": {name, description?, parameters}}]`` with the schema made
+    ``[{"type": "function", "function": {name, description?, parameters, strict?}}]`` with the schema made
     a ``type: object`` schema; the Anthropic form (``name, description?, input_schema``) is shorter.
     """
     if not tools:
@@ -143,6 +143,8 @@ def tools_text(tools: Sequence[ToolSchema]) -> str:
         if tool.description:
             function["description"] = tool.description
         function["parameters"] = object_schema(tool.parameters)
+        if isinstance(tool.strict, bool):
+            function["strict"] = tool.strict
         wire.append({"type": "function", "function": function})
     return msgspec.json.encode(wire).decode()
 

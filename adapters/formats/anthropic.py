@@ -234,4 +234,6 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
     if tool.description:
         out["description"] = tool.description
     out["input_schema"] = object_schema(tool.parameters)
+    if isinstance(tool.strict, bool):
+        out["strict"] = tool.strict
     return out

@@ -109,4 +109,6 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
     if tool.description:
         function["description"] = tool.description
     function["parameters"] = object_schema(tool.parameters)
+    if isinstance(tool.strict, bool):
+        function["strict"] = tool.strict
     return {"type": "function", "function": function}

@@ -263,7 +263,15 @@ def _schema(tool: object) -> dict[str, Any] | None:
     if not isinstance(parameters, dict):
         return None
     description = getattr(tool, "description", "") or ""
-    return {"name": getattr(tool, "name", ""), "description": description, "parameters": parameters}
+    schema: dict[str, Any] = {
+        "name": getattr(tool, "name", ""),
+        "description": description,
+        "parameters": parameters,
+    }
+    strict = getattr(tool, "strict_json_schema", None)  # what the SDK sends as the tool's ``strict``
+    if isinstance(strict, bool):
+        schema["strict"] = strict
+    return schema
 
 
 class _LedgerHooks(RunHooks[Any]):

@@ -40,6 +40,7 @@ class ATool(msgspec.Struct, kw_only=True):
     name: str
     description: str = ""
     input_schema: dict[str, Any] = {}
+    strict: bool | None = None
 
 
 class AResponse(msgspec.Struct, kw_only=True):
@@ -184,7 +185,9 @@ def _request_session(source: Source, request: ARequest, path: str) -> SessionDra
     else:
         draft.system_prompt = request.system or ""
     draft.tools = [
-        {"name": t.name, "description": t.description, "parameters": t.input_schema} for t in request.tools
+        {"name": t.name, "description": t.description, "parameters": t.input_schema}
+        | ({} if t.strict is None else {"strict": t.strict})
+        for t in request.tools
     ]
     draft.source_messages = len(request.messages)
     book = CallBook()

@@ -224,13 +224,14 @@ def _tools(specs: list[OAToolSpec]) -> list[dict[str, Any]]:
     for spec in specs:
         function = spec.function
         if isinstance(function.get("name"), str):
-            tools.append(
-                {
-                    "name": function["name"],
-                    "description": str(function.get("description") or ""),
-                    "parameters": function.get("parameters") or {},
-                }
-            )
+            tool: dict[str, Any] = {
+                "name": function["name"],
+                "description": str(function.get("description") or ""),
+                "parameters": function.get("parameters") or {},
+            }
+            if isinstance(function.get("strict"), bool):
+                tool["strict"] = function["strict"]
+            tools.append(tool)
     return tools
 
 

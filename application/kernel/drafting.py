@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+import msgspec
 import pydantic
 from contextledger.application.kernel.messages import (
     AssistantMessage,
@@ -140,7 +141,10 @@ def tool_schema(raw: object) -> ToolSchema:
         if isinstance(raw, ToolSchemaIn)
         else _validated(ToolSchemaIn, ledger_tool_schema(raw), "tool schema")
     )
-    return ToolSchema(name=schema.name, description=schema.description, parameters=dict(schema.parameters))
+    strict = msgspec.UNSET if schema.strict is None else schema.strict
+    return ToolSchema(
+        name=schema.name, description=schema.description, parameters=dict(schema.parameters), strict=strict
+    )
 
 
 def tool_call(raw: object) -> ToolCallIn:

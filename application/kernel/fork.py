@@ -212,9 +212,7 @@ def fork_session(
         session_id=new_session_id,
         system_prompt=root.system_prompt,
         model=root.model,
-        tools=[
-            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in root.tools
-        ],
+        tools=[msgspec.to_builtins(t) for t in root.tools],
         metadata=dict(metadata or {}),
         parent=(session_id, at),
     )

@@ -121,6 +121,8 @@ class ToolSchemaIn(_Boundary):
     parameters: Annotated[dict[str, Any], pydantic.AfterValidator(lambda v: _shallow(v, "parameters"))] = (
         pydantic.Field(default_factory=dict)
     )
+    strict: bool | None = None
+    """The provider's strict-schema flag as the tool carried it (OpenAI, Anthropic); None when absent."""
 
 
 class MediaIn(_Boundary):

@@ -118,9 +118,11 @@ def ledger_tool_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
 
     Accepted: the ledger's own; OpenAI Chat ``{type: "function", function: {...}}``; OpenAI Responses
     ``{type: "function", name, parameters}``; Anthropic ``{name, description, input_schema}``
-    (``strict`` and ``cache_control`` are the request's business and are dropped); an MCP ``Tool``
+    (``cache_control`` is the request's business and is dropped); an MCP ``Tool``
     (object or dict) ``{name, title?, description?, inputSchema, outputSchema?, annotations?}``,
     whose input schema is the parameters (the rest is for the client, never sent to a model).
+    A boolean ``strict`` flag (OpenAI Chat, inside ``function``; Responses and Anthropic, on the
+    tool) is kept, so the wire that sent it sends it again.
     """
     raw = as_plain(raw)
     if not isinstance(raw, Mapping):
@@ -135,6 +137,8 @@ def ledger_tool_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
     elif raw.get("type") != "function":
         return dict(raw)
     out = {k: source[k] for k in ("name", "description", "parameters") if k in source}
+    if isinstance(source.get("strict"), bool):
+        out["strict"] = source["strict"]
     if out.get("description") is None:
         out.pop("description", None)
     return out

@@ -108,18 +108,6 @@ async def _two_runs(
         return ctx, [str(first.final_output), str(second.final_output)]
 
 
-def _without_strict(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The SDK's tools without its ``strict`` flag (the ledger keeps name, description and parameters)."""
-    out = []
-    for tool in tools:
-        function = tool.get("function")
-        if isinstance(function, dict):
-            out.append({**tool, "function": {k: v for k, v in function.items() if k != "strict"}})
-        else:
-            out.append({k: v for k, v in tool.items() if k != "strict"})
-    return out
-
-
 @pytest.fixture(autouse=True)
 def _no_tracing():
     """No trace export is attempted (no network, nothing printed)."""
@@ -137,8 +125,8 @@ def test_agents_sdk_runs_within_budget_send_reasoning_back_and_every_call_replay
     (encrypted reasoning items of the current tool-use turn sent back on Responses) within budget
     by its own count, although big.txt alone is over the budget; each call is audited in the
     model's wire, its usage joined from ``on_llm_end``, and replays byte for byte as it was sent
-    (the tools without the SDK's ``strict`` flag, which the ledger does not keep). Another
-    adapter on the session, handed the whole history, writes nothing.
+    (the tools with the SDK's ``strict`` flag included). Another adapter on the session, handed
+    the whole history, writes nothing.
     """
     with (
         strict_server(SCRIPT, budget=BUDGET) as server,
@@ -153,7 +141,6 @@ def test_agents_sdk_runs_within_budget_send_reasoning_back_and_every_call_replay
         for view, exchange in zip(views, server.exchanges, strict=True):
             assert view.record.wire_format == wire
             sent = {k: exchange.body[k] for k in KEYS[wire] if k in exchange.body}
-            sent["tools"] = _without_strict(sent["tools"])
             replayed = contextledger.replay_call(ledger, view.record.call_id, ctx.session_id)
             assert replayed.payload == sent
             assert replayed.payload_sha == view.record.payload_sha == payload_sha(sent)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import contextledger
+import msgspec
 import pytest
 from anthropic.types import Message
 from contextledger.application.kernel.messages import (
@@ -82,7 +83,7 @@ def anthropic_message(blocks: list[dict[str, Any]]) -> Message:
 
 
 def test_start_session_takes_openai_and_anthropic_tool_schemas(ledger: contextledger.Ledger) -> None:
-    """Both providers' tool schemas are stored in the ledger's shape (strict, cache_control dropped)."""
+    """Both providers' tool schemas are stored in the ledger's shape (strict kept, cache_control dropped)."""
     session = ledger.start_session(
         tools=[OPENAI_TOOL, {**ANTHROPIC_TOOL, "cache_control": {"type": "ephemeral"}}]
     )
@@ -92,6 +93,7 @@ def test_start_session_takes_openai_and_anthropic_tool_schemas(ledger: contextle
         ("read_file", "Read a file", {"path": {"type": "string"}}),
         ("run", "Run a command", {"command": {"type": "string"}}),
     ]
+    assert [t.strict for t in started.tools] == [False, msgspec.UNSET]
 
 
 def test_the_append_api_takes_provider_shaped_messages(ledger: contextledger.Ledger) -> None:
