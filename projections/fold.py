@@ -294,9 +294,11 @@ class Projector:
     def _refresh_card(self, state: RenderState, *, estimate: bool = False, limit: int | None = None) -> None:
         """Rebuild the card's text from its state and the window, within its cap and the room left.
 
-        With ``estimate`` (before the reducers run) the room left is not checked: the card's size
-        then is what the reducers make room for, and the refresh after them fits what is left
-        under the target (or under ``limit``, e.g. the low-water mark).
+        With ``estimate`` (before the reducers run) the room left is not checked and the card is
+        counted at its whole cap: that is what the reducers make room for (the card grows with what
+        they evict; counted at its size before them, it left the context above the low-water mark
+        after each compaction, so the next one came sooner: ADR 26). The refresh after them fits what
+        is left under the target (or under ``limit``, e.g. the low-water mark).
         """
         window = state.window
         cap = self.policy.card.cap(self.budget)
@@ -320,6 +322,8 @@ class Projector:
             at_least=self.at_least,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
+        if estimate and text:  # reserve the whole cap: the card refreshed after the reducers may fill it
+            tokens = max(tokens, cap)
         window.card_after = 0
         for group in window.groups[:-1]:  # never after the newest: the context ends with what it answers
             if not (group.head or group.is_user):
@@ -348,7 +352,7 @@ class Projector:
         state.reason = reason
         window = state.window
         card = self.policy.card
-        if card.enabled:  # the reducers make room for the card as it would stand now; refreshed after them
+        if card.enabled:  # the reducers make room for the card at its cap; refreshed after them
             self._refresh_card(state, estimate=True)
         for reducer in reducers:
             window, state = reducer.reduce(window, self.budget, state)

@@ -19,7 +19,7 @@ _PY_WRITE = re.compile(
 _SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")", ";;", "|&"}
 _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|>\|)$")
 _READERS = {"cat", "head", "tail", "less", "more", "nl", "wc", "bat", "view", "open", "diff", "md5sum"}
-_SEARCHERS = {"grep", "egrep", "rg", "ag"}
+_SEARCHERS = {"grep", "egrep", "fgrep", "rg", "ag", "ack"}
 _CHANGERS = {"rm", "touch", "mkdir", "truncate", "chmod", "unlink", "rmdir"}
 _EDIT_TOOL = re.compile(
     r"(?:write|edit|create|replace|insert|patch|save|update|delete|remove|rename|move)", re.IGNORECASE
@@ -181,7 +181,7 @@ def _simple(words: list[str], read: list[str], changed: list[str]) -> None:
     elif name in _READERS:
         read.extend(operands)
     elif name in _SEARCHERS:
-        read.extend(operands[1:])
+        read.extend(_searched(rest))
     elif name == "patch":
         inputs = [v for a, v in itertools.pairwise(rest) if a in {"-i", "--input"}]
         read.extend(inputs)
@@ -191,6 +191,44 @@ def _simple(words: list[str], read: list[str], changed: list[str]) -> None:
 
 _SED_VALUED = frozenset({"-e", "--expression", "-f", "--file"})
 _PATCH_VALUED = frozenset({"-i", "--input", "-p", "-d", "-o", "-r", "-B", "-D", "-F", "-V", "-Y", "-z"})
+
+
+_SEARCH_VALUED = frozenset(
+    {
+        *("-A", "-B", "-C", "-e", "-f", "-m", "-d", "-D", "-g", "-t", "-j", "-M"),
+        *("--after-context", "--before-context", "--context", "--regexp", "--file", "--max-count"),
+        *("--glob", "--iglob", "--type", "--type-not", "--type-add", "--threads", "--max-columns"),
+        *("--encoding", "--replace", "--max-depth", "--depth", "--include", "--exclude", "--exclude-dir"),
+        *("--ignore", "--ignore-dir", "--file-search-regex", "--sort", "--sortr", "--color", "--colors"),
+        *("--context-separator", "--binary-files", "--devices", "--directories", "--label"),
+    }
+)
+"""Options of ``grep``/``rg``/``ag``/``ack`` whose value is the next word (never a file searched).
+
+Short options whose meaning differs between them (``-E``, ``-G``, ``-r``, ``-T``: a flag to grep) are
+read as flags."""
+_SEARCH_PATTERN = frozenset({"-e", "--regexp", "-f", "--file"})
+"""Options that give the pattern: the first operand is then a path, not the pattern."""
+
+
+def _searched(rest: list[str]) -> list[str]:
+    """The paths a search command reads: its operands after the pattern, skipping option values."""
+    operands: list[str] = []
+    has_pattern = False
+    skip = False
+    for i, word in enumerate(rest):
+        if skip:
+            skip = False
+            continue
+        if word == "--":
+            operands.extend(rest[i + 1 :])
+            break
+        if word.startswith("-") and len(word) > 1:
+            has_pattern = has_pattern or word in _SEARCH_PATTERN or word.startswith(("--regexp=", "--file="))
+            skip = word in _SEARCH_VALUED
+            continue
+        operands.append(word)
+    return [a for a in operands[0 if has_pattern else 1 :] if _plain(a)]
 
 
 def _option_value(args: list[str], word: str, valued: frozenset[str]) -> bool:

@@ -67,6 +67,27 @@ def test_shell_reads_are_not_changes():
     assert heredoc.changed == ("x.txt",)
 
 
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        ('grep -n -A 20 "def foo" src/a.py', ["src/a.py"]),
+        ("grep -rn -B 3 --include '*.py' TODO src/ tests/", ["src/", "tests/"]),
+        ("grep -E 'a|b' -m 5 notes.txt", ["notes.txt"]),
+        ("grep -e pattern -e other lib/b.py", ["lib/b.py"]),
+        ("rg -n -C 2 -g '*.ts' --type py needle app/", ["app/"]),
+        ("rg -t py -- -pattern src/x.py", ["src/x.py"]),
+        ("ag --depth 2 -A 4 handler web/", ["web/"]),
+        ("ack --type python -C 1 parse lib/", ["lib/"]),
+        ("grep -n TODO", []),
+    ],
+)
+def test_search_patterns_and_option_values_are_not_files_read(command, read):
+    """grep/rg/ag/ack: the pattern and each option's value are not files read; only path operands are."""
+    touches = files_of_command(command)
+    assert list(touches.read) == read
+    assert touches.changed == ()
+
+
 def test_editor_tool_view_reads_and_create_changes():
     """An editor tool's `view` reads its path, `create`/`str_replace` change it; write tools change theirs."""
     assert files_of_call("str_replace_based_edit_tool", {"command": "view", "path": "/r/a.py"}).read == (

@@ -104,7 +104,7 @@ def test_why_prints_its_verdict_and_a_table_of_fates(tmp_path, transcripts):
     db = f"sqlite:///{tmp_path / 'why.db'}"
     _run("import", str(transcripts / TRAJ), "--db", db, "--json")
     [info] = _run("sessions", "--db", db, "--json")["sessions"]
-    args = ["why", info["session_id"], "--position", "4", "--policy", "default", "--budget", "4000"]
+    args = ["why", info["session_id"], "--position", "4", "--policy", "default", "--budget", "4400"]
     done = subprocess.run(
         [CLI, *args, "--tokenizer", "heuristic", "--db", db], capture_output=True, text=True, check=False
     )

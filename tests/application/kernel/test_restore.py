@@ -18,6 +18,7 @@ def _policy(**sections: Any) -> Policy:
         "retention": {"enabled": False},
         "truncation": {"enabled": False},
         "window": {"keep_first": 0},
+        "card": {"enabled": False},  # stubs placed by exact budget arithmetic
     }
     for key, value in sections.items():
         base[key] = base.get(key, {}) | value

@@ -12,7 +12,7 @@ from contextledger.projections.policy import Policy
 STUBBING = Policy.parse(
     {
         "name": "recall-test",
-        "budget": {"total": 2000, "output_reserve": 0, "high_water": 0.9, "low_water": 0.5},
+        "budget": {"total": 2200, "output_reserve": 0, "high_water": 0.9, "low_water": 0.5},
         "retention": {"tools": {"read_file": {"keep_last": 1}}},
         "truncation": {"enabled": False},
         "window": {"keep_first": 0},
