@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import shutil
+import sys
 from pathlib import Path
 
 import contextledger
@@ -18,6 +18,11 @@ from contextledger.domain.errors import ConfigError, ProjectionLockedError, Stor
 from contextledger.projections.presets import get_preset
 
 from tests.conftest import TRANSCRIPTS
+
+# Spawned workers unpickle the opener by module name: a sibling module on an absolute path imports there,
+# where ``tests`` (a rootdir-relative name) may not.
+sys.path.insert(0, str(Path(__file__).parent))
+from parallel_openers import opens_only_in_the_parent
 
 _DOCS = {"FORMATS.md", "PROVENANCE.md"}
 _VIEWS = ("summaries", "calls", "search")
@@ -96,17 +101,10 @@ def test_a_tail_after_a_sharded_rebuild_folds_only_new_events(url):
         assert views.load_row("two", session) == views.load_row("scratch", session)
 
 
-def _opens_only_in_the_parent(url: str | None) -> contextledger.Ledger:
-    """An opener that fails in worker processes (a worker that cannot reach the store)."""
-    if multiprocessing.parent_process() is not None:
-        raise StoreError("the store is out of reach from this worker")
-    return contextledger.open_ledger(url)
-
-
 def test_a_failing_worker_is_named_and_the_rebuild_fails_typed(url):
     """A worker that cannot open the ledger fails the rebuild with a StoreError naming its shard."""
     with pytest.raises(StoreError, match=r"shard \d: StoreError: the store is out of reach"):
-        rebuild_in_shards(_opens_only_in_the_parent, url, _spec("bad"), 2)
+        rebuild_in_shards(opens_only_in_the_parent, url, _spec("bad"), 2)
 
 
 def test_shards_split_sessions_by_a_stable_hash():
