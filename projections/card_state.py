@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Annotated, Literal
@@ -11,13 +12,14 @@ import pydantic
 from contextledger.domain.content import InlineText, Text, text_preview
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from contextledger.projections.budget import Budget
-from contextledger.projections.shell_files import files_of_call
+from contextledger.projections.shell_files import FileTouches, files_of_call
 from contextledger.projections.wire import arguments_object
 
 __all__ = [
     "DECISION",
     "CardConfig",
     "CardState",
+    "call_facts",
     "checklist_of",
     "instructions_of",
     "observe",
@@ -43,6 +45,10 @@ _ERROR = re.compile(
     r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)",
     re.MULTILINE,
 )
+_TODO_TOOL = re.compile(r"todo|plan|task", re.IGNORECASE)
+"""A tool whose name says it keeps a plan: the list its call writes is the new plan revision."""
+_CALL_FACTS = 4_096
+"""How many distinct tool calls ``call_facts`` remembers (by name and argument text)."""
 _USER_CHARS = 2_000
 """A user message longer than this is kept by extraction (its imperative and negative sentences)."""
 _KEEP = 60
@@ -128,6 +134,8 @@ def _text(content: Text | None, full_text: str | None) -> str:
 
 def checklist_of(text: str) -> tuple[str, ...]:
     """Return the checklist lines of a message (``- [ ] item``, ``1. [x] item``) as ``[ ]``/``[x]`` lines."""
+    if text.find("[", 0, 20_000) < 0:  # every checklist line holds a "[": most texts hold none
+        return ()
     return tuple(
         f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {_clip(item)}"
         for mark, item in _CHECK.findall(text[:20_000])
@@ -200,7 +208,10 @@ def _may_decide(text: str) -> bool:
     """
     if text.isascii():
         lowered = text.lower()
-        if not any(word in lowered for word in _DECISION_WORDS):
+        for word in _DECISION_WORDS:  # a loop, not any(): this runs for every assistant message
+            if word in lowered:
+                break
+        else:
             return False
     return DECISION.search(text) is not None
 
@@ -211,20 +222,36 @@ def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: st
         card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 120)}")
         card.open_error = None
     head = text[:20_000]
-    sentences = [s for s in _SENTENCE_END.split(head) if DECISION.search(s)] if _may_decide(head) else []
-    card.decisions.extend((seq, _clip(s)) for s in sentences)
-    card.decisions = card.decisions[-_KEEP:]
+    if _may_decide(head):
+        decisions = card.decisions
+        decisions.extend((seq, _clip(s)) for s in _SENTENCE_END.split(head) if DECISION.search(s))
+        if len(decisions) > _KEEP:
+            del decisions[:-_KEEP]
     plan = checklist_of(text)
     if len(plan) >= 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
         card.todo = (seq, plan)
     for call in event.tool_calls:
-        arguments = arguments_object(call.arguments) or {}
-        todos = todo_items(arguments)
-        if todos is not None and re.search(r"todo|plan|task", call.name, re.IGNORECASE):
+        todos, touched = call_facts(call.name, call.arguments)
+        if todos is not None:
             card.todo = (seq, todos)
-        touched = files_of_call(call.name, arguments)
-        _remember(card.changed, touched.changed, seq)
-        _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
+        if touched.changed:
+            _remember(card.changed, touched.changed, seq)
+        if touched.read:
+            _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
+
+
+@functools.lru_cache(maxsize=_CALL_FACTS)
+def call_facts(name: str, arguments: str) -> tuple[tuple[str, ...] | None, FileTouches]:
+    """Return what the card takes from one tool call: the plan it writes (or None) and the files it touches.
+
+    The plan is the whole list of a todo-style call (``todo_items``) whose tool name says it keeps
+    one (``todo``, ``plan``, ``task``); the files are ``files_of_call`` of its arguments parsed as a
+    JSON object (none when they are not one). A pure function of the call's name and argument text,
+    so it is remembered by them: a call seen again (a rebuild, a repeated command) is not parsed again.
+    """
+    parsed = arguments_object(arguments) or {}
+    todos = todo_items(parsed) if _TODO_TOOL.search(name) else None
+    return todos, files_of_call(name, parsed)
 
 
 _IMPERATIVE = re.compile(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import shlex
 
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections import card_state, shell_files
+from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,3 +54,66 @@ def test_a_decision_in_an_ascii_text_is_found():
     event = AssistantMessageAdded(content=InlineText(text))
     card_state.observe(card, 4, event, None)
     assert card.decisions == [(4, "I decided to pin the version instead.")]
+
+
+_TOOL_NAMES = [
+    "bash",
+    "shell",
+    "str_replace_editor",
+    "TodoWrite",
+    "update_plan",
+    "read_file",
+    "write_file",
+    "x",
+]
+_ARGUMENTS = st.one_of(
+    st.sampled_from(
+        [
+            '{"command": "cat a.py && sed -i s/x/y/ b.py > c.txt"}',
+            '{"command": "view", "path": "src/m.py"}',
+            '{"command": "str_replace", "path": "src/m.py", "old_str": "a", "new_str": "b"}',
+            '{"path": "notes.md", "content": "- [ ] one"}',
+            '{"todos": [{"content": "write tests", "status": "completed"}, "ship it"]}',
+            '{"plan": ["a", {"step": "b", "status": "in_progress"}]}',
+            '{"patch": "*** Update File: a.py\\n+++ b/b.py\\n"}',
+            "[1, 2]",
+            "not json",
+            "{}",
+        ]
+    ),
+    st.dictionaries(
+        st.sampled_from(["command", "cmd", "path", "file_path", "todos", "input", "items"]),
+        st.one_of(st.text(alphabet=_SHELL_CHARS, max_size=30), st.lists(st.text(max_size=8), max_size=3)),
+        max_size=3,
+    ).map(json.dumps),
+)
+
+
+def _call_facts_by_definition(
+    name: str, arguments: str
+) -> tuple[tuple[str, ...] | None, shell_files.FileTouches]:
+    """What ``_assistant`` computed per call before ``call_facts``: the parse, the plan, the files."""
+    parsed = arguments_object(arguments) or {}
+    todos = card_state.todo_items(parsed)
+    plan = todos if todos is not None and re.search(r"todo|plan|task", name, re.IGNORECASE) else None
+    return plan, shell_files.files_of_call(name, parsed)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.sampled_from(_TOOL_NAMES), _ARGUMENTS)
+def test_call_facts_equal_their_definition(name, arguments):
+    """The remembered facts of a call are the parse of its arguments, the first time and every time after."""
+    expected = _call_facts_by_definition(name, arguments)
+    assert card_state.call_facts(name, arguments) == expected
+    assert card_state.call_facts(name, arguments) == expected  # from the memo now
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.text(alphabet="ab [xX~-]\n-*1.)", max_size=60))
+def test_checklist_pre_check_is_exact(text):
+    """A text the pre-check skips (no ``[``) has no checklist line: the answer is the pattern's."""
+    by_pattern = tuple(
+        f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {card_state._clip(item)}"
+        for mark, item in card_state._CHECK.findall(text[:20_000])
+    )
+    assert card_state.checklist_of(text) == by_pattern
