@@ -117,3 +117,9 @@ def test_checklist_pre_check_is_exact(text):
         for mark, item in card_state._CHECK.findall(text[:20_000])
     )
     assert card_state.checklist_of(text) == by_pattern
+
+
+def test_every_decision_word_is_grouped_under_a_core():
+    """The pre-check scans for cores first: a phrase under no core would be missed, so there is none."""
+    grouped = {word for _, words in card_state._DECISION_GROUPS for word in words}
+    assert grouped == set(card_state._DECISION_WORDS)
