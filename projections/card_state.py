@@ -290,13 +290,40 @@ def call_facts(name: str, arguments: str) -> tuple[tuple[str, ...] | None, FileT
     return todos, files_of_call(name, parsed)
 
 
+_VERBS = (
+    r"use|add|remove|keep|write|run|make|fix|do|put|leave|try|set|change|create|update|delete|"
+    r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude"
+)
 _IMPERATIVE = re.compile(
     r"\b(?:do not|don't|never|must|mustn't|should|shouldn't|only|always|avoid|make sure|ensure|"
     r"please|no longer|stop|keep|prefer|instead|required?|without)\b"
-    r"|^\s*(?:use|add|remove|keep|write|run|make|fix|do|put|leave|try|set|change|create|update|delete|"
-    r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude)\b",
+    r"|^\s*(?:" + _VERBS + r")\b",
     re.IGNORECASE,
 )
+_IMPERATIVE_START = re.compile(r"\s*(?:" + _VERBS + r")\b", re.IGNORECASE)
+"""``_IMPERATIVE``'s second branch: a sentence starting with a verb in the imperative."""
+_IMPERATIVE_WORDS = (
+    "do not", "don't", "never", "must", "should", "only", "always", "avoid", "make sure", "ensure",
+    "please", "no longer", "stop", "keep", "prefer", "instead", "require", "without",
+)  # fmt: skip
+"""A part of every word of ``_IMPERATIVE``'s first branch, lower-cased."""
+
+
+def _imperative(sentence: str) -> bool:
+    """Whether ``_IMPERATIVE`` finds a match in ``sentence`` (a pre-check first; the answer is exact).
+
+    An ASCII sentence holding none of ``_IMPERATIVE_WORDS`` (lower-cased, ASCII case-blindness is
+    lower-casing) cannot match the first branch; the second is anchored at the start, so a match
+    there is all that is left to try. Other sentences are searched whole.
+    """
+    if sentence.isascii():
+        lowered = sentence.lower()
+        for word in _IMPERATIVE_WORDS:
+            if word in lowered:
+                break
+        else:
+            return _IMPERATIVE_START.match(sentence) is not None
+    return _IMPERATIVE.search(sentence) is not None
 
 
 def instructions_of(text: str) -> list[str]:
@@ -305,7 +332,7 @@ def instructions_of(text: str) -> list[str]:
     The sentences are clipped as the card shows them; an extraction's closing count is not one.
     """
     sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
-    return [_clip(s) for s in sentences if _IMPERATIVE.search(s) and not _LEFT_OUT.fullmatch(s.strip())]
+    return [_clip(s) for s in sentences if _imperative(s) and not _LEFT_OUT.fullmatch(s.strip())]
 
 
 _LEFT_OUT = re.compile(r"\[\d+ (?:other sentences left out|sentences; extract: none imperative)\]")
@@ -319,7 +346,7 @@ def extract(text: str) -> str:
     result ends with a count of the sentences left out; with none kept, the first 300 characters.
     """
     sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
-    kept = [_clip(s) for s in sentences if _IMPERATIVE.search(s)]
+    kept = [_clip(s) for s in sentences if _imperative(s)]
     if not kept:
         return _clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
     return " ".join(kept) + f" [{len(sentences) - len(kept)} other sentences left out]"

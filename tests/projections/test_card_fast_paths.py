@@ -123,3 +123,29 @@ def test_every_decision_word_is_grouped_under_a_core():
     """The pre-check scans for cores first: a phrase under no core would be missed, so there is none."""
     grouped = {word for _, words in card_state._DECISION_GROUPS for word in words}
     assert grouped == set(card_state._DECISION_WORDS)
+
+
+_IMPERATIVE_PARTS = [
+    "Do not",
+    "don't",
+    "MUST",
+    "mustn't",
+    "Please",
+    "required",
+    "  use",
+    "Keep",
+    "make  sure",
+    "ſtop",
+]
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_IMPERATIVE_PARTS), st.text(alphabet="ab Il'.!?\nſKİ-", max_size=12)),
+        max_size=6,
+    ).map("".join)
+)
+def test_the_imperative_pre_check_answers_as_the_pattern(sentence):
+    """A sentence is kept by extraction exactly when the imperative pattern finds a match in it."""
+    assert card_state._imperative(sentence) == (card_state._IMPERATIVE.search(sentence) is not None)
