@@ -285,8 +285,7 @@ class Projector:
             lambda: self.capped.result(counted, event, head=group.head),
         )
         pending = tuple(p for p in group.pending if p.call_id != event.call_id)
-        window.groups[index] = msgspec.structs.replace(group, pending=pending)
-        replace_entries(window, index, (*group.entries, entry), state.pending_tokens)
+        replace_entries(window, index, (*group.entries, entry), state.pending_tokens, pending)
         if group.head:
             state.head_tokens += window.groups[index].tokens - group.tokens
             state.head_end = max(state.head_end, counted.position)
