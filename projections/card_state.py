@@ -41,7 +41,8 @@ _DECISION_WORDS = (
     "decided to", "decision:", "i chose", "we chose", "switch", "instead of", "the fix is",
     "the root cause", "root cause is", "going with", "i'll keep", "we'll keep", "i'll avoid", "we'll avoid",
 )  # fmt: skip
-"""A part of every phrase ``DECISION`` matches, lower-cased: an ASCII text holding none holds no decision."""
+"""A part of every phrase ``DECISION`` matches, lower-cased (a text whose ``_folded`` form holds none holds no
+decision)."""
 _DECISION_CORES: tuple[str, ...] = (
     "use", "go", "decid", "decision:", "chose", "switch", "instead of", "fix is", "root cause",
     "keep", "avoid",
@@ -230,26 +231,43 @@ def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_te
 
 
 def _may_decide(text: str) -> bool:
-    """Whether a text may hold a decision sentence (False is exact; True is checked sentence by sentence).
+    """Whether a text may hold a decision sentence (False is exact; True is checked by the pattern).
 
     A sentence holding a decision is a part of the text holding it, so the text is searched first;
-    an ASCII text lower-cases to what the case-blind ``DECISION`` compares with, so a plain
-    substring test of ``_DECISION_WORDS`` rules out most texts before any regular expression runs
-    (the regular expression over every assistant text was the largest cost of a rebuild).
+    the text folded as the case-blind ``DECISION`` compares letters (``_folded``) holds every phrase
+    it matches lower-cased, so a plain substring test of ``_DECISION_WORDS`` rules out most texts
+    before any regular expression runs (the regular expression over every assistant text was the
+    largest cost of a rebuild).
     """
-    if text.isascii():
-        lowered = text.lower()
-        for core, words in _DECISION_GROUPS:  # loops, not any(): this runs for every assistant message
-            if core in lowered:
-                for word in words:
-                    if word in lowered:
-                        break
-                else:
-                    continue
-                break
-        else:
-            return False
+    lowered = _folded(text)
+    for core, words in _DECISION_GROUPS:  # loops, not any(): this runs for every assistant message
+        if core in lowered:
+            for word in words:
+                if word in lowered:
+                    break
+            else:
+                continue
+            break
+    else:
+        return False
     return DECISION.search(text) is not None
+
+
+_ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+"""The characters ``re``'s IGNORECASE matches to an ASCII letter that ``str.lower`` does not lower to it.
+
+U+0130 (capital I with a dot) lowers to two characters (``i`` and a combining dot) but matches ``i``;
+U+0131 (dotless i) and U+017F (long s) are ``re``'s extra cases of ``i`` and ``s``. Every other
+character matching an ASCII letter (U+212A, the Kelvin sign) lowers to it (checked over every code
+point in the tests).
+"""
+
+
+def _folded(text: str) -> str:
+    """Return ``text`` lower-cased so that a case-blind ASCII phrase ``re`` matches in it is a substring."""
+    if text.isascii():
+        return text.lower()
+    return text.translate(_ASCII_FOLD).lower()
 
 
 def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
@@ -312,18 +330,14 @@ _IMPERATIVE_WORDS = (
 def _imperative(sentence: str) -> bool:
     """Whether ``_IMPERATIVE`` finds a match in ``sentence`` (a pre-check first; the answer is exact).
 
-    An ASCII sentence holding none of ``_IMPERATIVE_WORDS`` (lower-cased, ASCII case-blindness is
-    lower-casing) cannot match the first branch; the second is anchored at the start, so a match
-    there is all that is left to try. Other sentences are searched whole.
+    A sentence whose folded form (``_folded``) holds none of ``_IMPERATIVE_WORDS`` cannot match the
+    first branch; the second is anchored at the start, so a match there is all that is left to try.
     """
-    if sentence.isascii():
-        lowered = sentence.lower()
-        for word in _IMPERATIVE_WORDS:
-            if word in lowered:
-                break
-        else:
-            return _IMPERATIVE_START.match(sentence) is not None
-    return _IMPERATIVE.search(sentence) is not None
+    lowered = _folded(sentence)
+    for word in _IMPERATIVE_WORDS:
+        if word in lowered:
+            return _IMPERATIVE.search(sentence) is not None
+    return _IMPERATIVE_START.match(sentence) is not None
 
 
 def instructions_of(text: str) -> list[str]:

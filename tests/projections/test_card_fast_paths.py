@@ -38,7 +38,7 @@ def test_shell_tokens_equal_shlex_tokens(line):
 @settings(max_examples=2_000, deadline=None)
 @given(
     st.lists(
-        st.one_of(st.sampled_from(_PHRASES), st.text(alphabet="ab Il'.!?\nſKİ", max_size=12)),
+        st.one_of(st.sampled_from(_PHRASES), st.text(alphabet="ab Il'.!?\nſKİıé", max_size=12)),
         max_size=8,
     ).map("".join)
 )
@@ -142,10 +142,28 @@ _IMPERATIVE_PARTS = [
 @settings(max_examples=2_000, deadline=None)
 @given(
     st.lists(
-        st.one_of(st.sampled_from(_IMPERATIVE_PARTS), st.text(alphabet="ab Il'.!?\nſKİ-", max_size=12)),
+        st.one_of(st.sampled_from(_IMPERATIVE_PARTS), st.text(alphabet="ab Il'.!?\nſKİıé-", max_size=12)),
         max_size=6,
     ).map("".join)
 )
 def test_the_imperative_pre_check_answers_as_the_pattern(sentence):
     """A sentence is kept by extraction exactly when the imperative pattern finds a match in it."""
     assert card_state._imperative(sentence) == (card_state._IMPERATIVE.search(sentence) is not None)
+
+
+def test_the_fold_lowers_every_character_re_matches_to_an_ascii_letter():
+    """Over every code point: a character case-blind ``re`` matches to an ASCII letter folds to that letter.
+
+    So a phrase of ASCII letters (and spaces, apostrophes, colons, which match only themselves) that a
+    case-blind pattern finds in a text is a substring of the text's folded form: the pre-checks are exact.
+    """
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    for code in range(0x80, 0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        if letter.fullmatch(char):
+            folded = card_state._folded(char)
+            assert len(folded) == 1, hex(code)
+            assert "a" <= folded <= "z", hex(code)
+            assert re.fullmatch(folded, char, re.IGNORECASE), hex(code)
