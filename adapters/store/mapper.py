@@ -34,6 +34,8 @@ class MsgspecMapper:
         self._untyped = msgspec.msgpack.Decoder()
         self._current: dict[str, msgspec.msgpack.Decoder[Any]] = {}
         """Decoders of topics that name their class's current version (no upcast): one lookup per row."""
+        self._topics: dict[type[LedgerEvent], str] = {}
+        """The registry's topic of each event type met (a topic names a type and its version)."""
         self.unseal: Callable[[str, str, bytes], bytes] | None = None
         """Decrypts a stored payload (stream, topic, bytes) of an encrypted ledger; None in plaintext."""
 
@@ -49,10 +51,13 @@ class MsgspecMapper:
                 f"values (metadata, meta, arguments, parameters) may nest at most {MAX_DEPTH} levels"
             )
             raise InvalidMessageError(msg)
+        topic = self._topics.get(type(event))
+        if topic is None:
+            topic = self._topics[type(event)] = self.registry.topic(event)
         return StoredEvent(
             originator_id=stream_id,
             originator_version=position,
-            topic=self.registry.topic(event),
+            topic=topic,
             state=self._encoder.encode(event),
         )
 

@@ -187,9 +187,57 @@ def parse_messages(raw: object) -> list[UserMessage | AssistantMessage | ToolRes
     SDK objects of these. An Anthropic user message of ``tool_result`` blocks gives one tool result
     per block, then its text, so the list may hold several messages.
     """
+    if type(raw) is dict:
+        plain = _plain_message(raw)
+        if plain is not None:
+            return [plain]
     if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
         return [raw]
     return [_parse_one(m) for m in ledger_messages(raw)]
+
+
+_PLAIN: dict[object, tuple[frozenset[str], tuple[str, ...], type[pydantic.BaseModel], dict[str, Any]]] = {
+    "user": (frozenset({"role", "content"}), ("content",), UserMessage, {"media": (), "at": None}),
+    "tool": (
+        frozenset({"role", "call_id", "content"}),
+        ("call_id", "content"),
+        ToolResult,
+        {"tool_name": None, "is_error": False, "at": None},
+    ),
+}
+"""The plainest ledger-shaped dicts by role: their exact keys, their (required, text) fields, their
+model and the defaults pydantic gives the model's other fields (``meta`` is a new dict each time)."""
+
+_FIELD_ORDER: dict[type[pydantic.BaseModel], tuple[str, ...]] = {
+    model: tuple(model.model_fields) for model in (UserMessage, ToolResult)
+}
+
+
+def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
+    """The fast path of ``parse_messages`` for the plainest dicts; None for any other (the full path).
+
+    ``{"role": "user", "content": text}`` and ``{"role": "tool", "call_id": id, "content": text}`` with
+    exact ``str`` values (a non-empty id) are already in the ledger's shape and valid, so the model is
+    built as pydantic's validation builds it (same fields in the same order, defaults and
+    ``model_fields_set``) without validating again; ``tests/application/kernel/test_plain_messages.py``
+    checks it equals ``_parse_one``'s result.
+    """
+    role = raw.get("role")
+    shape = _PLAIN.get(role) if type(role) is str else None
+    if shape is None or raw.keys() != shape[0]:
+        return None
+    keys, texts, model, defaults = shape
+    for name in texts:
+        value = raw[name]
+        if type(value) is not str or (name == "call_id" and not value):
+            return None
+    fields = {**raw, **defaults, "meta": {}}
+    message = object.__new__(model)
+    object.__setattr__(message, "__dict__", {name: fields[name] for name in _FIELD_ORDER[model]})
+    object.__setattr__(message, "__pydantic_fields_set__", set(keys))
+    object.__setattr__(message, "__pydantic_extra__", None)
+    object.__setattr__(message, "__pydantic_private__", None)
+    return message  # type: ignore[return-value]  # built as the model of its role
 
 
 def parse_message(raw: object) -> UserMessage | AssistantMessage | ToolResult:
