@@ -54,12 +54,8 @@ class MsgspecMapper:
         topic = self._topics.get(type(event))
         if topic is None:
             topic = self._topics[type(event)] = self.registry.topic(event)
-        return StoredEvent(
-            originator_id=stream_id,
-            originator_version=position,
-            topic=topic,
-            state=self._encoder.encode(event),
-        )
+        # positional (originator_id, originator_version, topic, state): a third cheaper than keywords
+        return StoredEvent(stream_id, position, topic, self._encoder.encode(event))
 
     def to_recorded(self, stored: StoredEvent) -> Recorded:
         """Decode a stored row into a ``Recorded`` event, upcasting older payloads."""

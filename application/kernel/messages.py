@@ -196,21 +196,9 @@ def parse_messages(raw: object) -> list[UserMessage | AssistantMessage | ToolRes
     return [_parse_one(m) for m in ledger_messages(raw)]
 
 
-_PLAIN: dict[object, tuple[frozenset[str], tuple[str, ...], type[pydantic.BaseModel], dict[str, Any]]] = {
-    "user": (frozenset({"role", "content"}), ("content",), UserMessage, {"media": (), "at": None}),
-    "tool": (
-        frozenset({"role", "call_id", "content"}),
-        ("call_id", "content"),
-        ToolResult,
-        {"tool_name": None, "is_error": False, "at": None},
-    ),
-}
-"""The plainest ledger-shaped dicts by role: their exact keys, their (required, text) fields, their
-model and the defaults pydantic gives the model's other fields (``meta`` is a new dict each time)."""
-
-_FIELD_ORDER: dict[type[pydantic.BaseModel], tuple[str, ...]] = {
-    model: tuple(model.model_fields) for model in (UserMessage, ToolResult)
-}
+_USER_KEYS = frozenset({"role", "content"})
+_TOOL_KEYS = frozenset({"role", "call_id", "content"})
+_set_attribute = object.__setattr__
 
 
 def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
@@ -218,26 +206,38 @@ def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
 
     ``{"role": "user", "content": text}`` and ``{"role": "tool", "call_id": id, "content": text}`` with
     exact ``str`` values (a non-empty id) are already in the ledger's shape and valid, so the model is
-    built as pydantic's validation builds it (same fields in the same order, defaults and
-    ``model_fields_set``) without validating again; ``tests/application/kernel/test_plain_messages.py``
-    checks it equals ``_parse_one``'s result.
+    built as pydantic's validation builds it (the same fields in the model's order, the same defaults, a
+    new ``meta`` dict, the same ``model_fields_set``) without validating again;
+    ``tests/application/kernel/test_plain_messages.py`` checks it equals the full path's result.
     """
     role = raw.get("role")
-    shape = _PLAIN.get(role) if type(role) is str else None
-    if shape is None or raw.keys() != shape[0]:
+    content = raw.get("content")
+    if type(content) is not str:
         return None
-    keys, texts, model, defaults = shape
-    for name in texts:
-        value = raw[name]
-        if type(value) is not str or (name == "call_id" and not value):
+    if role == "user" and type(role) is str and raw.keys() == _USER_KEYS:
+        message: Any = object.__new__(UserMessage)
+        fields: dict[str, Any] = {"role": "user", "content": content, "media": (), "at": None, "meta": {}}
+    elif role == "tool" and type(role) is str and raw.keys() == _TOOL_KEYS:
+        call_id = raw["call_id"]
+        if type(call_id) is not str or not call_id:
             return None
-    fields = {**raw, **defaults, "meta": {}}
-    message = object.__new__(model)
-    object.__setattr__(message, "__dict__", {name: fields[name] for name in _FIELD_ORDER[model]})
-    object.__setattr__(message, "__pydantic_fields_set__", set(keys))
-    object.__setattr__(message, "__pydantic_extra__", None)
-    object.__setattr__(message, "__pydantic_private__", None)
-    return message  # type: ignore[return-value]  # built as the model of its role
+        message = object.__new__(ToolResult)
+        fields = {
+            "role": "tool",
+            "call_id": call_id,
+            "content": content,
+            "tool_name": None,
+            "is_error": False,
+            "at": None,
+            "meta": {},
+        }
+    else:
+        return None
+    _set_attribute(message, "__dict__", fields)
+    _set_attribute(message, "__pydantic_fields_set__", set(_USER_KEYS if role == "user" else _TOOL_KEYS))
+    _set_attribute(message, "__pydantic_extra__", None)
+    _set_attribute(message, "__pydantic_private__", None)
+    return message  # type: ignore[no-any-return]  # built as the model of its role
 
 
 def parse_message(raw: object) -> UserMessage | AssistantMessage | ToolResult:

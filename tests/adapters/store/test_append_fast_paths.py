@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
 import contextledger
 from contextledger.adapters.store.batch import first_positions, row_first_positions
+from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.application.kernel.drafting import EventDrafter
 from contextledger.application.kernel.messages import ToolResult, UserMessage
 from contextledger.domain.content import InlineText, content_address
+from contextledger.domain.events import UserMessageAdded
 from contextledger.testing import CountingIds, FixedClock
 from eventsourcing.persistence import StoredEvent
 from hypothesis import given, settings
@@ -71,3 +74,19 @@ def test_plain_dicts_store_the_bytes_of_validated_models(tmp_path: Path) -> None
         UserMessage(content="é" * 3000),
     ]
     assert _stored_rows(tmp_path / "dicts.db", dicts) == _stored_rows(tmp_path / "models.db", models)
+
+
+def test_stored_event_fields_keep_the_order_the_mapper_passes() -> None:
+    """The mapper builds ``StoredEvent`` positionally: its fields are id, version, topic, state."""
+    stored = MsgspecMapper().to_stored("s", 3, UserMessageAdded(content=InlineText("hi")))
+    assert [f.name for f in dataclasses.fields(StoredEvent)] == [
+        "originator_id",
+        "originator_version",
+        "topic",
+        "state",
+    ]
+    assert (stored.originator_id, stored.originator_version, stored.topic) == (
+        "s",
+        3,
+        "contextledger/UserMessageAdded/v1",
+    )
