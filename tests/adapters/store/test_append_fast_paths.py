@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from pathlib import Path
 
 import contextledger
+import msgspec
 from contextledger.adapters.store.batch import first_positions, row_first_positions
-from contextledger.adapters.store.mapper import MsgspecMapper
+from contextledger.adapters.store.mapper import _DIRECT, MsgspecMapper, _stored_event
 from contextledger.application.kernel.drafting import EventDrafter
 from contextledger.application.kernel.messages import ToolResult, UserMessage
 from contextledger.domain.content import InlineText, content_address
@@ -76,17 +76,24 @@ def test_plain_dicts_store_the_bytes_of_validated_models(tmp_path: Path) -> None
     assert _stored_rows(tmp_path / "dicts.db", dicts) == _stored_rows(tmp_path / "models.db", models)
 
 
-def test_stored_event_fields_keep_the_order_the_mapper_passes() -> None:
-    """The mapper builds ``StoredEvent`` positionally: its fields are id, version, topic, state."""
-    stored = MsgspecMapper().to_stored("s", 3, UserMessageAdded(content=InlineText("hi")))
-    assert [f.name for f in dataclasses.fields(StoredEvent)] == [
-        "originator_id",
-        "originator_version",
-        "topic",
-        "state",
-    ]
+@settings(max_examples=100, deadline=None)
+@given(stream=st.text(max_size=5), position=st.integers(min_value=1), state=st.binary(max_size=8))
+def test_stored_rows_equal_the_dataclass_built_rows(stream: str, position: int, state: bytes) -> None:
+    """The mapper's rows equal, repr and hash as ``StoredEvent(...)`` built by its constructor."""
+    assert _DIRECT  # the direct build is what runs here
+    built = StoredEvent(originator_id=stream, originator_version=position, topic="t", state=state)
+    direct = _stored_event(stream, position, "t", state)
+    assert (direct, repr(direct), hash(direct)) == (built, repr(built), hash(built))
+    assert type(direct) is StoredEvent
+
+
+def test_mapper_rows_carry_id_position_topic_and_bytes() -> None:
+    """``to_stored`` names the stream, position and topic, and holds the msgpack bytes of the event."""
+    event = UserMessageAdded(content=InlineText("hi"))
+    stored = MsgspecMapper().to_stored("s", 3, event)
     assert (stored.originator_id, stored.originator_version, stored.topic) == (
         "s",
         3,
         "contextledger/UserMessageAdded/v1",
     )
+    assert stored.state == msgspec.msgpack.encode(event)
