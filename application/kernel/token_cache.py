@@ -68,16 +68,21 @@ class CachedTokenCounter:
         batch if no process counted them before.
         """
         by_text = self._by_text
-        found = [by_text.get(t.text) if isinstance(t, InlineText) else None for t in texts]
-        if None not in found:
+        found: list[int | None] = []
+        new: dict[str, None] = {}
+        blobs: list[str] = []
+        for text in texts:
+            if isinstance(text, InlineText):
+                count = by_text.get(text.text)
+                if count is None:
+                    new[text.text] = None
+                found.append(count)
+            else:
+                blobs.append(text.sha256)
+                found.append(None)
+        if not new and not blobs:
             return found  # type: ignore[return-value]  # no None left
-        inline = {
-            content_address(text): text
-            for text in dict.fromkeys(
-                t.text for t, n in zip(texts, found, strict=True) if n is None and isinstance(t, InlineText)
-            )
-        }
-        blobs = [t.sha256 for t in texts if isinstance(t, BlobText)]
+        inline = {content_address(text): text for text in new}
         self._fill([*inline, *blobs], inline)
         memory = self._memory
         if len(by_text) + len(inline) > self._memory_limit:
