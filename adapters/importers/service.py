@@ -148,38 +148,42 @@ def _spec(session: PreparedSession) -> SessionSpec:
 def _write(
     ledger: Ledger, sessions: Iterable[PreparedSession], progress: Progress | None
 ) -> list[ImportReport]:
-    """Write the sessions not stored yet, drawing them one at a time; return every session's report.
+    """Store the sessions not stored yet as they are drawn, in ONE transaction; return every report.
 
-    A session id already taken by other content is refused. Nothing is written unless every session
-    of the file was drawn and checked: the file is stored in one transaction, or not at all.
+    Each session is parsed, validated, checked against the ledger and written before the next is
+    drawn, so only one session's objects are held at a time (ADR 0041). A session id already taken
+    by other content, or any error while drawing, rolls the whole file back: nothing is stored.
     """
     reports: list[ImportReport] = []
-    pending: list[SessionSpec] = []
-    for session in sessions:
-        reports.append(session.report)
-        if ledger.log.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
-            session.report.status = "unchanged"
-        elif ledger.log.version(session.session_id) > 0:
-            where = session.draft.source_ref or session.draft.native_id
-            problem = f"session id {session.session_id!r} already exists with other content"
-            raise TranscriptImportError(session.draft.source, where, problem)
-        else:
-            pending.append(_spec(session))
-    if progress is not None:
-        progress("parse", 1, 1)
-    if pending:
-        ledger.start_sessions(pending)  # one transaction for the whole file
-    for report in reports:
-        report.status = "unchanged" if report.status == "unchanged" else "imported"
-    if progress is not None and pending:
-        progress("write", len(pending), len(pending))
+    written: list[ImportReport] = []
+
+    def specs() -> Iterator[SessionSpec]:
+        for session in sessions:
+            reports.append(session.report)
+            if ledger.log.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
+                session.report.status = "unchanged"
+            elif ledger.log.version(session.session_id) > 0:
+                where = session.draft.source_ref or session.draft.native_id
+                problem = f"session id {session.session_id!r} already exists with other content"
+                raise TranscriptImportError(session.draft.source, where, problem)
+            else:
+                written.append(session.report)
+                yield _spec(session)
+        if progress is not None:
+            progress("parse", 1, 1)
+
+    ledger.start_sessions(specs())
+    for report in written:
+        report.status = "imported"
+    if progress is not None and written:
+        progress("write", len(written), len(written))
     return reports
 
 
 def import_file(
     ledger: Ledger, path: str | Path, fmt: str = "auto", progress: Progress | None = None
 ) -> FileImport:
-    """Import one file: its sessions are parsed, validated and staged one at a time, then stored at once.
+    """Import one file: its sessions are parsed, validated and written one at a time, in one transaction.
 
     A bad file yields a ``FileImport`` with its ``TranscriptImportError`` and nothing written.
     Sessions already imported (same id and idempotency key) are reported ``unchanged``.
