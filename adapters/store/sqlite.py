@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
@@ -138,10 +139,14 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                 idempotency=[row for _, extras in drawn for row in idempotency_rows(extras)],
             )
             return
+        remaining = iter(batches)
+        first = next(remaining, None)  # the write lock is taken once the first batch is ready
+        if first is None:
+            return
         with self.writing() as cursor:
             self._joined.cursor = cursor
             try:
-                for stored, extras in batches:
+                for stored, extras in chain([first], remaining):
                     self.insert_events(stored, **extras)
             finally:
                 self._joined.cursor = None

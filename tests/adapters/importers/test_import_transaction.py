@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,11 @@ from contextledger.application.kernel.session_port import SessionSpec
 from tests.adapters.importers.test_streaming import BAD_LAST, _tau_run
 
 
-def _spec(n: int) -> SessionSpec:
+def _spec(n: int, tag: str = "") -> SessionSpec:
     return {
-        "session_id": f"s{n}",
+        "session_id": f"s{tag}{n}",
         "messages": [{"role": "user", "content": f"hello {n}"}, {"role": "assistant", "content": "hi"}],
-        "idempotency_key": f"k{n}",
+        "idempotency_key": f"k{tag}{n}",
     }
 
 
@@ -75,21 +77,29 @@ def test_sqlite_writes_each_session_before_drawing_the_next(sqlite_url):
         assert [s.session_id for s in ledger.sessions()] == ["s0", "s1", "s2", "s3"]
 
 
-def test_an_error_while_drawing_rolls_back_what_was_written(any_url):
+@pytest.fixture(params=["any", "sqlite-in-memory"])
+def each_url(request: pytest.FixtureRequest, any_url: str) -> str:
+    """Every backend, plus SQLite's in-memory mode (which gathers instead of writing as it draws)."""
+    return any_url if request.param == "any" else "sqlite:///:memory:"
+
+
+def test_an_error_while_drawing_rolls_back_what_was_written(each_url):
     """Sessions written before the error are gone: ``start_sessions`` stays all-or-nothing."""
-    with contextledger.open_ledger(any_url) as ledger:
+    tag = uuid.uuid4().hex[:8]  # SQLite's in-memory database outlives the ledger within a process
+    with contextledger.open_ledger(each_url) as ledger:
+        before = ledger.sessions()
 
         def specs() -> Iterator[SessionSpec]:
-            yield _spec(0)
-            yield _spec(1)
+            yield _spec(0, tag)
+            yield _spec(1, tag)
             raise contextledger.TranscriptImportError("f", "$[2]", "bad")
 
         with pytest.raises(contextledger.TranscriptImportError):
             ledger.start_sessions(specs())
-        assert ledger.sessions() == []
-        assert ledger.start_sessions([_spec(0)]) == ["s0"]
-        assert len(ledger.events("s0")) == 3
-        assert ledger.add_user_message("s0", "again") == 4
+        assert ledger.sessions() == before
+        assert ledger.start_sessions([_spec(0, tag)]) == [f"s{tag}0"]
+        assert len(ledger.events(f"s{tag}0")) == 3
+        assert ledger.add_user_message(f"s{tag}0", "again") == 4
 
 
 _KILLED = """
@@ -112,3 +122,25 @@ def test_a_process_killed_mid_file_leaves_nothing(sqlite_url, tmp_path: Path):
     with contextledger.open_ledger(sqlite_url) as ledger:
         assert ledger.sessions() == []
         assert ledger.start_sessions([_spec(1)]) == ["s1"]
+
+
+def test_an_encrypted_ledger_imports_what_a_plain_one_does(transcripts, tmp_path, monkeypatch):
+    """Sealing append by append (new session keys remembered after the commit) reads back the same events."""
+    path = transcripts / "tau-bench__gpt-4o-airline.json"
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'plain.db'}") as plain:
+        assert contextledger.import_file(plain, path).error is None
+        expected = {s.session_id: plain.events(s.session_id) for s in plain.sessions()}
+        texts = {
+            sid: [plain.text(getattr(r.event, "content", None)) for r in rs] for sid, rs in expected.items()
+        }
+    monkeypatch.setenv("CIPHER_KEY", base64.b64encode(b"m" * 32).decode())
+    sealed_url = f"sqlite:///{tmp_path / 'sealed.db'}"
+    with contextledger.open_ledger(sealed_url) as sealed:
+        assert contextledger.import_file(sealed, path).error is None
+    with contextledger.open_ledger(sealed_url) as reopened:
+        found = {s.session_id: reopened.events(s.session_id) for s in reopened.sessions()}
+        assert found == expected
+        assert {
+            sid: [reopened.text(getattr(r.event, "content", None)) for r in rs] for sid, rs in found.items()
+        } == texts
+    assert b"reservation" not in (tmp_path / "sealed.db").read_bytes()
