@@ -78,8 +78,11 @@ def test_sqlite_writes_each_session_before_drawing_the_next(sqlite_url):
 
 
 @pytest.fixture(params=["any", "sqlite-in-memory"])
-def each_url(request: pytest.FixtureRequest, any_url: str) -> str:
+def each_url(
+    request: pytest.FixtureRequest, any_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
     """Every backend, plus SQLite's in-memory mode (which gathers instead of writing as it draws)."""
+    monkeypatch.chdir(tmp_path)  # opening ``sqlite:///:memory:`` also leaves an empty file of that name
     return any_url if request.param == "any" else "sqlite:///:memory:"
 
 
