@@ -11,6 +11,8 @@ from typing import Any
 import contextledger
 import pytest
 from contextledger.adapters.importers.source import Source
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 GOLDEN = Path(__file__).with_name("golden_ledgers.json")
 """Digests of the SQLite ledgers the whole-file import (main at 20cdd40, before ADR 0041) stored."""
@@ -154,3 +156,28 @@ def test_an_array_is_decoded_one_element_at_a_time(tmp_path):
     drafts = list(parse_tau_bench(source))
     assert [d.native_id for d in drafts] == ["task0-trial0", "task1-trial0", "task2-trial0"]
     assert "document" not in source.__dict__  # the cached whole-document decode was never made
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_categories=("Cs",))),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["traj", "role", "k", "é"]), inner)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(_JSON, max_size=6), pad=st.sampled_from(["", " ", "\n", " \r\n\t"]))
+def test_streamed_elements_equal_the_whole_document(values, pad):
+    """Decoding ``elements`` one by one gives ``document``; the shape checks agree with the whole list."""
+    data = (pad + json.dumps(values, ensure_ascii=False, indent=1 if pad else None) + pad).encode()
+    source = Source("f.json", data)
+    assert source.is_array
+    assert [source.element(raw) for raw in source.elements] == values
+    for key in ("traj", "role"):
+        assert source.all_objects_with(key) == all(isinstance(v, dict) and key in v for v in values)
