@@ -163,10 +163,16 @@ class Source:
         return True
 
     def lines(self) -> Iterator[tuple[int, Any]]:
-        """Yield ``(line number, decoded value)`` for each non-blank line of a JSON Lines file."""
-        for number, raw in enumerate(self.data.split(b"\n"), start=1):
+        """Yield ``(line number, decoded value)`` for each non-blank line of a JSON Lines file, in turn."""
+        data, start, number = self.data, 0, 0
+        while start <= len(data):  # not data.split(): that would copy the whole file at once
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            number += 1
+            raw = data[start:end]
             if raw.strip():
                 yield number, self._decode_json(raw, number - 1)
+            start = end + 1
 
     def convert(self, value: Any, kind: type[T], path: str) -> T:
         """Validate ``value`` (found at JSON ``path``) as ``kind``; errors name the exact JSON path."""
