@@ -91,6 +91,14 @@ class EventLog(Protocol):
         """Append to several streams in ONE transaction: all of it is stored, or none of it."""
         ...
 
+    def append_streamed(self, items: Iterable[tuple[StreamAppend, Mapping[str, str]]]) -> None:
+        """Like ``append_streams``, drawing each append with its blobs only when it is written.
+
+        Still ONE transaction: an error raised while drawing ``items`` stores none of them. A backend
+        that cannot write while drawing gathers every item first, then writes them at once.
+        """
+        ...
+
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the stream's events with positions in ``(after, upto]``, in order."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Literal
 
@@ -230,33 +231,33 @@ def _request_session(source: Source, request: ARequest, path: str) -> SessionDra
     return draft
 
 
-def parse_anthropic(source: Source) -> list[SessionDraft]:
-    """Parse Messages API transcripts into one session per request or message list.
+def parse_anthropic(source: Source) -> Iterator[SessionDraft]:
+    """Parse Messages API transcripts into one session per request or message list, one at a time.
 
     Accepted: a request body (``messages``, ``system``, ``tools``, optional ``response``), a list
     of messages, a list of requests, or JSON Lines of either.
     """
     if source.looks_like_json_lines():
-        rows = list(source.lines())
-        if all(isinstance(v, dict) and "role" in v for _, v in rows):
-            messages = [source.convert(v, AMessage, f"line {n}: $") for n, v in rows]
-            return [_request_session(source, ARequest(messages=messages), "")]
-        return [
-            _request_session(source, source.convert(v, ARequest, f"line {n}: $"), f"line {n}")
-            for n, v in rows
-        ]
+        if source.all_lines_with("role"):
+            messages = [source.convert(v, AMessage, f"line {n}: $") for n, v in source.lines()]
+            yield _request_session(source, ARequest(messages=messages), "")
+            return
+        for n, v in source.lines():
+            yield _request_session(source, source.convert(v, ARequest, f"line {n}: $"), f"line {n}")
+        return
+    if source.is_array:
+        if source.all_objects_with("role"):
+            messages = source.convert(source.document, list[AMessage], "$")
+            yield _request_session(source, ARequest(messages=messages), "")
+            return
+        for i, raw in enumerate(source.elements):
+            request = source.convert(source.element(raw), ARequest, f"$[{i}]")
+            yield _request_session(source, request, f"$[{i}]")
+        return
     document = source.document
-    if isinstance(document, list):
-        if all(isinstance(v, dict) and "role" in v for v in document):
-            return [
-                _request_session(source, ARequest(messages=source.convert(document, list[AMessage], "$")), "")
-            ]
-        return [
-            _request_session(source, source.convert(v, ARequest, f"$[{i}]"), f"$[{i}]")
-            for i, v in enumerate(document)
-        ]
     if isinstance(document, dict):
-        return [_request_session(source, source.convert(document, ARequest, "$"), "$")]
+        yield _request_session(source, source.convert(document, ARequest, "$"), "$")
+        return
     raise source.error(
         "$", f"expected a Messages API request object or message list, got {type(document).__name__}"
     )

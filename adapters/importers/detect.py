@@ -116,10 +116,13 @@ def detect_format(source: Source) -> str:
     elif source.looks_like_json_lines():
         found = _of_lines(source)
         seen = "JSON Lines of unknown records"
+    elif source.is_array:  # only the first elements are decoded: an array streams when parsed
+        found = _of_array([source.element(raw) for raw in source.elements[:_PEEK]])
+        seen = "a JSON array of unknown shape"
     else:
         document = source.document
-        found = _of_array(document) if isinstance(document, list) else _of_object(document)
-        seen = f"a JSON {'array' if isinstance(document, list) else 'object'} of unknown shape"
+        found = _of_object(document)
+        seen = "a JSON object of unknown shape"
     if found is None:
         raise source.error(
             f"line {line}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import msgspec
@@ -284,8 +285,8 @@ def _session_of(source: Source, value: Any, path: str) -> SessionDraft:
     return _chat_session(source, source.convert(value, OAChat, path), path)
 
 
-def parse_openai(source: Source) -> list[SessionDraft]:
-    """Parse Chat Completions transcripts: one session per message list.
+def parse_openai(source: Source) -> Iterator[SessionDraft]:
+    """Parse Chat Completions transcripts: one session per message list, one at a time.
 
     Accepted shapes: a JSON list of messages; an object with ``messages`` (and optional
     ``model``, ``tools``); a list of such objects; an OpenHands completion log
@@ -293,49 +294,61 @@ def parse_openai(source: Source) -> list[SessionDraft]:
     objects (one session per line); a tau-bench results list (delegated to ``parse_tau_bench``).
     """
     if source.looks_like_json_lines():
-        rows = list(source.lines())
-        if all(isinstance(v, dict) and "role" in v for _, v in rows):
+        if source.all_lines_with("role"):
+            rows = list(source.lines())
             messages = [source.convert(v, OAMessage, f"line {n}: $") for n, v in rows]
-            return [_chat_session(source, OAChat(messages=messages), "", [f"line {n}" for n, _ in rows])]
-        return [_session_of(source, v, f"line {n}: $") for n, v in rows]
+            yield _chat_session(source, OAChat(messages=messages), "", [f"line {n}" for n, _ in rows])
+            return
+        for n, v in source.lines():
+            yield _session_of(source, v, f"line {n}: $")
+        return
+    if source.is_array:
+        if source.elements and source.all_objects_with("traj"):
+            yield from parse_tau_bench(source)
+        elif source.all_objects_with("role"):
+            messages = source.convert(source.document, list[OAMessage], "$")
+            yield _chat_session(source, OAChat(messages=messages), "")
+        else:
+            for i, raw in enumerate(source.elements):
+                yield _session_of(source, source.element(raw), f"$[{i}]")
+        return
     document = source.document
-    if isinstance(document, list):
-        if document and all(isinstance(v, dict) and "traj" in v for v in document):
-            return parse_tau_bench(source)
-        if all(isinstance(v, dict) and "role" in v for v in document):
-            messages = source.convert(document, list[OAMessage], "$")
-            return [_chat_session(source, OAChat(messages=messages), "")]
-        return [_session_of(source, v, f"$[{i}]") for i, v in enumerate(document)]
     if isinstance(document, dict):
-        return [_session_of(source, document, "$")]
+        yield _session_of(source, document, "$")
+        return
     raise source.error(
         "$", f"expected a JSON object or array of chat messages, got {type(document).__name__}"
     )
 
 
-def parse_tau_bench(source: Source) -> list[SessionDraft]:
-    """Parse tau-bench results: one session per run (task x trial); the user is an LLM simulator."""
-    document = source.document
-    if not isinstance(document, list) or not document:
+def parse_tau_bench(source: Source) -> Iterator[SessionDraft]:
+    """Parse tau-bench results: one session per run (task x trial), one at a time.
+
+    The user is an LLM simulator.
+    """
+    if not source.is_array:
+        source.document  # noqa: B018 - a file that is not JSON is reported as such first
+    if not source.is_array or not source.elements:
         raise source.error(
             "$", "expected a non-empty JSON array of tau-bench runs {task_id, trial, traj, ...}"
         )
-    drafts: list[SessionDraft] = []
-    for index, value in enumerate(document):
-        run = source.convert(value, TauRun, f"$[{index}]")
-        native = f"task{run.task_id}-trial{run.trial}" if run.trial is not None else f"task{run.task_id}"
-        draft = SessionDraft("tau-bench", source.path, native, source_ref=f"$[{index}]")
-        draft.metadata = {
-            "task_id": run.task_id,
-            "trial": run.trial,
-            "reward": run.reward,
-            "info": small_fields(run.info, 20_000),
-            "user_simulated": True,
-        }
-        draft.note("user turns come from tau-bench's LLM user simulator, not a human")
-        draft.note("the agent's model is not recorded in the run (only in the file name)")
-        draft.source_messages = len(run.traj)
-        book = CallBook()
-        add_openai_messages(source, draft, run.traj, path=f"$[{index}].traj", book=book)
-        drafts.append(draft)
-    return drafts
+    for index, raw in enumerate(source.elements):
+        yield _tau_run(source, source.convert(source.element(raw), TauRun, f"$[{index}]"), index)
+
+
+def _tau_run(source: Source, run: TauRun, index: int) -> SessionDraft:
+    native = f"task{run.task_id}-trial{run.trial}" if run.trial is not None else f"task{run.task_id}"
+    draft = SessionDraft("tau-bench", source.path, native, source_ref=f"$[{index}]")
+    draft.metadata = {
+        "task_id": run.task_id,
+        "trial": run.trial,
+        "reward": run.reward,
+        "info": small_fields(run.info, 20_000),
+        "user_simulated": True,
+    }
+    draft.note("user turns come from tau-bench's LLM user simulator, not a human")
+    draft.note("the agent's model is not recorded in the run (only in the file name)")
+    draft.source_messages = len(run.traj)
+    book = CallBook()
+    add_openai_messages(source, draft, run.traj, path=f"$[{index}].traj", book=book)
+    return draft

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,14 +17,24 @@ from contextledger.adapters.importers.openhands_events import parse_openhands
 from contextledger.adapters.importers.source import Source
 from contextledger.adapters.importers.swe_agent import parse_swe_agent
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.session_port import SessionSpec
 from contextledger.domain.errors import ConfigError, TranscriptImportError, ValidationError
 
-__all__ = ["FORMATS", "PARSERS", "FileImport", "Progress", "import_file", "import_files", "parse_file"]
+__all__ = [
+    "FORMATS",
+    "PARSERS",
+    "FileImport",
+    "Progress",
+    "import_file",
+    "import_files",
+    "open_file",
+    "parse_file",
+]
 
 Progress = Callable[[str, int, int], None]
 """Called with a stage (``parse`` or ``write``), units done and units in total."""
 
-PARSERS: dict[str, Callable[[Source], list[SessionDraft]]] = {
+PARSERS: dict[str, Callable[[Source], Iterable[SessionDraft]]] = {
     "openai": parse_openai,
     "anthropic": parse_anthropic,
     "claude-code": parse_claude_code,
@@ -80,11 +90,12 @@ def _stored_metadata(prepared: PreparedSession) -> dict[str, object]:
     }
 
 
-def parse_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[PreparedSession]]:
-    """Read, detect, parse and validate every session of a file; write nothing.
+def open_file(path: str | Path, fmt: str = "auto") -> tuple[str, Iterator[PreparedSession]]:
+    """Read and detect a file; return its format and its sessions, each parsed and validated as drawn.
 
     Raises:
-        TranscriptImportError: the file cannot be read, matches no format, or any session is invalid.
+        TranscriptImportError: the file cannot be read or matches no format; drawing a session raises
+            it when that session is invalid or repeats an earlier one of the file.
         ConfigError: ``fmt`` names no known format.
     """
     if fmt != "auto" and fmt not in PARSERS:
@@ -92,59 +103,87 @@ def parse_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[PreparedS
         raise ConfigError(msg)
     source = Source.read(path)
     chosen = detect_format(source) if fmt == "auto" else fmt
-    drafts = PARSERS[chosen](source)
-    prepared = [prepare(draft) for draft in drafts]
+    return chosen, _prepared(source, PARSERS[chosen](source))
+
+
+def _prepared(source: Source, drafts: Iterable[SessionDraft]) -> Iterator[PreparedSession]:
+    """Validate each draft as it comes; a session identical to an earlier one of the file is refused."""
     seen: dict[str, str] = {}
-    for session in prepared:
+    for draft in drafts:
+        session = prepare(draft)
         if session.session_id in seen:
             where = session.draft.source_ref or session.draft.native_id
             problem = f"session identical to {seen[session.session_id]} (same identity and content)"
             raise source.error(where, problem)
         seen[session.session_id] = session.draft.source_ref or session.draft.native_id
-    return chosen, prepared
+        yield session
 
 
-def _write(ledger: Ledger, sessions: list[PreparedSession], progress: Progress | None) -> None:
-    """Write the sessions not stored yet; a session id already taken by other content is refused first."""
-    pending: list[PreparedSession] = []
-    for session in sessions:
-        if ledger.log.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
-            session.report.status = "unchanged"
-        elif ledger.log.version(session.session_id) > 0:
-            where = session.draft.source_ref or session.draft.native_id
-            problem = f"session id {session.session_id!r} already exists with other content"
-            raise TranscriptImportError(session.draft.source, where, problem)
-        else:
-            pending.append(session)
-    if not pending:
-        return
-    # One transaction for the whole file: all of its new sessions are stored, or none of them.
-    ledger.start_sessions(
-        [
-            {
-                "session_id": session.session_id,
-                "system_prompt": session.draft.system_prompt,
-                "model": session.draft.model,
-                "tools": session.draft.tools,
-                "metadata": _stored_metadata(session),
-                "messages": session.messages,
-                "at": session.draft.started_at,
-                "unknown_time": session.draft.started_at is None,
-                "idempotency_key": session.idempotency_key,
-            }
-            for session in pending
-        ]
-    )
-    for session in pending:
-        session.report.status = "imported"
-    if progress is not None:
-        progress("write", len(pending), len(pending))
+def parse_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[PreparedSession]]:
+    """Read, detect, parse and validate every session of a file; write nothing.
+
+    Raises:
+        TranscriptImportError: the file cannot be read, matches no format, or any session is invalid.
+        ConfigError: ``fmt`` names no known format.
+    """
+    chosen, sessions = open_file(path, fmt)
+    return chosen, list(sessions)
+
+
+def _spec(session: PreparedSession) -> SessionSpec:
+    """The ``start_session`` keywords that store one prepared session."""
+    return {
+        "session_id": session.session_id,
+        "system_prompt": session.draft.system_prompt,
+        "model": session.draft.model,
+        "tools": session.draft.tools,
+        "metadata": _stored_metadata(session),
+        "messages": session.messages,
+        "at": session.draft.started_at,
+        "unknown_time": session.draft.started_at is None,
+        "idempotency_key": session.idempotency_key,
+    }
+
+
+def _write(
+    ledger: Ledger, sessions: Iterable[PreparedSession], progress: Progress | None
+) -> list[ImportReport]:
+    """Store the sessions not stored yet as they are drawn, in ONE transaction; return every report.
+
+    Each session is parsed, validated, checked against the ledger and written before the next is
+    drawn, so only one session's objects are held at a time (ADR 0041). A session id already taken
+    by other content, or any error while drawing, rolls the whole file back: nothing is stored.
+    """
+    reports: list[ImportReport] = []
+    written: list[ImportReport] = []
+
+    def specs() -> Iterator[SessionSpec]:
+        for session in sessions:
+            reports.append(session.report)
+            if ledger.log.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
+                session.report.status = "unchanged"
+            elif ledger.log.version(session.session_id) > 0:
+                where = session.draft.source_ref or session.draft.native_id
+                problem = f"session id {session.session_id!r} already exists with other content"
+                raise TranscriptImportError(session.draft.source, where, problem)
+            else:
+                written.append(session.report)
+                yield _spec(session)
+        if progress is not None:
+            progress("parse", 1, 1)
+
+    ledger.start_sessions(specs())
+    for report in written:
+        report.status = "imported"
+    if progress is not None and written:
+        progress("write", len(written), len(written))
+    return reports
 
 
 def import_file(
     ledger: Ledger, path: str | Path, fmt: str = "auto", progress: Progress | None = None
 ) -> FileImport:
-    """Import one file: every session is parsed and validated before the first is written.
+    """Import one file: its sessions are parsed, validated and written one at a time, in one transaction.
 
     A bad file yields a ``FileImport`` with its ``TranscriptImportError`` and nothing written.
     Sessions already imported (same id and idempotency key) are reported ``unchanged``.
@@ -153,10 +192,8 @@ def import_file(
     try:
         if progress is not None:
             progress("parse", 0, 1)
-        outcome.format, sessions = parse_file(path, fmt)
-        if progress is not None:
-            progress("parse", 1, 1)
-        _write(ledger, sessions, progress)
+        outcome.format, sessions = open_file(path, fmt)
+        reports = _write(ledger, sessions, progress)
     except TranscriptImportError as error:
         outcome.error = error
         return outcome
@@ -171,7 +208,7 @@ def import_file(
             problem = "nested too deeply to process (arrays and objects about 1,000 levels deep)"
         outcome.error = TranscriptImportError(str(path), "file", problem)
         return outcome
-    outcome.sessions = [s.report for s in sessions]
+    outcome.sessions = reports
     return outcome
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ _TOO_DEEP = (
     "JSON nested deeper than the decoder follows (arrays and objects about 1,000 levels deep); "
     "no transcript format nests so deep"
 )
+_CHUNK = 1 << 20
+_BLANK = re.compile(rb"[ \t\r\n]*")
 _AT_PATH = re.compile(r"^(?P<problem>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
 
 
@@ -71,6 +74,57 @@ class Source:
         """The file decoded as one JSON document (msgspec; errors located by line and column)."""
         return self._decode_json(self.data, 0)
 
+    @cached_property
+    def elements(self) -> list[msgspec.Raw]:
+        """The elements of a top-level JSON array, each left undecoded (its bytes in the file).
+
+        The whole file is checked as ``document`` would check it (syntax, UTF-8, nesting), and any
+        fault is reported exactly as ``document`` reports it, so an array streams element by element
+        (``element``) without ever holding the decoded whole.
+
+        Raises:
+            TranscriptImportError: the file is not valid JSON, or its value is not an array.
+        """
+        try:
+            elements = msgspec.json.decode(self.data, type=list[msgspec.Raw])
+            decoder = codecs.getincrementaldecoder("utf-8")()
+            for start in range(0, len(self.data), _CHUNK):  # Raw skips strings without checking UTF-8
+                decoder.decode(self.data[start : start + _CHUNK])
+            decoder.decode(b"", final=True)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+            self.document  # noqa: B018 - raises the error the whole document would raise
+            raise self.error("$", "expected a JSON array") from None
+        return elements
+
+    @cached_property
+    def is_array(self) -> bool:
+        """True when the file's first non-blank byte opens a JSON array."""
+        found = _BLANK.match(self.data)
+        end = found.end() if found else 0
+        return self.data[end : end + 1] == b"["
+
+    def all_objects_with(self, key: str) -> bool:
+        """True when every element of the top-level array is an object holding ``key`` (decoded shallowly)."""
+        return all(keys is not None and key in keys for keys in map(self.keys_of, self.elements))
+
+    def all_lines_with(self, key: str) -> bool:
+        """True when every line of a JSON Lines file is an object holding ``key`` (one line at a time)."""
+        return all(isinstance(value, dict) and key in value for _, value in self.lines())
+
+    def element(self, raw: msgspec.Raw) -> Any:
+        """Decode one element of ``elements`` (already checked with the whole file)."""
+        try:
+            return msgspec.json.decode(raw)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            self.document  # noqa: B018 - not reached for a checked file: report as the whole would
+            raise
+
+    def keys_of(self, raw: msgspec.Raw) -> dict[str, msgspec.Raw] | None:
+        """The members of an element that is a JSON object, undecoded; None for any other value."""
+        if memoryview(raw)[:1].tobytes() != b"{":
+            return None
+        return msgspec.json.decode(raw, type=dict[str, msgspec.Raw])
+
     def _decode_json(self, chunk: bytes, first_line: int) -> Any:
         try:
             return msgspec.json.decode(chunk)
@@ -109,10 +163,16 @@ class Source:
         return True
 
     def lines(self) -> Iterator[tuple[int, Any]]:
-        """Yield ``(line number, decoded value)`` for each non-blank line of a JSON Lines file."""
-        for number, raw in enumerate(self.data.split(b"\n"), start=1):
+        """Yield ``(line number, decoded value)`` for each non-blank line of a JSON Lines file, in turn."""
+        data, start, number = self.data, 0, 0
+        while start <= len(data):  # not data.split(): that would copy the whole file at once
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            number += 1
+            raw = data[start:end]
             if raw.strip():
                 yield number, self._decode_json(raw, number - 1)
+            start = end + 1
 
     def convert(self, value: Any, kind: type[T], path: str) -> T:
         """Validate ``value`` (found at JSON ``path``) as ``kind``; errors name the exact JSON path."""

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 import msgspec
+from contextledger.adapters.store.batch import Extras
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC, Sealer
 from contextledger.application.kernel.logs import get_logger
@@ -216,6 +217,51 @@ class RecorderEventStore:
                 first_stream = appends[0]
                 raise ConcurrencyConflictError(
                     first_stream.stream_id, first_stream.expected_version
+                ) from error
+        if self.sealer is not None:
+            self.sealer.remember(created)
+
+    def append_streamed(self, items: Iterable[tuple[StreamAppend, Mapping[str, str]]]) -> None:
+        """Append stream by stream as ``items`` are drawn, all in one transaction (ADR 0041).
+
+        A recorder with ``insert_event_batches`` (SQLite) writes each append before the next is drawn;
+        another gathers every item, then appends them with one ``append_streams``.
+        """
+        insert_batches: Callable[[Iterable[tuple[list[StoredEvent], Extras]]], None] | None = getattr(
+            self.recorder, "insert_event_batches", None
+        )
+        if insert_batches is None:
+            gathered = list(items)
+            blobs = {sha: text for _, some in gathered for sha, text in some.items()}
+            self.append_streams([append for append, _ in gathered], blobs=blobs)
+            return
+        created: dict[str, Cipher] = {}
+        current: list[StreamAppend] = []
+
+        def batches() -> Iterator[tuple[list[StoredEvent], Extras]]:
+            for append, blobs in items:
+                _refuse_nul([append.stream_id], [append.idempotency_key])
+                current[:] = [append]
+                first = append.expected_version + 1
+                stored = self._encode([(append.stream_id, first + i, e) for i, e in enumerate(append.events)])
+                if not stored:
+                    continue
+                keys = [] if append.idempotency_key is None else [
+                    (append.stream_id, append.idempotency_key, first, first + len(stored) - 1)
+                ]  # fmt: skip
+                heads = {append.stream_id: append.expected_version}
+                stored, rows, keys, made = self._sealed(stored, heads, blobs, keys)
+                created.update(made)
+                yield stored, {"blobs": rows, "idempotency": keys}
+
+        with _translated("append streamed"):
+            try:
+                insert_batches(batches())
+            except IntegrityError as error:
+                stream = current[0] if current else None
+                log.info("streamed_append_conflict", stream=stream and stream.stream_id)
+                raise ConcurrencyConflictError(
+                    stream.stream_id if stream else "", stream.expected_version if stream else 0
                 ) from error
         if self.sealer is not None:
             self.sealer.remember(created)

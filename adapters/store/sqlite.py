@@ -9,15 +9,18 @@ when another writer moved in between, which is why eventsourcing's plain ``BEGIN
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
+from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 from uuid import UUID
 
-from contextledger.adapters.store.batch import blob_rows, gap, idempotency_rows, row_first_positions
+from contextledger.adapters.store.batch import Extras, blob_rows, gap, idempotency_rows, row_first_positions
 from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
@@ -93,6 +96,10 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         still atomic and kept by a killed process, but the OS may lose it on a power cut. Only
         derived rows that a runner redoes from its (equally lost) checkpoint are written so.
         """
+        joined: SQLiteCursor | None = getattr(self._joined, "cursor", None)
+        if joined is not None:  # inside insert_event_batches on this thread: its transaction
+            yield joined
+            return
         with self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
             if not durable:
@@ -111,6 +118,38 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                 if not durable:
                     cursor.execute("PRAGMA synchronous=FULL")
                 cursor.sqlite_cursor.close()
+
+    @cached_property
+    def _joined(self) -> threading.local:
+        """The cursor of the transaction ``insert_event_batches`` holds open, per thread."""
+        return threading.local()
+
+    def insert_event_batches(self, batches: Iterable[tuple[Sequence[StoredEvent], Extras]]) -> None:
+        """Insert each batch as it is drawn, all in ONE transaction (ADR 0041): every batch, or none.
+
+        Writes made on this thread while a batch is drawn (a rules snapshot) join the transaction;
+        other connections read what was committed before it (WAL). An in-memory database, whose
+        readers wait for its writer, draws every batch first and then inserts them as one.
+        """
+        if self.datastore.pool.is_sqlite_memory_mode:
+            drawn = list(batches)
+            self.insert_events(
+                [event for stored, _ in drawn for event in stored],
+                blobs={sha: text for _, extras in drawn for sha, text in blob_rows(extras)},
+                idempotency=[row for _, extras in drawn for row in idempotency_rows(extras)],
+            )
+            return
+        remaining = iter(batches)
+        first = next(remaining, None)  # the write lock is taken once the first batch is ready
+        if first is None:
+            return
+        with self.writing() as cursor:
+            self._joined.cursor = cursor
+            try:
+                for stored, extras in chain([first], remaining):
+                    self.insert_events(stored, **extras)
+            finally:
+                self._joined.cursor = None
 
     def create_table(self) -> None:
         """Create the tables (if absent) in one write transaction."""

@@ -9,7 +9,7 @@ above the log (rules, renders, pins, search, why) sees that one history; the par
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
 import msgspec
@@ -116,15 +116,20 @@ class ForkAwareLog:
         self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
     ) -> None:
         """Append to several streams in one transaction, translating forked streams' versions."""
-        translated = []
-        for item in appends:
-            check_stream_id(item.stream_id)
-            link = self._learn(item.stream_id, item.events, item.expected_version)
-            if link is not None:
-                version = self._to_stream(item.stream_id, link, item.expected_version)
-                item = msgspec.structs.replace(item, expected_version=version)  # noqa: PLW2901
-            translated.append(item)
-        self.inner.append_streams(translated, blobs=blobs)
+        self.inner.append_streams([self._translated(item) for item in appends], blobs=blobs)
+
+    def append_streamed(self, items: Iterable[tuple[StreamAppend, Mapping[str, str]]]) -> None:
+        """``append_streams`` drawing each append as it is written, translating forked streams' versions."""
+        self.inner.append_streamed((self._translated(item), blobs) for item, blobs in items)
+
+    def _translated(self, item: StreamAppend) -> StreamAppend:
+        """The append with its expected version in the stream's own positions (a fork's differ)."""
+        check_stream_id(item.stream_id)
+        link = self._learn(item.stream_id, item.events, item.expected_version)
+        if link is None:
+            return item
+        version = self._to_stream(item.stream_id, link, item.expected_version)
+        return msgspec.structs.replace(item, expected_version=version)
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the events at virtual positions ``(after, upto]``: the parent's prefix, then the child's."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Self, Unpack
 
 from contextledger.application.kernel import pins
@@ -111,44 +111,45 @@ class Ledger:
             self._append(session_id, events, blobs, idempotency_key=idempotency_key)
         return session_id
 
-    def start_sessions(self, sessions: Sequence[SessionSpec]) -> list[str]:
+    def start_sessions(self, sessions: Iterable[SessionSpec]) -> list[str]:
         """Start several sessions in ONE transaction: all are stored, or none (e.g. one transcript file).
 
-        Each takes the keywords of ``start_session`` (``SessionSpec``). Every session is validated
-        before anything is written; a session whose idempotency key is already stored is skipped (a
-        retry), another that already exists raises ``SessionExistsError``.
+        Each takes the keywords of ``start_session`` (``SessionSpec``). A session whose idempotency key
+        is already stored is skipped (a retry), another that already exists raises
+        ``SessionExistsError``. ``sessions`` is drawn one at a time and each session is validated and
+        written as it comes, inside the one transaction (ADR 0041): an error raised by a session, or
+        by drawing the next one, stores none of them. Each session's rules state catches up from the
+        store when next used.
         """
         with self._lock:
             ids: list[str] = []
-            appends: list[StreamAppend] = []
-            blobs: dict[str, str] = {}
-            states: list[SessionState] = []
-            for spec in sessions:
-                key = check_idempotency_key(spec.get("idempotency_key"))
-                session_id = spec.get("session_id") or _id_for(key) or self.ids.new_id()
-                ids.append(session_id)
-                events, session_blobs = self._session_events(session_id, spec)
-                earlier = None if key is None else self.log.lookup_idempotency_key(session_id, key)
-                if key is not None and earlier is not None:
-                    check_replay(self.log, session_id, key, earlier, events)
-                    continue  # stored by an earlier call with the same key: a retry stores nothing new
-                if any(a.stream_id == session_id for a in appends):
-                    raise SessionExistsError(session_id)
-                state = self._state(session_id)
-                state.check(events)
-                states.append(state)
-                blobs.update(session_blobs)
-                appends.append(
-                    StreamAppend(
-                        stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
-                    )
-                )
-            self.log.append_streams(appends, blobs=blobs)
-            for state, append in zip(states, appends, strict=True):
-                for event in append.events:
-                    state.apply(event)
-                self._remember(state)
+            self.log.append_streamed(self._started(sessions, ids))
         return ids
+
+    def _started(
+        self, sessions: Iterable[SessionSpec], ids: list[str]
+    ) -> Iterator[tuple[StreamAppend, dict[str, str]]]:
+        """Validate each session as it is drawn; yield the append (with its blobs) of each new one."""
+        started: set[str] = set()
+        for spec in sessions:
+            key = check_idempotency_key(spec.get("idempotency_key"))
+            session_id = spec.get("session_id") or _id_for(key) or self.ids.new_id()
+            ids.append(session_id)
+            events, session_blobs = self._session_events(session_id, spec)
+            earlier = None if key is None else self.log.lookup_idempotency_key(session_id, key)
+            if key is not None and earlier is not None:
+                check_replay(self.log, session_id, key, earlier, events)
+                continue  # stored by an earlier call with the same key: a retry stores nothing new
+            if session_id in started:
+                raise SessionExistsError(session_id)
+            started.add(session_id)
+            self._state(session_id).check(events)
+            yield (
+                StreamAppend(
+                    stream_id=session_id, expected_version=0, events=tuple(events), idempotency_key=key
+                ),
+                session_blobs,
+            )
 
     def _session_events(self, session_id: str, spec: SessionSpec) -> tuple[list[AnyEvent], dict[str, str]]:
         """Validate a start and draft its events (the id and idempotency key in ``spec`` are not read)."""
