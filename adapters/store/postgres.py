@@ -99,6 +99,7 @@ class PostgresRecorder(
             ]
         )
         self._append = append_statement(datastore.schema, events_table_name)
+        self._append_one = append_statement(datastore.schema, events_table_name, one=True)
         self._turns = threading.local()
         """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
 
@@ -200,20 +201,23 @@ class PostgresRecorder(
         # and idempotency keys. Within a writer turn it runs on the connection holding the turn.
         only = stored_events[0].originator_id
         one = all(s.originator_id == only for s in stored_events)
-        with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
-            curs.execute(
-                self._append,
-                (
-                    [str(s.originator_id) for s in stored_events],
-                    [s.originator_version for s in stored_events],
-                    [s.topic for s in stored_events],
-                    [s.state for s in stored_events],
-                    [sha for sha, _ in blobs],
-                    [text.encode("utf-8") for _, text in blobs],
-                    *key_columns,
-                ),
-                prepare=True,
+        if len(stored_events) == 1 and not blobs and not keys:
+            event = stored_events[0]
+            statement = self._append_one
+            params: tuple[Any, ...] = (str(only), event.originator_version, event.topic, event.state)
+        else:
+            statement = self._append
+            params = (
+                [str(s.originator_id) for s in stored_events],
+                [s.originator_version for s in stored_events],
+                [s.topic for s in stored_events],
+                [s.state for s in stored_events],
+                [sha for sha, _ in blobs],
+                [text.encode("utf-8") for _, text in blobs],
+                *key_columns,
             )
+        with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
+            curs.execute(statement, params, prepare=True)
             row = curs.fetchone()
         return [] if row is None else [int(i) for i in row["ids"]]
 

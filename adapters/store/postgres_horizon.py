@@ -136,17 +136,24 @@ def _append_body(schema: str, table: str, blobs: str, keys: str) -> str:
 
     events = name(table)
     return (
-        "DECLARE bad record; claimed bigint[]; "  # noqa: S608 - quoted identifiers; values are arguments
+        "DECLARE bad record; claimed bigint[]; head bigint; first bigint; "  # noqa: S608 - quoted identifiers
         "BEGIN "
-        "IF ids[1] = ALL(ids) THEN "
+        "IF ids[1] = ALL(ids) THEN "  # one stream (the common append): its turn, then its head
         f"PERFORM pg_advisory_xact_lock(hashtextextended({Literal(stream_key(schema, '')).as_string()} "
         "|| ids[1], 0)); "
-        "END IF; "
+        "first := CASE WHEN cardinality(versions) = 1 THEN versions[1] "
+        "ELSE (SELECT min(v) FROM unnest(versions) v) END; "
+        f"SELECT e.originator_version INTO head FROM {events} e WHERE e.originator_id = ids[1] "
+        "ORDER BY e.originator_version DESC LIMIT 1; "
+        "SELECT ids[1] AS id, coalesce(head, 0) AS head, first INTO bad "
+        "WHERE coalesce(head, 0) <> first - 1; "
+        "ELSE "
         "SELECT f.id, coalesce(h.v, 0) AS head, f.first INTO bad "
         "FROM (SELECT s.id, min(s.v) AS first FROM unnest(ids, versions) AS s(id, v) GROUP BY s.id) f "
         f"LEFT JOIN LATERAL (SELECT e.originator_version AS v FROM {events} e WHERE e.originator_id = f.id "
         "ORDER BY e.originator_version DESC LIMIT 1) h ON true "
         "WHERE coalesce(h.v, 0) <> f.first - 1 LIMIT 1; "
+        "END IF; "
         "IF FOUND THEN RAISE EXCEPTION USING ERRCODE = 'unique_violation', MESSAGE = format("
         "'stream %L is at position %s: an append at %s would leave a gap', bad.id, bad.head, bad.first); "
         "END IF; "
@@ -184,12 +191,20 @@ def horizon_statements(schema: str, table: str, *, channel: str, blobs: str, key
     ]
 
 
-def append_statement(schema: str, table: str) -> Composed:
-    """``SELECT ids``: one append (see ``_append_body``) as the one statement of its transaction."""
-    return SQL(
-        "SELECT {}(%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text[], %b::bytea[], "
-        "%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS ids"
-    ).format(_function(schema, f"{table}_append"))
+def append_statement(schema: str, table: str, *, one: bool = False) -> Composed:
+    """``SELECT ids``: one append (see ``_append_body``) as the one statement of its transaction.
+
+    ``one``: the statement of the common append, one event without blobs or an idempotency key, whose four
+    values are sent as scalars (the client dumps no arrays).
+    """
+    arguments = (
+        "ARRAY[%s]::text[], ARRAY[%s]::bigint[], ARRAY[%s]::text[], ARRAY[%b]::bytea[], '{{}}', '{{}}', "
+        "'{{}}', '{{}}', '{{}}', '{{}}'"
+        if one
+        else "%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text[], %b::bytea[], "
+        "%s::text[], %s::text[], %s::bigint[], %s::bigint[]"
+    )
+    return SQL("SELECT {}(" + arguments + ") AS ids").format(_function(schema, f"{table}_append"))
 
 
 class PostgresNotificationLog:
