@@ -12,6 +12,7 @@ import time
 import contextledger
 import pytest
 from contextledger.adapters.store.event_store import RecorderEventStore
+from eventsourcing.persistence import IntegrityError, StoredEvent
 
 
 def test_an_append_waits_for_the_writer_holding_the_turn_and_then_lands_after_it(pg_url: str) -> None:
@@ -64,3 +65,26 @@ def test_a_cached_writer_appends_with_one_statement_and_a_stale_one_still_lands(
         assert first.add_tool_result(session, "c1", "done") == 9  # `first` had not seen the call
         assert calls[:2] == ["turn", "read"]
         assert first.version(session) == second.version(session) == 9
+
+
+def test_the_one_event_statement_stores_what_the_array_statement_stores(pg_url: str) -> None:
+    """One event without blobs or key (four scalars) is stored as the general statement stores it.
+
+    Both streams get the same events, one at a time (the scalar statement) and through the array
+    statement (a blob makes ``insert_events`` take it); rows match, and a gap is refused alike.
+    """
+    with contextledger.open_ledger(pg_url) as ledger:
+        store = ledger.ports.log
+        assert isinstance(store, RecorderEventStore)
+        recorder = store.recorder
+        events = [StoredEvent("a", v, "t", bytes([v, 0, 255])) for v in (1, 2)]
+        for event in events:
+            assert len(recorder.insert_events([event])) == 1
+        twins = [StoredEvent("b", e.originator_version, e.topic, e.state) for e in events]
+        assert len(recorder.insert_events(twins, blobs={"sha": "text"})) == 2
+        assert [(e.originator_version, e.topic, e.state) for e in recorder.select_events("a")] == [
+            (e.originator_version, e.topic, e.state) for e in recorder.select_events("b")
+        ]
+        for stream, blobs in (("a", None), ("b", {"sha2": "text"})):  # the scalar, then the array statement
+            with pytest.raises(IntegrityError, match="would leave a gap"):
+                recorder.insert_events([StoredEvent(stream, 4, "t", b"x")], blobs=blobs)
