@@ -12,6 +12,7 @@ Schema setup runs under an advisory lock, so processes opening one schema at onc
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -24,6 +25,8 @@ from contextledger.adapters.store.postgres_horizon import (
     PostgresNotificationLog,
     append_statement,
     horizon_statements,
+    persistence_errors,
+    stream_key,
 )
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
@@ -35,10 +38,11 @@ from psycopg.sql import SQL, Composable, Composed, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
 active versions); 4: row keys ``COLLATE "C"``; 5: each event's transaction id and the claim function
-(writers commit concurrently, ADR 0031). Schemas created before are migrated on open."""
+(writers commit concurrently, ADR 0031); 6: the append function takes the stream's writer turn itself
+(ADR 0035). Schemas created before are migrated on open."""
 
 
 def _autocommit(conn: psycopg.Connection[Any]) -> None:
@@ -95,6 +99,21 @@ class PostgresRecorder(
             ]
         )
         self._append = append_statement(datastore.schema, events_table_name)
+        self._append_one = append_statement(datastore.schema, events_table_name, one=True)
+        self._turns = threading.local()
+        """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
+
+    @contextmanager
+    def _connection(self, stream_id: str | None = None) -> Iterator[psycopg.Connection[DictRow]]:
+        """The connection holding ``stream_id``'s writer turn in this thread, else one from the pool."""
+        held: dict[str, psycopg.Connection[DictRow]] = self._turns.__dict__.setdefault("held", {})
+        conn = held.get(stream_id) if stream_id is not None else None
+        if conn is not None:
+            with persistence_errors():  # as the pool's ``get_connection`` maps them
+                yield conn
+            return
+        with self.datastore.get_connection() as conn:
+            yield conn
 
     def _table(self, name: str) -> Composable:
         return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
@@ -176,23 +195,29 @@ class PostgresRecorder(
         blobs = blob_rows(kwargs)
         keys = idempotency_rows(kwargs)
         key_columns = [list(column) for column in zip(*keys, strict=True)] if keys else [[], [], [], []]
-        # One statement, so its own transaction: no table lock (ADR 0031). The function checks each
-        # stream's head, claims the transaction's id and notification ids (queueing the NOTIFY sent at
-        # commit, which wakes live tails), then writes the events, blobs and idempotency keys.
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
-            curs.execute(
-                self._append,
-                (
-                    [str(s.originator_id) for s in stored_events],
-                    [s.originator_version for s in stored_events],
-                    [s.topic for s in stored_events],
-                    [s.state for s in stored_events],
-                    [sha for sha, _ in blobs],
-                    [text.encode("utf-8") for _, text in blobs],
-                    *key_columns,
-                ),
-                prepare=True,
+        # One statement, so its own transaction: no table lock (ADR 0031). The function takes the stream's
+        # writer turn (ADR 0035), checks each stream's head, claims the transaction's id and notification
+        # ids (queueing the NOTIFY sent at commit, which wakes live tails), then writes the events, blobs
+        # and idempotency keys. Within a writer turn it runs on the connection holding the turn.
+        only = stored_events[0].originator_id
+        one = all(s.originator_id == only for s in stored_events)
+        if len(stored_events) == 1 and not blobs and not keys:
+            event = stored_events[0]
+            statement = self._append_one
+            params: tuple[Any, ...] = (str(only), event.originator_version, event.topic, event.state)
+        else:
+            statement = self._append
+            params = (
+                [str(s.originator_id) for s in stored_events],
+                [s.originator_version for s in stored_events],
+                [s.topic for s in stored_events],
+                [s.state for s in stored_events],
+                [sha for sha, _ in blobs],
+                [text.encode("utf-8") for _, text in blobs],
+                *key_columns,
             )
+        with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
+            curs.execute(statement, params, prepare=True)
             row = curs.fetchone()
         return [] if row is None else [int(i) for i in row["ids"]]
 
@@ -218,12 +243,15 @@ class PostgresRecorder(
         connection's ``lock_timeout``. The key is the stream id and schema hashed to 64 bits: streams of
         other sessions (or schemas) take other locks, so only writers of one session wait for each other.
         """
-        key = f"contextledger:{self.datastore.schema}:{stream_id}"
+        key = stream_key(self.datastore.schema, stream_id)
+        held: dict[str, psycopg.Connection[DictRow]] = self._turns.__dict__.setdefault("held", {})
         with self.datastore.get_connection() as conn:
             conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
+            held[stream_id] = conn  # the turn's appends run here: the append function's lock is re-entrant
             try:
                 yield
             finally:
+                del held[stream_id]
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
 
     def select_events(
@@ -250,7 +278,7 @@ class PostgresRecorder(
         if limit is not None:
             statement += SQL(" LIMIT %s")
             params.append(limit)
-        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+        with self._connection(str(originator_id)) as conn, conn.cursor() as curs:
             curs.execute(statement, params, prepare=True)
             return [
                 StoredEvent(

@@ -23,15 +23,35 @@ concurrently (ADR 0031):
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import takewhile
 from typing import Any
 
-from eventsourcing.persistence import Notification
+import psycopg
+from eventsourcing.persistence import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InterfaceError,
+    InternalError,
+    Notification,
+    NotSupportedError,
+    OperationalError,
+    PersistenceError,
+    ProgrammingError,
+)
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
-__all__ = ["HORIZON_WAIT", "PostgresNotificationLog", "append_statement", "horizon_statements"]
+__all__ = [
+    "HORIZON_WAIT",
+    "PostgresNotificationLog",
+    "append_statement",
+    "horizon_statements",
+    "persistence_errors",
+    "stream_key",
+]
 
 HORIZON_WAIT = 30.0
 """Seconds a read waits for running transactions below rows already committed (then returns the prefix).
@@ -39,6 +59,29 @@ HORIZON_WAIT = 30.0
 The horizon is the whole server's: a long write elsewhere (another schema or database, a 50 MB blob)
 holds it back. Long enough that a process reads its own committed writes back through such a write;
 bounded, so a reader stuck behind an hours-long transaction still returns (the safe prefix, late)."""
+
+_ERRORS: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
+    (psycopg.InterfaceError, InterfaceError),
+    (psycopg.OperationalError, OperationalError),
+    (psycopg.DataError, DataError),
+    (psycopg.IntegrityError, IntegrityError),
+    (psycopg.InternalError, InternalError),
+    (psycopg.ProgrammingError, ProgrammingError),
+    (psycopg.NotSupportedError, NotSupportedError),
+    (psycopg.DatabaseError, DatabaseError),
+    (psycopg.Error, PersistenceError),
+)
+"""psycopg's errors and eventsourcing's, in the order ``PostgresDatastore.get_connection`` maps them."""
+
+
+@contextmanager
+def persistence_errors() -> Iterator[None]:
+    """Raise psycopg's errors as eventsourcing's, as ``PostgresDatastore.get_connection`` does."""
+    try:
+        yield
+    except psycopg.Error as error:
+        raise next(ours for theirs, ours in _ERRORS if isinstance(error, theirs))(str(error)) from error
+
 
 _SAFE = SQL("tx_id < pg_snapshot_xmin(pg_current_snapshot())")
 
@@ -73,21 +116,44 @@ def _claim_body(key: str, sequence: str, channel: str) -> str:
     )
 
 
+def stream_key(schema: str, stream_id: str) -> str:
+    """The advisory-lock key of one stream's writer turn (hashed with ``hashtextextended(key, 0)``)."""
+    return f"contextledger:{schema}:{stream_id}"
+
+
 def _append_body(schema: str, table: str, blobs: str, keys: str) -> str:
-    """One append in one statement: the heads check, the claim, the events, blobs and idempotency keys."""
+    """One append in one statement: the writer turn, the heads check, the claim, the events, blobs, keys.
+
+    An append to one stream first takes that stream's writer turn as a transaction-level advisory lock
+    (the key of ``stream_key``): it waits for a writer holding the turn (``PostgresRecorder.stream_lock``,
+    which appends through the very connection holding it, so its own append does not wait), and the heads
+    check that follows sees every append committed before. Appends to several streams at once (starting
+    sessions) take no turn: the check and the primary key still refuse any overlap.
+    """
 
     def name(table_name: str) -> str:
         return SQL("{}.{}").format(Identifier(schema), Identifier(table_name)).as_string()
 
     events = name(table)
     return (
-        "DECLARE bad record; claimed bigint[]; "  # noqa: S608 - quoted identifiers; values are arguments
+        "DECLARE bad record; claimed bigint[]; head bigint; first bigint; "  # noqa: S608 - quoted identifiers
         "BEGIN "
+        "IF ids[1] = ALL(ids) THEN "  # one stream (the common append): its turn, then its head
+        f"PERFORM pg_advisory_xact_lock(hashtextextended({Literal(stream_key(schema, '')).as_string()} "
+        "|| ids[1], 0)); "
+        "first := CASE WHEN cardinality(versions) = 1 THEN versions[1] "
+        "ELSE (SELECT min(v) FROM unnest(versions) v) END; "
+        f"SELECT e.originator_version INTO head FROM {events} e WHERE e.originator_id = ids[1] "
+        "ORDER BY e.originator_version DESC LIMIT 1; "
+        "SELECT ids[1] AS id, coalesce(head, 0) AS head, first INTO bad "
+        "WHERE coalesce(head, 0) <> first - 1; "
+        "ELSE "
         "SELECT f.id, coalesce(h.v, 0) AS head, f.first INTO bad "
         "FROM (SELECT s.id, min(s.v) AS first FROM unnest(ids, versions) AS s(id, v) GROUP BY s.id) f "
         f"LEFT JOIN LATERAL (SELECT e.originator_version AS v FROM {events} e WHERE e.originator_id = f.id "
         "ORDER BY e.originator_version DESC LIMIT 1) h ON true "
         "WHERE coalesce(h.v, 0) <> f.first - 1 LIMIT 1; "
+        "END IF; "
         "IF FOUND THEN RAISE EXCEPTION USING ERRCODE = 'unique_violation', MESSAGE = format("
         "'stream %L is at position %s: an append at %s would leave a gap', bad.id, bad.head, bad.first); "
         "END IF; "
@@ -125,12 +191,20 @@ def horizon_statements(schema: str, table: str, *, channel: str, blobs: str, key
     ]
 
 
-def append_statement(schema: str, table: str) -> Composed:
-    """``SELECT ids``: one append (see ``_append_body``) as the one statement of its transaction."""
-    return SQL(
-        "SELECT {}(%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text[], %b::bytea[], "
-        "%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS ids"
-    ).format(_function(schema, f"{table}_append"))
+def append_statement(schema: str, table: str, *, one: bool = False) -> Composed:
+    """``SELECT ids``: one append (see ``_append_body``) as the one statement of its transaction.
+
+    ``one``: the statement of the common append, one event without blobs or an idempotency key, whose four
+    values are sent as scalars (the client dumps no arrays).
+    """
+    arguments = (
+        "ARRAY[%s]::text[], ARRAY[%s]::bigint[], ARRAY[%s]::text[], ARRAY[%b]::bytea[], '{{}}', '{{}}', "
+        "'{{}}', '{{}}', '{{}}', '{{}}'"
+        if one
+        else "%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text[], %b::bytea[], "
+        "%s::text[], %s::text[], %s::bigint[], %s::bigint[]"
+    )
+    return SQL("SELECT {}(" + arguments + ") AS ids").format(_function(schema, f"{table}_append"))
 
 
 class PostgresNotificationLog:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, Self, Unpack
 
 from contextledger.application.kernel import pins
@@ -35,6 +36,7 @@ from contextledger.domain.errors import (
     InvalidMessageError,
     SessionExistsError,
     SessionNotFoundError,
+    ValidationError,
 )
 from contextledger.domain.events import (
     TIME_KEY,
@@ -54,6 +56,7 @@ __all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger"]
 
 log = get_logger(__name__)
 
+ParsedMessage = UserMessage | AssistantMessage | ToolResult
 DEFAULT_BLOB_THRESHOLD = 8 * 1024
 """Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""
 
@@ -213,21 +216,28 @@ class Ledger:
         """Validate and append several messages in one transaction; return their positions."""
         check_stream_id(session_id)
         parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
-        with self._lock, self.log.writer_turn(session_id):  # writers of one session take turns
-            state = self._state(session_id)
-            if not state.exists:
-                raise SessionNotFoundError(session_id)
-            blobs: dict[str, str] = {}
-            issued: dict[str, str] = {}
-            events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
-            return self._append(
-                session_id,
-                events,
-                blobs,
-                expected_version=expected_version,
-                idempotency_key=idempotency_key,
-                state=state,
-            ).positions
+        with self._lock:
+            # A cached state the stream is still at (the store checks atomically) is what the turn would
+            # read; a conflict, or a check failed on a state maybe behind, stores nothing: the turn decides.
+            state = None if idempotency_key is not None else self._rules.cached(session_id)
+            if state is not None and state.exists and expected_version in {None, state.version}:
+                with suppress(ConcurrencyConflictError, ValidationError):
+                    return self._append_parsed(session_id, parsed, state, expected_version=expected_version)
+            with self.log.writer_turn(session_id):  # writers of one session take turns
+                state = self._state(session_id)
+                if not state.exists:
+                    raise SessionNotFoundError(session_id)
+                options = {"expected_version": expected_version, "idempotency_key": idempotency_key}
+                return self._append_parsed(session_id, parsed, state, **options)
+
+    def _append_parsed(
+        self, session_id: str, parsed: Sequence[ParsedMessage], state: SessionState, **options: Any
+    ) -> tuple[int, ...]:
+        """Draft ``parsed`` after ``state`` and append them (``options``: of ``_append``); the positions."""
+        blobs: dict[str, str] = {}
+        issued: dict[str, str] = {}
+        events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
+        return self._append(session_id, events, blobs, state=state, **options).positions
 
     def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
         """Append what the user said; return its position."""

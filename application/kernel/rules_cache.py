@@ -45,6 +45,10 @@ class RulesCache:
         self.remember(state)
         return state
 
+    def cached(self, session_id: str) -> SessionState | None:
+        """Return the session's state as last seen in memory (maybe behind the store), or None."""
+        return self._states.get(session_id)
+
     def remember(self, state: SessionState) -> None:
         """Keep ``state`` (most recently used) and snapshot it when it moved far enough."""
         if state.version - self._snapshot_at.get(state.session_id, 0) >= RULES_SNAPSHOT_EVERY:
