@@ -83,14 +83,16 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     decoded, spans = _decoded(text)
     hidden: list[tuple[int, int]] = []
     for secret in known:
-        hidden.extend(_partial_runs(decoded, secret))
-        hidden.extend(_masked_runs(decoded, secret))
+        for start, end in (*_partial_runs(decoded, secret), *_masked_runs(decoded, secret)):
+            hidden.append((spans[start][0], spans[end - 1][1]))
+        # what looks like an escape may be a literal character before the key ('%' then '00...'):
+        # the raw text is searched too, so decoding never hides a run of the key
+        hidden.extend((*_partial_runs(text, secret), *_masked_runs(text, secret)))
     if not hidden:
         return text
     pieces: list[str] = []
     cursor = 0
-    for start, end in sorted(hidden):
-        first, last = spans[start][0], spans[end - 1][1]
+    for first, last in sorted(hidden):
         if last <= cursor:
             continue
         if first >= cursor:
