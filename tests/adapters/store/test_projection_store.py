@@ -158,7 +158,7 @@ def test_a_schema_2_postgres_ledger_gains_the_projection_tables(pg_url):
                 f"SELECT value FROM \"{schema}\".contextledger_meta WHERE key = 'schema'"
             ).fetchone()
         assert row == (SCHEMA_VERSION,)
-        assert SCHEMA_VERSION == 5
+        assert SCHEMA_VERSION == 6  # schema 6: the append function takes the writer turn (ADR 0035)
     finally:
         store.close()
 
