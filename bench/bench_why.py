@@ -160,6 +160,14 @@ with contextledger.open_ledger("sqlite:///" + db) as ledger:
     renderer = Renderer(ledger, tokenizer="heuristic")
     if mode == "position":
         answer = why(ledger, session, "", renderer=renderer, position=int(arg))
+    elif mode == "index":  # the index alone: the events holding the text, as `why` finds its carriers
+        import re
+        from contextledger.application.search.log_search import searchable_texts
+        from contextledger.application.search.text_index import TextIndex
+        pattern = re.compile(re.escape(arg), re.IGNORECASE)
+        found = [r.position for r in TextIndex(ledger).scan(session, arg)
+                 if any(pattern.search(t) for t, _ in searchable_texts(ledger, r.event))]
+        answer = type("A", (), {"verdict": f"{len(found)} events", "entered_at": found[0] if found else None})
     else:
         answer = why(ledger, session, arg, renderer=renderer)
     t3 = time.perf_counter()
@@ -233,6 +241,34 @@ def time_why(db: Path, session: str, mode: str, arg: str, runs: int) -> dict[str
     return result
 
 
+def floor_run(db: Path, session: str, query: str) -> dict[str, Any]:
+    """The raw floor in a fresh process: every text read into memory, then scanned; SQLite FTS5 trigram."""
+    done = subprocess.run(
+        [sys.executable, "-c", FLOOR, str(db), session, query], capture_output=True, text=True, check=True
+    )
+    floor: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    print("raw floor (texts in memory: regex / casefold+find scan; SQLite FTS5 trigram)", floor, flush=True)
+    return floor
+
+
+def index_only(args: argparse.Namespace, meta: dict[str, Any]) -> None:
+    """Time the index alone: first question (builds the sketches), then questions, then the raw floor."""
+    session = meta["session"]
+    first = time_why(args.db, session, "index", "OPS-4471", 1)
+    print("index, first question (builds the sketches)", first, flush=True)
+    rows = {
+        q: time_why(args.db, session, "index", q, args.runs) for q in ("OPS-4471", "rotates on thursdays")
+    }
+    for query, row in rows.items():
+        print(f"index {query!r}", row, flush=True)
+    floor = {} if args.no_floor else floor_run(args.db, session, "OPS-4471")
+    for query, row in rows.items():
+        if floor:
+            print(f"index {query!r}: {row['why_s'] / floor['regex_scan_s']:.2f}x the in-memory regex scan")
+    payload = {"label": args.label, "session": meta, "first": first, **rows, "floor": floor}
+    print(f"saved {save('why_index', payload)}")
+
+
 def main() -> None:
     """Build (or reuse) the session, then time `why` by position and by text."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -241,6 +277,9 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=Path(tempfile.gettempdir()) / "contextledger-bench-why.db")
     parser.add_argument("--label", default="")
     parser.add_argument("--texts", choices=("varied", "repeat"), default="varied")
+    parser.add_argument(
+        "--index-only", action="store_true", help="time the text index alone (no model calls recorded)"
+    )
     parser.add_argument("--build-only", action="store_true", help="build the session, time nothing")
     parser.add_argument("--no-floor", action="store_true", help="skip the raw floor (scan and FTS5)")
     args = parser.parse_args()
@@ -251,6 +290,9 @@ def main() -> None:
         args.db.unlink(missing_ok=True)
         meta = build(args.db, args.events, Texts(repeat=args.texts == "repeat"))
         meta_path.write_text(json.dumps(meta))
+    if args.index_only:
+        index_only(args, meta)
+        return
     if "calls" not in meta:
         meta |= record_calls(args.db, meta)
         meta_path.write_text(json.dumps(meta))
@@ -269,16 +311,7 @@ def main() -> None:
     print("why TEXT (other words)", other, flush=True)
     floor: dict[str, Any] = {}
     if not args.no_floor:
-        done = subprocess.run(
-            [sys.executable, "-c", FLOOR, str(args.db), meta["session"], "OPS-4471"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        floor = json.loads(done.stdout.strip().splitlines()[-1])
-        print(
-            "raw floor (texts in memory: regex / casefold+find scan; SQLite FTS5 trigram)", floor, flush=True
-        )
+        floor = floor_run(args.db, meta["session"], "OPS-4471")
         for name, row in (("OPS-4471", by_text), ("rotates on thursdays", other)):
             print(
                 f"why TEXT {name!r}: {row['why_s'] / floor['regex_scan_s']:.2f}x"
