@@ -3,6 +3,11 @@
 Usage::
 
     .venv/bin/python bench/bench_why.py [--events 1000000] [--runs 5] [--db /tmp/why.db]
+        [--texts varied|repeat] [--index-only] [--build-only] [--no-floor]
+
+``--texts varied`` (the default) draws distinct, realistic tool results (``Texts``); ``--index-only``
+times the text index alone (ADR 0040) with its peak RSS, and the raw floor (every text read, then
+scanned in memory; SQLite FTS5 trigram) in the same run.
 
 The session is a coding-agent-like stream (a user turn, then steps of one call and its result); one
 tool result in the middle carries a planted fact. Model calls are recorded with the default policy at
