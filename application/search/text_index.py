@@ -7,6 +7,11 @@ compressed, kept in the snapshot store (derived: lost or unreadable, it is rebui
 can only match inside a chunk whose sketch contains every word of the query as a substring (the
 query's first and last words may be parts of longer words), so only those chunks and the open tail
 are read. Regular expressions and queries without a word character read every chunk.
+
+Memory stays bounded by one chunk whatever the session's length (ADR 0040): a scan loads, tests and
+drops each chunk's sketch in turn, keeps it compressed-then-raw ``bytes`` only while testing it (the
+needles are matched as UTF-8 bytes: a substring of the UTF-8 of a word list is a substring of the
+word list), and builds a missing sketch from one chunk's events.
 """
 
 from __future__ import annotations
@@ -20,7 +25,16 @@ from contextledger.application.kernel.snapshots import SnapshotSlot
 from contextledger.application.search.log_search import searchable_texts
 from contextledger.domain.events import AnyEvent, Recorded
 
-__all__ = ["CHUNK", "SEARCH_VIEW", "TextIndex", "chunk_key", "event_words", "sketch_bytes"]
+__all__ = [
+    "CHUNK",
+    "SEARCH_VIEW",
+    "TextIndex",
+    "chunk_key",
+    "event_words",
+    "may_match",
+    "needles",
+    "sketch_bytes",
+]
 
 CHUNK = 4_096
 """Positions per sketched chunk."""
@@ -40,11 +54,21 @@ def chunk_key(session_id: str, chunk: int) -> str:
 _WORD = re.compile(r"\w+")
 
 
-def _decode(raw: bytes) -> str:
+def _decode(raw: bytes) -> bytes:
     try:
-        return zlib.decompress(raw).decode("utf-8")
+        return zlib.decompress(raw)
     except zlib.error as error:
         raise ValueError(str(error)) from error
+
+
+def needles(query: str) -> list[bytes]:
+    """The casefolded words of a text query as UTF-8: every one is in the sketch of a chunk that matches."""
+    return [word.casefold().encode("utf-8") for word in _WORD.findall(query)]
+
+
+def may_match(sketch: bytes, words: list[bytes]) -> bool:
+    """Whether a chunk with this (uncompressed) sketch may hold a text with all ``words``."""
+    return all(word in sketch for word in words)
 
 
 def _words(text: str) -> set[str]:
@@ -74,23 +98,22 @@ class TextIndex:
         self.ledger = ledger
         self._from_view_rows = from_view
         self._slot = SnapshotSlot(ledger.ports.snapshots)
-        self._memory: dict[tuple[str, int], str] = {}
         self.built = 0
         """How many chunk sketches this index built (read from the log) rather than loaded."""
 
     def scan(self, session_id: str, query: str, *, regex: bool = False) -> Iterator[Recorded]:
         """Yield, in order, the events of every chunk that may hold ``query`` (a superset of the matches)."""
         head = self.ledger.version(session_id)
-        needles = [] if regex else [w.casefold() for w in _WORD.findall(query)]
+        words = [] if regex else needles(query)
         full = head // CHUNK
         for chunk in range(full):
-            if needles and not all(n in self._sketch(session_id, chunk) for n in needles):
+            if words and not may_match(self._sketch(session_id, chunk), words):
                 continue
             yield from self.ledger.events(session_id, after=chunk * CHUNK, upto=(chunk + 1) * CHUNK)
         if full * CHUNK < head:
             yield from self.ledger.events(session_id, after=full * CHUNK, upto=head)
 
-    def _from_view(self, session_id: str, chunk: int, upto: int) -> tuple[int, str] | None:
+    def _from_view(self, session_id: str, chunk: int, upto: int) -> tuple[int, bytes] | None:
         """The chunk's sketch from the search view's row, when a runner has written it."""
         views = self.ledger.ports.projections if self._from_view_rows else None
         row = None if views is None else views.load_row(SEARCH_VIEW, chunk_key(session_id, chunk))
@@ -101,24 +124,19 @@ class TextIndex:
         except ValueError:
             return None  # derived: an unreadable row only means building the sketch again
 
-    def _sketch(self, session_id: str, chunk: int) -> str:
-        key = (session_id, chunk)
-        cached = self._memory.get(key)
-        if cached is not None:
-            return cached
+    def _sketch(self, session_id: str, chunk: int) -> bytes:
+        """The chunk's uncompressed sketch: from the view, else the snapshot, else built (and saved)."""
         name = f"search/v{FORMAT}/{session_id}/{chunk}"
         upto = (chunk + 1) * CHUNK
         found = self._from_view(session_id, chunk, upto) or self._slot.load(
             name, _decode, lambda _, at: at == upto
         )
         if found is not None:
-            sketch = found[1]
-        else:
-            words: set[str] = set()
-            for recorded in self.ledger.events(session_id, after=chunk * CHUNK, upto=upto):
-                words |= event_words(self.ledger, recorded.event)
-            sketch = "\n".join(sorted(words))
-            self._slot.save(name, upto, sketch_bytes(words))
-            self.built += 1
-        self._memory[key] = sketch
-        return sketch
+            return found[1]
+        words: set[str] = set()
+        for recorded in self.ledger.events(session_id, after=chunk * CHUNK, upto=upto):
+            words |= event_words(self.ledger, recorded.event)
+        raw = sketch_bytes(words)
+        self._slot.save(name, upto, raw)
+        self.built += 1
+        return zlib.decompress(raw)
