@@ -203,7 +203,7 @@ def measure(prompts: Iterable[Sequence[Unit]], model: CacheModel) -> CacheTotals
     return totals(cache_calls(prompts), model)
 
 
-def units_of(ctx: RenderedContext) -> tuple[Unit, ...]:
+def units_of(ctx: RenderedContext, memo: dict[tuple[object, ...], bytes] | None = None) -> tuple[Unit, ...]:
     """Return the cache units of a rendered context: system and tools as one unit, then each message.
 
     Keys are 16-byte BLAKE2b digests of the msgspec (msgpack) encoding of what reaches the wire:
@@ -214,12 +214,27 @@ def units_of(ctx: RenderedContext) -> tuple[Unit, ...]:
 
     Args:
         ctx: A rendered context.
+        memo: Digests already computed, by the fields they digest: the consecutive prompts of a
+            session repeat most units, so a caller pricing them one after another passes one dict
+            (the keys are the same as without it).
 
     Returns:
         ``1 + len(ctx.messages)`` units.
     """
-    head = Unit(_digest(("head", ctx.system, ctx.tools)), ctx.system_tokens + ctx.tools_tokens)
-    return (head, *(Unit(_digest(_wire_fields(m)), m.tokens) for m in ctx.messages))
+    if memo is None:
+        head = Unit(_digest(("head", ctx.system, ctx.tools)), ctx.system_tokens + ctx.tools_tokens)
+        return (head, *(Unit(_digest(_wire_fields(m)), m.tokens) for m in ctx.messages))
+    units = [Unit(_remembered(memo, ("head", ctx.system, ctx.tools)), ctx.system_tokens + ctx.tools_tokens)]
+    units.extend(Unit(_remembered(memo, _wire_fields(m)), m.tokens) for m in ctx.messages)
+    return tuple(units)
+
+
+def _remembered(memo: dict[tuple[object, ...], bytes], fields: tuple[object, ...]) -> bytes:
+    """Return ``_digest(fields)``, computed once per distinct ``fields`` in ``memo``."""
+    key = memo.get(fields)
+    if key is None:
+        key = memo[fields] = _digest(fields)
+    return key
 
 
 def _wire_fields(message: RenderedMessage) -> tuple[object, ...]:

@@ -9,6 +9,7 @@ from datetime import datetime
 import msgspec
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.search.log_search import searchable_texts
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import AssistantMessageAdded
@@ -239,6 +240,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
         if isinstance(r.event, AssistantMessageAdded)
     }
     simulator = CacheSimulator(cache)
+    digests: dict[tuple[object, ...], bytes] = {}
     seen: set[tuple[int, str]] = set()
     calls: list[SimulatedCall] = []
     for replayed in replay_calls(
@@ -252,7 +254,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     ):
         context = replayed.context
         at = times.get(replayed.position)
-        priced = simulator.call(units_of(context), at, stable=context.stable_prefix)
+        priced = simulator.call(units_of(context, digests), at, stable=context.stable_prefix)
         evicted = _evicted(context)
         fresh: dict[str, int] = {}
         for position, rule in evicted.items():
@@ -333,6 +335,7 @@ def simulate(
     totals: dict[str, PolicyTotals] = {}
     fates: list[FactFate] = []
     entered = {s: _entered(source, s, facts) for s in sessions} if facts else {}
+    counter = _shared_counter(source, tokenizer)
     for label, policy in policies:
         total = totals.setdefault(label, PolicyTotals(policy=label))
         for session_id in sessions:
@@ -347,7 +350,7 @@ def simulate(
                     scratch,
                     budget,
                     make_summarizer,
-                    tokenizer,
+                    counter,
                     tracker,
                 )
             total.sessions += 1
@@ -368,6 +371,18 @@ def simulate(
         facts=tuple(fates),
         fact_differences=tuple(_differences(fates)),
     )
+
+
+def _shared_counter(source: Ledger, tokenizer: str | TokenCounter) -> CachedTokenCounter:
+    """One token cache for every replay: a text is counted once per simulation, not once per replay.
+
+    Counts are keyed by content address and tokenizer, so they are the same in every ledger; they
+    are looked up in (and remembered by) the source ledger's token-count store, as its renders do.
+    """
+    if isinstance(tokenizer, CachedTokenCounter):
+        return tokenizer
+    base = source.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    return CachedTokenCounter(base, source.ports.token_counts, source.ports.blobs)
 
 
 def _differences(fates: Sequence[FactFate]) -> list[FactDifference]:
