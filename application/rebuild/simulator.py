@@ -10,11 +10,11 @@ import msgspec
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.token_cache import CachedTokenCounter
-from contextledger.application.search.log_search import searchable_texts
+from contextledger.application.rebuild.fact_tracking import FactFate, FactTracker, entered_at
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.cache_metrics import units_of
+from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.provider_cache import CacheSimulator, ProviderCache
@@ -30,6 +30,16 @@ __all__ = [
 ]
 
 _EVICTED = frozenset({"stubbed", "truncated", "summarized", "dropped"})
+
+
+def _evicted(context: RenderedContext) -> dict[int, str]:
+    """Return the evicted positions of a render, each with the rule that evicted it."""
+    out: dict[int, str] = {}
+    for decision in context.decisions:
+        if decision.action in _EVICTED:
+            for position in range(decision.first, decision.last + 1):
+                out[position] = decision.rule
+    return out
 
 
 class SimulatedCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,23 +119,6 @@ class PolicyTotals(msgspec.Struct, kw_only=True):
         self.cache_hit_ratio = self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
 
-class FactFate(msgspec.Struct, frozen=True, kw_only=True):
-    """Whether a fact (``--fact``) stayed in the context of one session under one policy.
-
-    ``left_calls`` counts the calls where the fact was in the log but not in the rendered context;
-    ``first_left_position`` numbers the first such call as ``why`` does (``SimulatedCall.position``);
-    ``rule`` is the rule that removed the position it entered at, in that call.
-    """
-
-    fact: str
-    policy: str
-    session_id: str
-    entered_at: int | None
-    left_calls: int = 0
-    first_left_position: int | None = None
-    rule: str | None = None
-
-
 class FactDifference(msgspec.Struct, frozen=True, kw_only=True):
     """A fact that leaves the context under some policies and never under others (same session)."""
 
@@ -149,79 +142,6 @@ class Simulation(msgspec.Struct, frozen=True, kw_only=True):
     fact_differences: tuple[FactDifference, ...] = ()
 
 
-def _normalized(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def _entered(source: Ledger, session_id: str, facts: Sequence[str]) -> dict[str, int]:
-    """Return the first position whose text holds each fact (facts never logged are absent)."""
-    wanted = {fact: _normalized(fact) for fact in facts}
-    found: dict[str, int] = {}
-    for recorded in source.events(session_id):
-        if len(found) == len(wanted):
-            break
-        texts = [_normalized(text) for text, _ in searchable_texts(source, recorded.event)]
-        for fact, needle in wanted.items():
-            if fact not in found and any(needle in text for text in texts):
-                found[fact] = recorded.position
-    return found
-
-
-def _context_text(context: RenderedContext) -> str:
-    parts = [context.system]
-    for message in context.messages:
-        parts.append(message.text)
-        parts.extend(f"{call.name}({call.arguments})" for call in message.tool_calls)
-    return _normalized("\n".join(parts))
-
-
-def _evicted(context: RenderedContext) -> dict[int, str]:
-    """Return the evicted positions of a render, each with the rule that evicted it."""
-    out: dict[int, str] = {}
-    for decision in context.decisions:
-        if decision.action in _EVICTED:
-            for position in range(decision.first, decision.last + 1):
-                out[position] = decision.rule
-    return out
-
-
-class _FactTracker:
-    """Follows each fact of one session under one policy, call by call."""
-
-    def __init__(self, policy: str, session_id: str, entered: dict[str, int], facts: Sequence[str]) -> None:
-        self.policy = policy
-        self.session_id = session_id
-        self.entered = entered
-        self.facts = facts
-        self.left: dict[str, int] = dict.fromkeys(facts, 0)
-        self.first: dict[str, tuple[int, str | None]] = {}
-
-    def see(self, position: int, context: RenderedContext, evicted: dict[int, str]) -> None:
-        """Follow the facts through the call that shows the log up to ``position``."""
-        logged = [f for f in self.facts if self.entered.get(f, position + 1) <= position]
-        if not logged:
-            return
-        text = _context_text(context)
-        for fact in logged:
-            if _normalized(fact) not in text:
-                self.left[fact] += 1
-                self.first.setdefault(fact, (position, evicted.get(self.entered[fact])))
-
-    def fates(self) -> list[FactFate]:
-        return [
-            FactFate(
-                fact=fact,
-                policy=self.policy,
-                session_id=self.session_id,
-                entered_at=self.entered.get(fact),
-                left_calls=self.left[fact],
-                first_left_position=self.first[fact][0] if fact in self.first else None,
-                rule=self.first[fact][1] if fact in self.first else None,
-            )
-            for fact in self.facts
-        ]
-
-
 def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     source: Ledger,
     session_id: str,
@@ -232,7 +152,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     budget: int | None,
     make_summarizer: Callable[[TokenCounter], Summarizer] | None,
     tokenizer: str | TokenCounter,
-    tracker: _FactTracker,
+    tracker: FactTracker,
 ) -> list[SimulatedCall]:
     times = {
         r.position: r.event.at
@@ -240,7 +160,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
         if isinstance(r.event, AssistantMessageAdded)
     }
     simulator = CacheSimulator(cache)
-    digests: dict[tuple[object, ...], bytes] = {}
+    digests = UnitMemo()
     seen: set[tuple[int, str]] = set()
     calls: list[SimulatedCall] = []
     for replayed in replay_calls(
@@ -334,12 +254,12 @@ def simulate(
     calls: list[SimulatedCall] = []
     totals: dict[str, PolicyTotals] = {}
     fates: list[FactFate] = []
-    entered = {s: _entered(source, s, facts) for s in sessions} if facts else {}
+    entered = {s: entered_at(source, s, facts) for s in sessions} if facts else {}
     counter = _shared_counter(source, tokenizer)
     for label, policy in policies:
         total = totals.setdefault(label, PolicyTotals(policy=label))
         for session_id in sessions:
-            tracker = _FactTracker(label, session_id, entered.get(session_id, {}), facts)
+            tracker = FactTracker(label, session_id, entered.get(session_id, {}), facts)
             with new_scratch() as scratch:
                 rows = _simulate_session(
                     source,
