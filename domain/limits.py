@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
 from typing import Any
+
+import msgspec
+from msgspec.structs import astuple
 
 __all__ = [
     "MAX_DEPTH",
@@ -13,6 +17,7 @@ __all__ = [
     "MAX_TOKENS",
     "json_text_too_deep",
     "too_deep",
+    "too_deep_by_walk",
 ]
 
 MAX_DEPTH = 64
@@ -45,6 +50,74 @@ _JSON_OPENING = re.compile(r"[ \t\r\n]*[\[{]")
 
 def too_deep(value: object, limit: int = MAX_DEPTH) -> bool:
     """Return True when ``value`` nests containers (dicts, lists, tuples, structs) over ``limit`` deep.
+
+    The answer is ``too_deep_by_walk``'s (the definition). A value a few levels deep built only of
+    builtin scalars, dicts, lists, tuples, sets and msgspec Structs (an event with a flat ``meta``) is
+    measured exactly by a short bounded recursion; anything else (deeper, another type, a value that
+    contains itself) is answered by the walk, which never recurses.
+    """
+    depth = _small_depth(value, _SMALL_ROOM)
+    if depth is None:
+        return too_deep_by_walk(value, limit)
+    return depth > limit
+
+
+_SMALL_ROOM = 8
+"""Levels the bounded recursion of ``_small_depth`` descends before it leaves the answer to the walk."""
+
+_LEAVES = frozenset({*_SCALARS, datetime, date, type(msgspec.UNSET)})
+"""Exact types the walk treats as leaves (depth 0): scalars, and values without struct fields."""
+_ITERATED = frozenset({list, tuple, set, frozenset})
+_EMPTY_DEPTH_ONE = _ITERATED | {dict}
+
+
+def _children(value: object, kind: type) -> Any:
+    """The children the walk visits below an exact dict, list, tuple, set or a Struct; else None."""
+    if kind is dict:
+        return value.values()  # type: ignore[attr-defined]
+    if kind in _ITERATED:
+        return value
+    if isinstance(value, msgspec.Struct):
+        return astuple(value)
+    return None
+
+
+def _small_depth(value: object, room: int) -> int | None:
+    """The container depth of ``value`` if it is found within ``room`` levels of known types; else None.
+
+    Depth as ``too_deep_by_walk`` counts it: 0 for a leaf, else 1 + the deepest child (dict values,
+    items, a Struct's fields). Only exact builtin types and msgspec Structs are descended, so every
+    case here is one the walk handles the same way.
+    """
+    kind = type(value)
+    if kind in _LEAVES:
+        return 0
+    if room == 0:
+        return None
+    children = _children(value, kind)
+    if children is None:
+        return None
+    if _LEAVES.issuperset(map(type, children)):
+        return 1  # only leaves below (or nothing): the common flat value, decided in C
+    deepest = 0
+    for child in children:
+        kind = type(child)
+        if kind in _LEAVES:
+            continue
+        if (kind in _EMPTY_DEPTH_ONE and not child) or (
+            isinstance(child, msgspec.Struct) and _LEAVES.issuperset(map(type, astuple(child)))
+        ):
+            deepest = deepest or 1  # an empty dict, list, tuple or set, or a Struct of leaves: depth 1
+            continue
+        found = _small_depth(child, room - 1)
+        if found is None:
+            return None
+        deepest = max(deepest, found)
+    return deepest + 1
+
+
+def too_deep_by_walk(value: object, limit: int = MAX_DEPTH) -> bool:
+    """The definition of ``too_deep``: True when ``value`` nests containers over ``limit`` deep.
 
     Iterative, level by level (never recursion), so a value nested 100,000 deep, or one that contains
     itself, is answered without a ``RecursionError``; the walk stops at the first level past the limit.

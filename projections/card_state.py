@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Annotated, Literal
@@ -11,16 +12,20 @@ import pydantic
 from contextledger.domain.content import InlineText, Text, text_preview
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from contextledger.projections.budget import Budget
-from contextledger.projections.shell_files import files_of_call
+from contextledger.projections.shell_files import FileTouches, files_of_call
 from contextledger.projections.wire import arguments_object
 
 __all__ = [
     "DECISION",
     "CardConfig",
     "CardState",
+    "call_facts",
     "checklist_of",
     "instructions_of",
     "observe",
+    "observe_assistant",
+    "observe_result",
+    "observe_user",
     "todo_items",
 ]
 
@@ -36,13 +41,28 @@ _DECISION_WORDS = (
     "decided to", "decision:", "i chose", "we chose", "switch", "instead of", "the fix is",
     "the root cause", "root cause is", "going with", "i'll keep", "we'll keep", "i'll avoid", "we'll avoid",
 )  # fmt: skip
-"""A part of every phrase ``DECISION`` matches, lower-cased: an ASCII text holding none holds no decision."""
+"""A part of every phrase ``DECISION`` matches, lower-cased (a text whose ``_folded`` form holds none holds no
+decision)."""
+_DECISION_CORES: tuple[str, ...] = (
+    "use", "go", "decid", "decision:", "chose", "switch", "instead of", "fix is", "root cause",
+    "keep", "avoid",
+)  # fmt: skip
+_DECISION_GROUPS = tuple((core, tuple(w for w in _DECISION_WORDS if core in w)) for core in _DECISION_CORES)
+"""``_DECISION_WORDS`` grouped under a part each of them holds: a text holding no core holds no word.
+
+Eleven scans of a text rule it out where twenty-one did; a core found sends only its group's words
+to be looked for. Every word holds a core (``tests/projections/test_card_fast_paths.py``).
+"""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CHECK = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*\[([ xX~-])\]\s*(.+?)\s*$", re.MULTILINE)
 _ERROR = re.compile(
     r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)",
     re.MULTILINE,
 )
+_TODO_TOOL = re.compile(r"todo|plan|task", re.IGNORECASE)
+"""A tool whose name says it keeps a plan: the list its call writes is the new plan revision."""
+_CALL_FACTS = 4_096
+"""How many distinct tool calls ``call_facts`` remembers (by name and argument text)."""
 _USER_CHARS = 2_000
 """A user message longer than this is kept by extraction (its imperative and negative sentences)."""
 _KEEP = 60
@@ -128,6 +148,8 @@ def _text(content: Text | None, full_text: str | None) -> str:
 
 def checklist_of(text: str) -> tuple[str, ...]:
     """Return the checklist lines of a message (``- [ ] item``, ``1. [x] item``) as ``[ ]``/``[x]`` lines."""
+    if text.find("[", 0, 20_000) < 0:  # every checklist line holds a "[": most texts hold none
+        return ()
     return tuple(
         f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {_clip(item)}"
         for mark, item in _CHECK.findall(text[:20_000])
@@ -173,36 +195,79 @@ def observe(
     todo-tool call or checklist is the new plan revision, its decision sentences are remembered,
     its tool calls' files are read or changed (``shell_files``), and it resolves an open error;
     a failed tool result is an error. Tool output is never read for anything but its failure.
+    The fold calls the function of the event's type (``observe_user``...) directly.
     """
     if isinstance(event, UserMessageAdded):
-        text = _text(event.content, full_text)
-        whole = len(text) <= _USER_CHARS or not user_extract
-        card.users.append((seq, text if whole else extract(text), whole))
+        observe_user(card, seq, event, full_text, user_extract=user_extract)
     elif isinstance(event, AssistantMessageAdded):
-        _assistant(card, seq, event, _text(event.content, full_text))
+        observe_assistant(card, seq, event, full_text)
     elif isinstance(event, ToolResultRecorded):
-        card.results.append((seq, event.tool_name))
-        text = _text(event.content, full_text)
-        if event.is_error or _ERROR.search(text[:200]):
-            first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
-            card.errors.append((seq, f"{event.tool_name}: {first}", ""))
-            card.errors = card.errors[-_KEEP:]
-            card.open_error = len(card.errors) - 1
+        observe_result(card, seq, event, full_text)
+
+
+def observe_user(
+    card: CardState, seq: int, event: UserMessageAdded, full_text: str | None, *, user_extract: bool = True
+) -> None:
+    """``observe`` of a user message: kept whole, or by extraction when it is long."""
+    text = _text(event.content, full_text)
+    whole = len(text) <= _USER_CHARS or not user_extract
+    card.users.append((seq, text if whole else extract(text), whole))
+
+
+def observe_assistant(card: CardState, seq: int, event: AssistantMessageAdded, full_text: str | None) -> None:
+    """``observe`` of an assistant message: plan, decisions, files of its calls, an error resolved."""
+    _assistant(card, seq, event, _text(event.content, full_text))
+
+
+def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_text: str | None) -> None:
+    """``observe`` of a tool result: its position and tool, and an error when it failed."""
+    card.results.append((seq, event.tool_name))
+    text = _text(event.content, full_text)
+    if event.is_error or _ERROR.search(text[:200]):
+        first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
+        card.errors.append((seq, f"{event.tool_name}: {first}", ""))
+        card.errors = card.errors[-_KEEP:]
+        card.open_error = len(card.errors) - 1
 
 
 def _may_decide(text: str) -> bool:
-    """Whether a text may hold a decision sentence (False is exact; True is checked sentence by sentence).
+    """Whether a text may hold a decision sentence (False is exact; True is checked by the pattern).
 
     A sentence holding a decision is a part of the text holding it, so the text is searched first;
-    an ASCII text lower-cases to what the case-blind ``DECISION`` compares with, so a plain
-    substring test of ``_DECISION_WORDS`` rules out most texts before any regular expression runs
-    (the regular expression over every assistant text was the largest cost of a rebuild).
+    the text folded as the case-blind ``DECISION`` compares letters (``_folded``) holds every phrase
+    it matches lower-cased, so a plain substring test of ``_DECISION_WORDS`` rules out most texts
+    before any regular expression runs (the regular expression over every assistant text was the
+    largest cost of a rebuild).
     """
-    if text.isascii():
-        lowered = text.lower()
-        if not any(word in lowered for word in _DECISION_WORDS):
-            return False
+    lowered = _folded(text)
+    for core, words in _DECISION_GROUPS:  # loops, not any(): this runs for every assistant message
+        if core in lowered:
+            for word in words:
+                if word in lowered:
+                    break
+            else:
+                continue
+            break
+    else:
+        return False
     return DECISION.search(text) is not None
+
+
+_ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+"""The characters ``re``'s IGNORECASE matches to an ASCII letter that ``str.lower`` does not lower to it.
+
+U+0130 (capital I with a dot) lowers to two characters (``i`` and a combining dot) but matches ``i``;
+U+0131 (dotless i) and U+017F (long s) are ``re``'s extra cases of ``i`` and ``s``. Every other
+character matching an ASCII letter (U+212A, the Kelvin sign) lowers to it (checked over every code
+point in the tests).
+"""
+
+
+def _folded(text: str) -> str:
+    """Return ``text`` lower-cased so that a case-blind ASCII phrase ``re`` matches in it is a substring."""
+    if text.isascii():
+        return text.lower()
+    return text.translate(_ASCII_FOLD).lower()
 
 
 def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
@@ -211,29 +276,68 @@ def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: st
         card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 120)}")
         card.open_error = None
     head = text[:20_000]
-    sentences = [s for s in _SENTENCE_END.split(head) if DECISION.search(s)] if _may_decide(head) else []
-    card.decisions.extend((seq, _clip(s)) for s in sentences)
-    card.decisions = card.decisions[-_KEEP:]
+    if _may_decide(head):
+        decisions = card.decisions
+        decisions.extend((seq, _clip(s)) for s in _SENTENCE_END.split(head) if _may_decide(s))
+        if len(decisions) > _KEEP:
+            del decisions[:-_KEEP]
     plan = checklist_of(text)
     if len(plan) >= 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
         card.todo = (seq, plan)
     for call in event.tool_calls:
-        arguments = arguments_object(call.arguments) or {}
-        todos = todo_items(arguments)
-        if todos is not None and re.search(r"todo|plan|task", call.name, re.IGNORECASE):
+        todos, touched = call_facts(call.name, call.arguments)
+        if todos is not None:
             card.todo = (seq, todos)
-        touched = files_of_call(call.name, arguments)
-        _remember(card.changed, touched.changed, seq)
-        _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
+        if touched.changed:
+            _remember(card.changed, touched.changed, seq)
+        if touched.read:
+            _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
 
 
+@functools.lru_cache(maxsize=_CALL_FACTS)
+def call_facts(name: str, arguments: str) -> tuple[tuple[str, ...] | None, FileTouches]:
+    """Return what the card takes from one tool call: the plan it writes (or None) and the files it touches.
+
+    The plan is the whole list of a todo-style call (``todo_items``) whose tool name says it keeps
+    one (``todo``, ``plan``, ``task``); the files are ``files_of_call`` of its arguments parsed as a
+    JSON object (none when they are not one). A pure function of the call's name and argument text,
+    so it is remembered by them: a call seen again (a rebuild, a repeated command) is not parsed again.
+    """
+    parsed = arguments_object(arguments) or {}
+    todos = todo_items(parsed) if _TODO_TOOL.search(name) else None
+    return todos, files_of_call(name, parsed)
+
+
+_VERBS = (
+    r"use|add|remove|keep|write|run|make|fix|do|put|leave|try|set|change|create|update|delete|"
+    r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude"
+)
 _IMPERATIVE = re.compile(
     r"\b(?:do not|don't|never|must|mustn't|should|shouldn't|only|always|avoid|make sure|ensure|"
     r"please|no longer|stop|keep|prefer|instead|required?|without)\b"
-    r"|^\s*(?:use|add|remove|keep|write|run|make|fix|do|put|leave|try|set|change|create|update|delete|"
-    r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude)\b",
+    r"|^\s*(?:" + _VERBS + r")\b",
     re.IGNORECASE,
 )
+_IMPERATIVE_START = re.compile(r"\s*(?:" + _VERBS + r")\b", re.IGNORECASE)
+"""``_IMPERATIVE``'s second branch: a sentence starting with a verb in the imperative."""
+_IMPERATIVE_WORDS = (
+    "do not", "don't", "never", "must", "should", "only", "always", "avoid", "make sure", "ensure",
+    "please", "no longer", "stop", "keep", "prefer", "instead", "require", "without",
+)  # fmt: skip
+"""A part of every word of ``_IMPERATIVE``'s first branch, lower-cased."""
+
+
+def _imperative(sentence: str) -> bool:
+    """Whether ``_IMPERATIVE`` finds a match in ``sentence`` (a pre-check first; the answer is exact).
+
+    A sentence whose folded form (``_folded``) holds none of ``_IMPERATIVE_WORDS`` cannot match the
+    first branch; the second is anchored at the start, so a match there is all that is left to try.
+    """
+    lowered = _folded(sentence)
+    for word in _IMPERATIVE_WORDS:
+        if word in lowered:
+            return _IMPERATIVE.search(sentence) is not None
+    return _IMPERATIVE_START.match(sentence) is not None
 
 
 def instructions_of(text: str) -> list[str]:
@@ -242,7 +346,7 @@ def instructions_of(text: str) -> list[str]:
     The sentences are clipped as the card shows them; an extraction's closing count is not one.
     """
     sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
-    return [_clip(s) for s in sentences if _IMPERATIVE.search(s) and not _LEFT_OUT.fullmatch(s.strip())]
+    return [_clip(s) for s in sentences if _imperative(s) and not _LEFT_OUT.fullmatch(s.strip())]
 
 
 _LEFT_OUT = re.compile(r"\[\d+ (?:other sentences left out|sentences; extract: none imperative)\]")
@@ -256,7 +360,7 @@ def extract(text: str) -> str:
     result ends with a count of the sentences left out; with none kept, the first 300 characters.
     """
     sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
-    kept = [_clip(s) for s in sentences if _IMPERATIVE.search(s)]
+    kept = [_clip(s) for s in sentences if _imperative(s)]
     if not kept:
         return _clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
     return " ".join(kept) + f" [{len(sentences) - len(kept)} other sentences left out]"

@@ -20,7 +20,7 @@ from contextledger.domain.ports import TokenCounter, TokenFloor
 from contextledger.projections.budget import Budget
 from contextledger.projections.cache_aware import cache_expired
 from contextledger.projections.card import CardView, fit_card
-from contextledger.projections.card_state import observe
+from contextledger.projections.card_state import observe_assistant, observe_result, observe_user
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
 from contextledger.projections.groups import replace_entries
@@ -80,6 +80,10 @@ class Projector:
         self.card_view = CardView(files=card.files, decisions=card.decisions, errors=card.errors)
         """The richest card the policy asks for; ``fit_card`` shrinks it to the cap."""
         self.at_least = counter.tokens_at_least if isinstance(counter, TokenFloor) else None
+        self._card = card.enabled
+        """Whether the card's state is kept (read once here: ``_step`` runs for every event)."""
+        self._card_tail = card.enabled and card.placement == "tail"
+        self._cache_expiry = self.budget.cache_expiry_seconds is not None
         """The tokenizer's count lower bound, if it has one: ``fit_card`` skips views that cannot fit."""
         self.pipeline: tuple[Reducer, ...] = (
             RetentionReducer(policy.retention, counter),
@@ -124,43 +128,65 @@ class Projector:
         return current
 
     def _step(self, state: RenderState, counted: CountedEvent) -> None:
-        """Fold one counted event into ``state``, which the caller owns (mutated in place)."""
+        """Fold one counted event into ``state``, which the caller owns (mutated in place).
+
+        The branches run most frequent first (assistant messages, tool results, user messages); the
+        event types are disjoint, so the order changes nothing but the number of checks.
+        """
         event = counted.event
-        if isinstance(event, SummaryRecorded):
-            self._summary(state, counted, event)
-            return
-        if isinstance(event, SessionStarted):
-            state.session_id = event.session_id
-            state.system = event.system_prompt
-            state.system_tokens = system_tokens(counted.tokens[0], event.system_prompt)
-            state.tools = event.tools
-            state.tools_tokens = counted.tokens[1] if event.tools else 0
-        elif isinstance(event, UserMessageAdded):
-            state.turns += 1
-            entry = self._capped(self.entries.user(counted, event), lambda: self.capped.user(counted, event))
-            self._add_group(state, entry, ())
-            state.first_user = counted.position if state.first_user is None else state.first_user
-            state.latest_user = counted.position
-        elif isinstance(event, AssistantMessageAdded):
-            state.steps += 1
-            entry = self._capped(
-                self.entries.assistant(counted, event), lambda: self.capped.assistant(counted, event)
-            )
-            pending = tuple(PendingCall(c.id, c.name) for c in event.tool_calls)
-            self._add_group(state, entry, pending)
-            for call in event.tool_calls:
-                state.owners[call.id] = counted.position
+        if isinstance(event, AssistantMessageAdded):
+            self._assistant(state, counted, event)
         elif isinstance(event, ToolResultRecorded):
             self._result(state, counted, event)
-        elif isinstance(event, ItemPinned | ItemUnpinned):
-            self._pin(state, event)
-        state.position = counted.position
-        card = self.policy.card
-        if card.enabled and isinstance(event, UserMessageAdded | AssistantMessageAdded | ToolResultRecorded):
-            observe(state.card, counted.position, event, counted.full_text)
-            if card.placement == "tail":
-                self._refresh_card(state)
+            state.position = counted.position
+            if self._card:
+                observe_result(state.card, counted.position, event, counted.full_text)
+        elif isinstance(event, UserMessageAdded):
+            self._user(state, counted, event)
+        elif isinstance(event, SummaryRecorded):
+            self._summary(state, counted, event)
+            return
+        else:
+            if isinstance(event, SessionStarted):
+                state.session_id = event.session_id
+                state.system = event.system_prompt
+                state.system_tokens = system_tokens(counted.tokens[0], event.system_prompt)
+                state.tools = event.tools
+                state.tools_tokens = counted.tokens[1] if event.tools else 0
+            elif isinstance(event, ItemPinned | ItemUnpinned):
+                self._pin(state, event)
+            state.position = counted.position
+            self._maybe_compact(state, event)
+            return
+        if self._card_tail:
+            self._refresh_card(state)
         self._maybe_compact(state, event)
+
+    def _user(self, state: RenderState, counted: CountedEvent, event: UserMessageAdded) -> None:
+        position = counted.position
+        state.turns += 1
+        entry = self._capped(self.entries.user(counted, event), lambda: self.capped.user(counted, event))
+        self._add_group(state, entry, ())
+        state.first_user = position if state.first_user is None else state.first_user
+        state.latest_user = position
+        state.position = position
+        if self._card:
+            observe_user(state.card, position, event, counted.full_text)
+
+    def _assistant(self, state: RenderState, counted: CountedEvent, event: AssistantMessageAdded) -> None:
+        position = counted.position
+        state.steps += 1
+        entry = self._capped(
+            self.entries.assistant(counted, event), lambda: self.capped.assistant(counted, event)
+        )
+        calls = event.tool_calls
+        self._add_group(state, entry, tuple(PendingCall(c.id, c.name) for c in calls) if calls else ())
+        owners = state.owners
+        for call in calls:
+            owners[call.id] = position
+        state.position = position
+        if self._card:
+            observe_assistant(state.card, position, event, counted.full_text)
 
     def _pin(self, state: RenderState, event: ItemPinned | ItemUnpinned) -> None:
         """Count a pin or unpin; restoring (or undoing) a message is a compaction point of its own."""
@@ -259,8 +285,7 @@ class Projector:
             lambda: self.capped.result(counted, event, head=group.head),
         )
         pending = tuple(p for p in group.pending if p.call_id != event.call_id)
-        window.groups[index] = msgspec.structs.replace(group, pending=pending)
-        replace_entries(window, index, (*group.entries, entry), state.pending_tokens)
+        replace_entries(window, index, (*group.entries, entry), state.pending_tokens, pending)
         if group.head:
             state.head_tokens += window.groups[index].tokens - group.tokens
             state.head_end = max(state.head_end, counted.position)
@@ -336,7 +361,7 @@ class Projector:
 
     def _maybe_compact(self, state: RenderState, event: AnyEvent | None = None) -> None:
         budget = self.budget
-        if event is not None and cache_expired(budget, state, event):  # projections/cache_aware.py
+        if self._cache_expiry and event is not None and cache_expired(budget, state, event):  # cache_aware.py
             self._run(state, "tokens", self.pipeline)
             return
         total = state.total

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import msgspec
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.context import MESSAGE_OVERHEAD, DecisionAction
-from contextledger.projections.state import Entry, Group, Removed, RenderState, WorkingContext
+from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, WorkingContext
 
 __all__ = [
     "group_positions",
@@ -41,19 +41,31 @@ def pin_reason(group: Group, state: RenderState) -> str | None:
     return None
 
 
-def resize_group(group: Group, entries: tuple[Entry, ...], pending_tokens: int) -> Group:
-    """Return ``group`` with new entries and its token sums recomputed."""
-    tokens = sum(e.tokens for e in entries) + len(group.pending) * pending_tokens
+def resize_group(
+    group: Group,
+    entries: tuple[Entry, ...],
+    pending_tokens: int,
+    pending: tuple[PendingCall, ...] | None = None,
+) -> Group:
+    """Return ``group`` with new entries (and new pending calls, if given) and its token sums recomputed."""
+    calls = group.pending if pending is None else pending
+    tokens = sum(e.tokens for e in entries) + len(calls) * pending_tokens
     tool_tokens = sum(e.tokens for e in entries if e.is_result)
-    return msgspec.structs.replace(group, entries=entries, tokens=tokens, tool_tokens=tool_tokens)
+    return msgspec.structs.replace(
+        group, entries=entries, pending=calls, tokens=tokens, tool_tokens=tool_tokens
+    )
 
 
 def replace_entries(
-    window: WorkingContext, index: int, entries: tuple[Entry, ...], pending_tokens: int
+    window: WorkingContext,
+    index: int,
+    entries: tuple[Entry, ...],
+    pending_tokens: int,
+    pending: tuple[PendingCall, ...] | None = None,
 ) -> None:
-    """Replace the entries of the group at ``index``, keeping the window's sums right."""
+    """Replace the entries (and pending calls, if given) of the group at ``index``, keeping the sums right."""
     old = window.groups[index]
-    new = resize_group(old, entries, pending_tokens)
+    new = resize_group(old, entries, pending_tokens, pending)
     window.groups[index] = new
     window.tokens += new.tokens - old.tokens
     window.tool_tokens += new.tool_tokens - old.tool_tokens

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError, StoredEvent
 
-__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows"]
+__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows", "row_first_positions"]
 
 Extras = Mapping[str, Any]
 """Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
@@ -21,7 +22,22 @@ def first_positions(stored_events: Sequence[StoredEvent], key: Callable[[Any], s
     firsts: dict[str, int] = {}
     for event in stored_events:
         stream = key(event.originator_id)
-        firsts[stream] = min(firsts.get(stream, event.originator_version), event.originator_version)
+        first = firsts.get(stream)
+        if first is None or event.originator_version < first:
+            firsts[stream] = event.originator_version
+    return firsts
+
+
+def row_first_positions(rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
+    """``first_positions`` of rows ``(stream as stored, position, ...)``: one stream is decided in C."""
+    streams = {row[0] for row in rows}
+    if len(streams) == 1:
+        return {streams.pop(): min(map(itemgetter(1), rows))}
+    firsts: dict[str, int] = {}
+    for row in rows:
+        first = firsts.get(row[0])
+        if first is None or row[1] < first:
+            firsts[row[0]] = row[1]
     return firsts
 
 

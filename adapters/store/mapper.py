@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,8 @@ class MsgspecMapper:
         self._untyped = msgspec.msgpack.Decoder()
         self._current: dict[str, msgspec.msgpack.Decoder[Any]] = {}
         """Decoders of topics that name their class's current version (no upcast): one lookup per row."""
+        self._topics: dict[type[LedgerEvent], str] = {}
+        """The registry's topic of each event type met (a topic names a type and its version)."""
         self.unseal: Callable[[str, str, bytes], bytes] | None = None
         """Decrypts a stored payload (stream, topic, bytes) of an encrypted ledger; None in plaintext."""
 
@@ -49,12 +52,10 @@ class MsgspecMapper:
                 f"values (metadata, meta, arguments, parameters) may nest at most {MAX_DEPTH} levels"
             )
             raise InvalidMessageError(msg)
-        return StoredEvent(
-            originator_id=stream_id,
-            originator_version=position,
-            topic=self.registry.topic(event),
-            state=self._encoder.encode(event),
-        )
+        topic = self._topics.get(type(event))
+        if topic is None:
+            topic = self._topics[type(event)] = self.registry.topic(event)
+        return _stored_event(stream_id, position, topic, self._encoder.encode(event))
 
     def to_recorded(self, stored: StoredEvent) -> Recorded:
         """Decode a stored row into a ``Recorded`` event, upcasting older payloads."""
@@ -87,6 +88,31 @@ class MsgspecMapper:
             msg = f"stored event {stream_id}@{position} ({topic}) does not decode: {error}"
             raise EventDecodeError(msg) from error
         return _as_any(event)
+
+
+def _stored_event(stream_id: str, position: int, topic: str, state: bytes) -> StoredEvent:
+    """``StoredEvent(stream_id, position, topic, state)``, its fields written as its ``__init__`` writes them.
+
+    eventsourcing's ``StoredEvent`` is a frozen dataclass: its generated ``__init__`` sets each field with
+    ``object.__setattr__``, a call per field per row. When it has an instance ``__dict__`` and no
+    ``__post_init__`` (checked once, below), the same four entries are written into a new instance's
+    ``__dict__`` at once; otherwise the constructor is called.
+    """
+    if not _DIRECT:
+        return StoredEvent(stream_id, position, topic, state)
+    stored = _new(StoredEvent)
+    stored.__dict__.update(originator_id=stream_id, originator_version=position, topic=topic, state=state)
+    return stored
+
+
+_new = object.__new__
+_DIRECT = (
+    dataclasses.is_dataclass(StoredEvent)
+    and [f.name for f in dataclasses.fields(StoredEvent)]
+    == ["originator_id", "originator_version", "topic", "state"]
+    and not hasattr(StoredEvent, "__slots__")
+    and not hasattr(StoredEvent, "__post_init__")
+)
 
 
 def _as_any(event: LedgerEvent) -> AnyEvent:

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 from uuid import UUID
 
-from contextledger.adapters.store.batch import blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.batch import blob_rows, gap, idempotency_rows, row_first_positions
 from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
@@ -123,8 +123,13 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
 
         Returns the events' notification ids, as eventsourcing's ``ApplicationRecorder`` does.
         """
+        events = [  # a str id is stored as it is (``_stored_id`` maps only UUIDs)
+            (s.originator_id if type(s.originator_id) is str else _stored_id(s.originator_id),
+             s.originator_version, s.topic, s.state)
+            for s in stored_events
+        ]  # fmt: skip
         with self.writing() as c:
-            for stream, first in first_positions(stored_events, key=_stored_id).items():
+            for stream, first in row_first_positions(events).items():
                 c.execute(
                     f"SELECT MAX(originator_version) FROM {self.events_table_name} WHERE originator_id = ?",  # noqa: S608
                     (stream,),
@@ -134,13 +139,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                     raise gap(stream, head, first)
             # One executemany; the write lock is held, so the batch's rowids (notification ids) are
             # consecutive and end at last_insert_rowid(): returned as eventsourcing's contract asks.
-            c.executemany(
-                self.insert_events_statement,
-                [
-                    (_stored_id(s.originator_id), s.originator_version, s.topic, s.state)
-                    for s in stored_events
-                ],
-            )
+            c.executemany(self.insert_events_statement, events)
             c.execute("SELECT last_insert_rowid()")
             last = int(c.fetchone()[0])
             rows = blob_rows(kwargs)

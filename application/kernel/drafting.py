@@ -42,6 +42,9 @@ from contextledger.projections.media import image_size, pdf_pages
 
 __all__ = ["EventDrafter", "tool_call", "tool_schema"]
 
+_MAX_UTF8_BYTES = 4
+"""The most bytes one character takes in UTF-8 (a lone surrogate, passed through, takes 3)."""
+
 
 class EventDrafter:
     """Builds the events of an append: stamps times from the clock and stores large texts apart.
@@ -69,7 +72,9 @@ class EventDrafter:
         if isinstance(message, UserMessage):
             return UserMessageAdded(
                 content=self.text(message.content, blobs),
-                media=tuple(self.media(part, len(message.content), blobs) for part in message.media),
+                media=tuple(self.media(part, len(message.content), blobs) for part in message.media)
+                if message.media
+                else (),
                 at=at,
                 meta=message.meta,
             )
@@ -123,8 +128,9 @@ class EventDrafter:
 
     def text(self, text: str, blobs: dict[str, str]) -> Text:
         """Return inline text, or a blob reference (adding the blob to ``blobs``) when it is large."""
-        encoded = text.encode("utf-8", "surrogatepass")
-        if len(encoded) <= self.blob_threshold:
+        if len(text) * _MAX_UTF8_BYTES <= self.blob_threshold or (
+            len(text.encode("utf-8", "surrogatepass")) <= self.blob_threshold
+        ):  # a short text is inline whatever its characters: it cannot pass the threshold encoded
             return InlineText(text)
         sha = content_address(text)
         blobs[sha] = text

@@ -187,9 +187,57 @@ def parse_messages(raw: object) -> list[UserMessage | AssistantMessage | ToolRes
     SDK objects of these. An Anthropic user message of ``tool_result`` blocks gives one tool result
     per block, then its text, so the list may hold several messages.
     """
+    if type(raw) is dict:
+        plain = _plain_message(raw)
+        if plain is not None:
+            return [plain]
     if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
         return [raw]
     return [_parse_one(m) for m in ledger_messages(raw)]
+
+
+_USER_KEYS = frozenset({"role", "content"})
+_TOOL_KEYS = frozenset({"role", "call_id", "content"})
+_set_attribute = object.__setattr__
+
+
+def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
+    """The fast path of ``parse_messages`` for the plainest dicts; None for any other (the full path).
+
+    ``{"role": "user", "content": text}`` and ``{"role": "tool", "call_id": id, "content": text}`` with
+    exact ``str`` values (a non-empty id) are already in the ledger's shape and valid, so the model is
+    built as pydantic's validation builds it (the same fields in the model's order, the same defaults, a
+    new ``meta`` dict, the same ``model_fields_set``) without validating again;
+    ``tests/application/kernel/test_plain_messages.py`` checks it equals the full path's result.
+    """
+    role = raw.get("role")
+    content = raw.get("content")
+    if type(content) is not str:
+        return None
+    if role == "user" and type(role) is str and raw.keys() == _USER_KEYS:
+        message: Any = object.__new__(UserMessage)
+        fields: dict[str, Any] = {"role": "user", "content": content, "media": (), "at": None, "meta": {}}
+    elif role == "tool" and type(role) is str and raw.keys() == _TOOL_KEYS:
+        call_id = raw["call_id"]
+        if type(call_id) is not str or not call_id:
+            return None
+        message = object.__new__(ToolResult)
+        fields = {
+            "role": "tool",
+            "call_id": call_id,
+            "content": content,
+            "tool_name": None,
+            "is_error": False,
+            "at": None,
+            "meta": {},
+        }
+    else:
+        return None
+    _set_attribute(message, "__dict__", fields)
+    _set_attribute(message, "__pydantic_fields_set__", set(_USER_KEYS if role == "user" else _TOOL_KEYS))
+    _set_attribute(message, "__pydantic_extra__", None)
+    _set_attribute(message, "__pydantic_private__", None)
+    return message  # type: ignore[no-any-return]  # built as the model of its role
 
 
 def parse_message(raw: object) -> UserMessage | AssistantMessage | ToolResult:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import shlex
 
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections import card_state, shell_files
+from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +38,7 @@ def test_shell_tokens_equal_shlex_tokens(line):
 @settings(max_examples=2_000, deadline=None)
 @given(
     st.lists(
-        st.one_of(st.sampled_from(_PHRASES), st.text(alphabet="ab Il'.!?\nſKİ", max_size=12)),
+        st.one_of(st.sampled_from(_PHRASES), st.text(alphabet="ab Il'.!?\nſKİıé", max_size=12)),
         max_size=8,
     ).map("".join)
 )
@@ -51,3 +54,116 @@ def test_a_decision_in_an_ascii_text_is_found():
     event = AssistantMessageAdded(content=InlineText(text))
     card_state.observe(card, 4, event, None)
     assert card.decisions == [(4, "I decided to pin the version instead.")]
+
+
+_TOOL_NAMES = [
+    "bash",
+    "shell",
+    "str_replace_editor",
+    "TodoWrite",
+    "update_plan",
+    "read_file",
+    "write_file",
+    "x",
+]
+_ARGUMENTS = st.one_of(
+    st.sampled_from(
+        [
+            '{"command": "cat a.py && sed -i s/x/y/ b.py > c.txt"}',
+            '{"command": "view", "path": "src/m.py"}',
+            '{"command": "str_replace", "path": "src/m.py", "old_str": "a", "new_str": "b"}',
+            '{"path": "notes.md", "content": "- [ ] one"}',
+            '{"todos": [{"content": "write tests", "status": "completed"}, "ship it"]}',
+            '{"plan": ["a", {"step": "b", "status": "in_progress"}]}',
+            '{"patch": "*** Update File: a.py\\n+++ b/b.py\\n"}',
+            "[1, 2]",
+            "not json",
+            "{}",
+        ]
+    ),
+    st.dictionaries(
+        st.sampled_from(["command", "cmd", "path", "file_path", "todos", "input", "items"]),
+        st.one_of(st.text(alphabet=_SHELL_CHARS, max_size=30), st.lists(st.text(max_size=8), max_size=3)),
+        max_size=3,
+    ).map(json.dumps),
+)
+
+
+def _call_facts_by_definition(
+    name: str, arguments: str
+) -> tuple[tuple[str, ...] | None, shell_files.FileTouches]:
+    """What ``_assistant`` computed per call before ``call_facts``: the parse, the plan, the files."""
+    parsed = arguments_object(arguments) or {}
+    todos = card_state.todo_items(parsed)
+    plan = todos if todos is not None and re.search(r"todo|plan|task", name, re.IGNORECASE) else None
+    return plan, shell_files.files_of_call(name, parsed)
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.sampled_from(_TOOL_NAMES), _ARGUMENTS)
+def test_call_facts_equal_their_definition(name, arguments):
+    """The remembered facts of a call are the parse of its arguments, the first time and every time after."""
+    expected = _call_facts_by_definition(name, arguments)
+    assert card_state.call_facts(name, arguments) == expected
+    assert card_state.call_facts(name, arguments) == expected  # from the memo now
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.text(alphabet="ab [xX~-]\n-*1.)", max_size=60))
+def test_checklist_pre_check_is_exact(text):
+    """A text the pre-check skips (no ``[``) has no checklist line: the answer is the pattern's."""
+    by_pattern = tuple(
+        f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {card_state._clip(item)}"
+        for mark, item in card_state._CHECK.findall(text[:20_000])
+    )
+    assert card_state.checklist_of(text) == by_pattern
+
+
+def test_every_decision_word_is_grouped_under_a_core():
+    """The pre-check scans for cores first: a phrase under no core would be missed, so there is none."""
+    grouped = {word for _, words in card_state._DECISION_GROUPS for word in words}
+    assert grouped == set(card_state._DECISION_WORDS)
+
+
+_IMPERATIVE_PARTS = [
+    "Do not",
+    "don't",
+    "MUST",
+    "mustn't",
+    "Please",
+    "required",
+    "  use",
+    "Keep",
+    "make  sure",
+    "ſtop",
+]
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(_IMPERATIVE_PARTS), st.text(alphabet="ab Il'.!?\nſKİıé-", max_size=12)),
+        max_size=6,
+    ).map("".join)
+)
+def test_the_imperative_pre_check_answers_as_the_pattern(sentence):
+    """A sentence is kept by extraction exactly when the imperative pattern finds a match in it."""
+    assert card_state._imperative(sentence) == (card_state._IMPERATIVE.search(sentence) is not None)
+
+
+def test_the_fold_lowers_every_character_re_matches_to_an_ascii_letter():
+    """Over every code point: a character case-blind ``re`` matches to an ASCII letter folds to that letter.
+
+    So a phrase of ASCII letters (and spaces, apostrophes, colons, which match only themselves) that a
+    case-blind pattern finds in a text is a substring of the text's folded form: the pre-checks are exact.
+    """
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    for code in range(0x80, 0x110000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        if letter.fullmatch(char):
+            folded = card_state._folded(char)
+            assert len(folded) == 1, hex(code)
+            assert "a" <= folded <= "z", hex(code)
+            assert re.fullmatch(folded, char, re.IGNORECASE), hex(code)
