@@ -36,6 +36,9 @@ class CachedTokenCounter:
         self._memory_limit = memory_limit
         self.tokenized = 0
         """How many texts were actually tokenized (cache misses)."""
+        self.defer_saves = False
+        """Keep fresh counts until ``flush`` (one write per batch of a rebuild) instead of at once."""
+        self._unsaved: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -58,19 +61,43 @@ class CachedTokenCounter:
         return [self._memory[k] for k in keys]
 
     def count_texts(self, texts: Sequence[Text]) -> list[int]:
-        """Return token counts of event contents; a blob is read only if its count is unknown."""
+        """Return token counts of event contents; a blob is read only if its count is unknown.
+
+        An inline text seen before in this process is found by the text itself; the others are
+        hashed once per distinct text of the batch, looked up in the store, and tokenized in one
+        batch if no process counted them before.
+        """
         by_text = self._by_text
-        found = [by_text.get(t.text) if isinstance(t, InlineText) else None for t in texts]
-        if None not in found:
+        found: list[int | None] = []
+        new: dict[str, None] = {}
+        blobs: list[str] = []
+        for text in texts:
+            if isinstance(text, InlineText):
+                count = by_text.get(text.text)
+                if count is None:
+                    new[text.text] = None
+                found.append(count)
+            else:
+                blobs.append(text.sha256)
+                found.append(None)
+        if not new and not blobs:
             return found  # type: ignore[return-value]  # no None left
-        keys = [t.sha256 if isinstance(t, BlobText) else content_address(t.text) for t in texts]
-        inline = {k: t.text for k, t in zip(keys, texts, strict=True) if isinstance(t, InlineText)}
-        self._fill(keys, inline)
-        counts = [self._memory[k] for k in keys]
+        inline = {content_address(text): text for text in new}
+        self._fill([*inline, *blobs], inline)
+        memory = self._memory
         if len(by_text) + len(inline) > self._memory_limit:
             by_text.clear()
-        by_text.update((t.text, n) for t, n in zip(texts, counts, strict=True) if isinstance(t, InlineText))
-        return counts
+        by_text.update((text, memory[key]) for key, text in inline.items())
+        return [
+            n if n is not None else memory[t.sha256] if isinstance(t, BlobText) else by_text[t.text]
+            for t, n in zip(texts, found, strict=True)
+        ]
+
+    def flush(self) -> None:
+        """Write the counts kept back by ``defer_saves`` to the store (one write)."""
+        if self._unsaved:
+            unsaved, self._unsaved = self._unsaved, {}
+            self.counts.save_token_counts(self.counter.name, unsaved)
 
     def _fill(self, keys: Sequence[str], known_texts: dict[str, str]) -> None:
         missing = list(dict.fromkeys(k for k in keys if k not in self._memory))
@@ -91,4 +118,7 @@ class CachedTokenCounter:
                 fresh[key] = self.counter.count(self.blobs.read_blob(key))
         self.tokenized += len(fresh)
         self._memory.update(fresh)
-        self.counts.save_token_counts(self.counter.name, fresh)
+        if self.defer_saves:
+            self._unsaved.update(fresh)
+        else:
+            self.counts.save_token_counts(self.counter.name, fresh)

@@ -85,6 +85,7 @@ class ContextView:
         self.name = projection or projection_version(self.projector)
         self.digests = digests_of(self.name)
         self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
+        self.renderer.counter.defer_saves = True  # the token cache is written once per batch (``fold``)
         self.failed: dict[str, str] = {}
         self.known = KnownRows()
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
@@ -125,6 +126,7 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 digests[session_id] = (at, encode_digest(self._digest(session_id)))
+        self.renderer.counter.flush()
         return {self.name: rows, self.digests: digests, self.tokens.name: fresh_tokens}
 
     def _digest(self, session_id: str) -> RenderDigest:

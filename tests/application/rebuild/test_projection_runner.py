@@ -16,9 +16,12 @@ import psycopg
 import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW, BatchDone, ProjectionRunner
 from contextledger.application.render.context_rows import row_state
 from contextledger.application.render.renderer import Renderer
+from contextledger.projections.counting import counted_texts
 
 from tests.conftest import TRANSCRIPTS
 
@@ -261,3 +264,18 @@ def test_two_runners_taking_turns_on_one_checkpoint_agree_with_a_rebuild(tmp_pat
         assert views.load_row("turns", "s") == views.load_row("scratch", "s")
         state = row_state(ledger, "s", (views.load_row("turns", "s") or (0, b""))[1])
         assert [s.summary_id for s in state.available] != []
+
+
+def test_a_rebuild_leaves_every_count_in_the_token_cache(full_url):
+    """The view writes its fresh counts once per batch: after the run a new counter tokenizes nothing."""
+    with contextledger.open_ledger(full_url) as ledger:
+        views = _views(ledger)
+        runner = ProjectionRunner(ledger, views, views, batch_size=500)
+        assert runner.run().failed == {}
+        texts = [
+            t for s in ledger.sessions() for r in ledger.events(s.session_id) for t in counted_texts(r.event)
+        ]
+        plain = get_counter("cl100k_base")
+        fresh = CachedTokenCounter(plain, ledger.ports.token_counts, ledger.ports.blobs)
+        assert fresh.count_texts(texts) == [plain.count(ledger.text(t)) for t in texts]
+        assert fresh.tokenized == 0

@@ -1,0 +1,79 @@
+"""Batched token-cache counting (one hash per distinct text, one save per batch) equals one by one."""
+
+from __future__ import annotations
+
+import contextledger
+from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.kernel.token_cache import CachedTokenCounter
+from contextledger.domain.content import BlobText, InlineText, Text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_WORDS = st.sampled_from(["alpha", "beta", " gamma", "\n", "δ", "🙂", "  ", "x=1;", "<|endoftext|>", ""])
+_TEXTS = st.lists(_WORDS, max_size=8).map("".join)
+
+
+class RecordingStore:
+    """A TokenCountStore in memory that records each write."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], int] = {}
+        self.writes = 0
+
+    def load_token_counts(self, tokenizer, keys):
+        return {k: self.rows[tokenizer, k] for k in keys if (tokenizer, k) in self.rows}
+
+    def save_token_counts(self, tokenizer, counts):
+        self.writes += 1
+        for key, value in counts.items():
+            self.rows.setdefault((tokenizer, key), value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(st.lists(_TEXTS, max_size=12), min_size=1, max_size=4),
+    defer=st.booleans(),
+    memory_limit=st.sampled_from([3, 200_000]),
+)
+def test_batched_counts_equal_counting_each_text_alone(batches, defer, memory_limit):
+    """Repeated texts, a small or large memory, deferred saves or not: the one-by-one counts."""
+    plain = get_counter("cl100k_base")
+    store = RecordingStore()
+    cache = CachedTokenCounter(plain, store, blobs=None, memory_limit=memory_limit)  # type: ignore[arg-type]
+    cache.defer_saves = defer
+    for batch in batches:
+        assert cache.count_texts([InlineText(t) for t in batch]) == [plain.count(t) for t in batch]
+        cache.flush()
+    distinct = {t for batch in batches for t in batch}
+    assert {k: v for (_, k), v in store.rows.items()} == {
+        contextledger.domain.content.content_address(t): plain.count(t) for t in distinct
+    }
+    again = CachedTokenCounter(plain, store, blobs=None)  # type: ignore[arg-type]
+    assert again.count_texts([InlineText(t) for t in sorted(distinct)]) == [
+        plain.count(t) for t in sorted(distinct)
+    ]
+    assert again.tokenized == 0
+
+
+def test_deferred_counts_are_written_once_at_flush(tmp_path):
+    """With ``defer_saves`` fresh counts (inline and blob) reach the store in one write, at ``flush``."""
+    store = RecordingStore()
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger:
+        sid = ledger.start_session()
+        ledger.add_assistant_message(sid, tool_calls=[{"id": "c", "name": "cat"}])
+        ledger.add_tool_result(sid, "c", "word " * 10_000)
+        blob = ledger.events(sid)[-1].event.content
+        assert isinstance(blob, BlobText)
+        cache = CachedTokenCounter(get_counter("cl100k_base"), store, ledger.ports.blobs)
+        cache.defer_saves = True
+        texts: list[Text] = [InlineText("a b"), blob, InlineText("a b")]
+        first = cache.count_texts(texts)
+        second = cache.count_texts([InlineText("c"), blob])
+        assert store.writes == 0
+        cache.flush()
+        cache.flush()
+    assert store.writes == 1
+    plain = get_counter("cl100k_base")
+    assert first == [plain.count("a b"), plain.count("word " * 10_000), plain.count("a b")]
+    assert second == [plain.count("c"), first[1]]
+    assert len(store.rows) == 3
