@@ -13,8 +13,10 @@ from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.rebuild.fact_tracking import _context_text, _NormalizedParts
 from contextledger.application.rebuild.simulator import Simulation, simulate
 from contextledger.application.render.renderer import Renderer
+from contextledger.domain.content import InlineText, content_address
 from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext, RenderedMessage, RenderedToolCall
+from contextledger.projections.counting import counted_texts
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.provider_cache import _chain, provider_cache
 from hypothesis import given, settings
@@ -157,3 +159,26 @@ def test_normalized_parts_equal_the_normalized_whole_context(contexts):
     for system, messages in contexts:
         ctx = _context(system, messages)
         assert parts.text(ctx) == _context_text(ctx)
+
+
+def test_counts_of_a_simulation_land_in_the_source_store_once_it_is_done():
+    """The replays' token counts are written to the source ledger's store at the end (one batch).
+
+    A later simulation, of any policy, finds them there instead of tokenizing again.
+    """
+    source = contextledger.open_ledger("memory://")
+    assert import_file(source, TRANSCRIPTS / NAMES[1]).ok
+    [info] = source.sessions()
+    texts = [text for recorded in source.events(info.session_id) for text in counted_texts(recorded.event)]
+    keys = [content_address(t.text) for t in texts if isinstance(t, InlineText)]
+    assert keys
+    assert source.ports.token_counts.load_token_counts("cl100k_base", keys) == {}
+    simulate(
+        source,
+        [info.session_id],
+        [("default", PRESETS["default"])],
+        cache=provider_cache("anthropic", "5m"),
+        new_scratch=lambda: contextledger.open_ledger("memory://"),
+    )
+    stored = source.ports.token_counts.load_token_counts("cl100k_base", keys)
+    assert len(stored) > len(set(keys)) // 2  # every event a call showed (not those after the last)
