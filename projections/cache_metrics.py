@@ -16,6 +16,7 @@ __all__ = [
     "CacheTotals",
     "CallCache",
     "Unit",
+    "UnitMemo",
     "cache_calls",
     "common_prefix",
     "measure",
@@ -203,7 +204,7 @@ def measure(prompts: Iterable[Sequence[Unit]], model: CacheModel) -> CacheTotals
     return totals(cache_calls(prompts), model)
 
 
-def units_of(ctx: RenderedContext) -> tuple[Unit, ...]:
+def units_of(ctx: RenderedContext, memo: UnitMemo | None = None) -> tuple[Unit, ...]:
     """Return the cache units of a rendered context: system and tools as one unit, then each message.
 
     Keys are 16-byte BLAKE2b digests of the msgspec (msgpack) encoding of what reaches the wire:
@@ -214,12 +215,52 @@ def units_of(ctx: RenderedContext) -> tuple[Unit, ...]:
 
     Args:
         ctx: A rendered context.
+        memo: The keys of the previous context of the same session (``UnitMemo``): the consecutive
+            prompts of a session repeat most units, and a unit seen before is not digested again
+            (the keys are the same as without it).
 
     Returns:
         ``1 + len(ctx.messages)`` units.
     """
-    head = Unit(_digest(("head", ctx.system, ctx.tools)), ctx.system_tokens + ctx.tools_tokens)
-    return (head, *(Unit(_digest(_wire_fields(m)), m.tokens) for m in ctx.messages))
+    if memo is None:
+        head = Unit(_digest(("head", ctx.system, ctx.tools)), ctx.system_tokens + ctx.tools_tokens)
+        return (head, *(Unit(_digest(_wire_fields(m)), m.tokens) for m in ctx.messages))
+    return memo.units(ctx)
+
+
+class UnitMemo:
+    """Remembers the unit keys of one context for the next.
+
+    A message object (frozen) seen again, or a message with the same wire fields, keeps its key;
+    only the last context's keys are held.
+    """
+
+    def __init__(self) -> None:
+        """Start with no key known."""
+        self._by_object: dict[int, tuple[RenderedMessage, bytes]] = {}
+        self._by_fields: dict[tuple[object, ...], bytes] = {}
+
+    def units(self, ctx: RenderedContext) -> tuple[Unit, ...]:
+        """Return ``units_of(ctx)``, digesting only units the previous context did not have."""
+        by_object, by_fields = self._by_object, self._by_fields
+        now_object: dict[int, tuple[RenderedMessage, bytes]] = {}
+        now_fields: dict[tuple[object, ...], bytes] = {}
+        head_fields = ("head", ctx.system, ctx.tools)
+        head = by_fields.get(head_fields) or _digest(head_fields)
+        now_fields[head_fields] = head
+        units = [Unit(head, ctx.system_tokens + ctx.tools_tokens)]
+        for message in ctx.messages:
+            known = by_object.get(id(message))
+            if known is not None and known[0] is message:
+                key = known[1]
+            else:
+                fields = _wire_fields(message)
+                key = by_fields.get(fields) or _digest(fields)
+                now_fields[fields] = key
+            now_object[id(message)] = (message, key)
+            units.append(Unit(key, message.tokens))
+        self._by_object, self._by_fields = now_object, now_fields
+        return tuple(units)
 
 
 def _wire_fields(message: RenderedMessage) -> tuple[object, ...]:

@@ -107,11 +107,24 @@ class CacheCall(msgspec.Struct, frozen=True, kw_only=True):
     gap_seconds: float | None
 
 
-def _chain(units: Sequence[Unit]) -> list[bytes]:
-    """Return the key of each prefix: ``keys[k]`` identifies ``units[:k + 1]``."""
+def _chain(units: Sequence[Unit], known: tuple[Sequence[Unit], list[bytes]] | None = None) -> list[bytes]:
+    """Return the key of each prefix: ``keys[k]`` identifies ``units[:k + 1]``.
+
+    ``known``, if given, is an earlier prompt's units and their chain: the keys of the units they
+    share as a prefix are taken from it, and only the rest are hashed (the same keys).
+    """
     keys: list[bytes] = []
     running = b""
-    for unit in units:
+    start = 0
+    if known is not None:
+        before, chain = known
+        limit = min(len(before), len(units))
+        while start < limit and before[start].key == units[start].key:
+            start += 1
+        if start:
+            keys = chain[:start]
+            running = keys[-1]
+    for unit in units[start:]:
         running = hashlib.blake2b(running + unit.key, digest_size=16).digest()
         keys.append(running)
     return keys
@@ -135,6 +148,8 @@ class CacheSimulator:
         self._entries: dict[bytes, float] = {}
         """Prefix key -> time of its last write or read, in seconds."""
         self._previous: tuple[list[bytes], float | None] | None = None
+        self._known: tuple[Sequence[Unit], list[bytes]] | None = None
+        """The last call's units and prefix keys (a call's keys extend the prefix it shares)."""
 
     def call(self, units: Sequence[Unit], at: datetime | None, *, stable: int = 0) -> CacheCall:
         """Return what the call with ``units`` at time ``at`` reads, writes and costs, and record its entries.
@@ -149,7 +164,8 @@ class CacheSimulator:
             The call's cached, written and plain tokens and cost.
         """
         model = self.model
-        keys = _chain(units)
+        keys = _chain(units, self._known)
+        self._known = (units, keys)
         ends = [0] * len(units)
         total = 0
         for index, unit in enumerate(units):

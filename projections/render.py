@@ -21,10 +21,14 @@ from contextledger.projections.state import Entry, Group, RenderState, SummaryRe
 from contextledger.projections.wire import REQUEST_OVERHEAD
 
 __all__ = [
+    "MessageMemo",
     "decisions",
     "render",
     "summary_header",
 ]
+
+MessageMemo = dict[int, tuple[Entry, RenderedMessage]]
+"""The messages one render built from entries, by the entry's identity (with the entry, kept alive)."""
 
 
 def render(
@@ -35,6 +39,7 @@ def render(
     policy: str,
     tokenizer: str,
     card_tail: bool = False,
+    memo: MessageMemo | None = None,
 ) -> RenderedContext:
     """Assemble the context of ``state``: system, pinned head, summaries, card, verbatim history.
 
@@ -48,6 +53,9 @@ def render(
         policy: The policy's name, recorded in the context.
         tokenizer: The tokenizer's name, recorded in the context.
         card_tail: Render the session-state card at the end instead of in the stable prefix.
+        memo: The messages the previous render of this session built, by entry: an entry (frozen)
+            renders to the same message every time, so an entry shown again reuses it (and the
+            caller sees the same message object, unchanged). Left holding this render's messages.
 
     Raises:
         PinnedOverBudgetError: The pinned items alone exceed the budget's target.
@@ -59,6 +67,7 @@ def render(
     window = state.window
     tail = card_tail
     card = [] if tail or not window.card else [_card_message(window)]
+    built: MessageMemo | None = None if memo is None else {}
     for group in window.groups:
         if not group.head and stable < 0:
             messages.extend(_summary_message(s, resolve) for s in window.summaries)
@@ -68,7 +77,10 @@ def render(
             # changes at every compaction point, they seldom do.
             messages.extend(card)
             card, stable = [], len(messages)
-        messages.extend(_group_messages(group, resolve, state.pending_tokens))
+        messages.extend(_group_messages(group, resolve, state.pending_tokens, memo, built))
+    if memo is not None and built is not None:
+        memo.clear()
+        memo.update(built)
     if stable < 0:
         messages.extend(_summary_message(s, resolve) for s in window.summaries)
         stable = len(messages)
@@ -118,9 +130,22 @@ def _card_message(window: WorkingContext) -> RenderedMessage:
 
 
 def _group_messages(
-    group: Group, resolve: Callable[[Text], str], pending_tokens: int
+    group: Group,
+    resolve: Callable[[Text], str],
+    pending_tokens: int,
+    memo: MessageMemo | None = None,
+    built: MessageMemo | None = None,
 ) -> list[RenderedMessage]:
-    out = [_entry_message(e, resolve) for e in group.entries]
+    if memo is None or built is None:
+        out = [_entry_message(e, resolve) for e in group.entries]
+    else:
+        out = []
+        for entry in group.entries:
+            known = memo.get(id(entry))
+            if known is None or known[0] is not entry:
+                known = (entry, _entry_message(entry, resolve))
+            built[id(entry)] = known
+            out.append(known[1])
     out += [
         RenderedMessage(
             role="tool",

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 
 import msgspec
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.kernel.ledger import Ledger
-from contextledger.application.search.log_search import searchable_texts
+from contextledger.application.kernel.token_cache import CachedTokenCounter
+from contextledger.application.rebuild.fact_tracking import FactFate, FactTracker, entered_at
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import AssistantMessageAdded
-from contextledger.domain.ports import TokenCounter
-from contextledger.projections.cache_metrics import units_of
+from contextledger.domain.ports import TokenCounter, TokenCountStore
+from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.provider_cache import CacheSimulator, ProviderCache
@@ -29,6 +30,16 @@ __all__ = [
 ]
 
 _EVICTED = frozenset({"stubbed", "truncated", "summarized", "dropped"})
+
+
+def _evicted(context: RenderedContext) -> dict[int, str]:
+    """Return the evicted positions of a render, each with the rule that evicted it."""
+    out: dict[int, str] = {}
+    for decision in context.decisions:
+        if decision.action in _EVICTED:
+            for position in range(decision.first, decision.last + 1):
+                out[position] = decision.rule
+    return out
 
 
 class SimulatedCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,23 +119,6 @@ class PolicyTotals(msgspec.Struct, kw_only=True):
         self.cache_hit_ratio = self.cached_tokens / self.input_tokens if self.input_tokens else 0.0
 
 
-class FactFate(msgspec.Struct, frozen=True, kw_only=True):
-    """Whether a fact (``--fact``) stayed in the context of one session under one policy.
-
-    ``left_calls`` counts the calls where the fact was in the log but not in the rendered context;
-    ``first_left_position`` numbers the first such call as ``why`` does (``SimulatedCall.position``);
-    ``rule`` is the rule that removed the position it entered at, in that call.
-    """
-
-    fact: str
-    policy: str
-    session_id: str
-    entered_at: int | None
-    left_calls: int = 0
-    first_left_position: int | None = None
-    rule: str | None = None
-
-
 class FactDifference(msgspec.Struct, frozen=True, kw_only=True):
     """A fact that leaves the context under some policies and never under others (same session)."""
 
@@ -148,79 +142,6 @@ class Simulation(msgspec.Struct, frozen=True, kw_only=True):
     fact_differences: tuple[FactDifference, ...] = ()
 
 
-def _normalized(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def _entered(source: Ledger, session_id: str, facts: Sequence[str]) -> dict[str, int]:
-    """Return the first position whose text holds each fact (facts never logged are absent)."""
-    wanted = {fact: _normalized(fact) for fact in facts}
-    found: dict[str, int] = {}
-    for recorded in source.events(session_id):
-        if len(found) == len(wanted):
-            break
-        texts = [_normalized(text) for text, _ in searchable_texts(source, recorded.event)]
-        for fact, needle in wanted.items():
-            if fact not in found and any(needle in text for text in texts):
-                found[fact] = recorded.position
-    return found
-
-
-def _context_text(context: RenderedContext) -> str:
-    parts = [context.system]
-    for message in context.messages:
-        parts.append(message.text)
-        parts.extend(f"{call.name}({call.arguments})" for call in message.tool_calls)
-    return _normalized("\n".join(parts))
-
-
-def _evicted(context: RenderedContext) -> dict[int, str]:
-    """Return the evicted positions of a render, each with the rule that evicted it."""
-    out: dict[int, str] = {}
-    for decision in context.decisions:
-        if decision.action in _EVICTED:
-            for position in range(decision.first, decision.last + 1):
-                out[position] = decision.rule
-    return out
-
-
-class _FactTracker:
-    """Follows each fact of one session under one policy, call by call."""
-
-    def __init__(self, policy: str, session_id: str, entered: dict[str, int], facts: Sequence[str]) -> None:
-        self.policy = policy
-        self.session_id = session_id
-        self.entered = entered
-        self.facts = facts
-        self.left: dict[str, int] = dict.fromkeys(facts, 0)
-        self.first: dict[str, tuple[int, str | None]] = {}
-
-    def see(self, position: int, context: RenderedContext, evicted: dict[int, str]) -> None:
-        """Follow the facts through the call that shows the log up to ``position``."""
-        logged = [f for f in self.facts if self.entered.get(f, position + 1) <= position]
-        if not logged:
-            return
-        text = _context_text(context)
-        for fact in logged:
-            if _normalized(fact) not in text:
-                self.left[fact] += 1
-                self.first.setdefault(fact, (position, evicted.get(self.entered[fact])))
-
-    def fates(self) -> list[FactFate]:
-        return [
-            FactFate(
-                fact=fact,
-                policy=self.policy,
-                session_id=self.session_id,
-                entered_at=self.entered.get(fact),
-                left_calls=self.left[fact],
-                first_left_position=self.first[fact][0] if fact in self.first else None,
-                rule=self.first[fact][1] if fact in self.first else None,
-            )
-            for fact in self.facts
-        ]
-
-
 def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     source: Ledger,
     session_id: str,
@@ -231,7 +152,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     budget: int | None,
     make_summarizer: Callable[[TokenCounter], Summarizer] | None,
     tokenizer: str | TokenCounter,
-    tracker: _FactTracker,
+    tracker: FactTracker,
 ) -> list[SimulatedCall]:
     times = {
         r.position: r.event.at
@@ -239,6 +160,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
         if isinstance(r.event, AssistantMessageAdded)
     }
     simulator = CacheSimulator(cache)
+    digests = UnitMemo()
     seen: set[tuple[int, str]] = set()
     calls: list[SimulatedCall] = []
     for replayed in replay_calls(
@@ -252,7 +174,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     ):
         context = replayed.context
         at = times.get(replayed.position)
-        priced = simulator.call(units_of(context), at, stable=context.stable_prefix)
+        priced = simulator.call(units_of(context, digests), at, stable=context.stable_prefix)
         evicted = _evicted(context)
         fresh: dict[str, int] = {}
         for position, rule in evicted.items():
@@ -332,11 +254,12 @@ def simulate(
     calls: list[SimulatedCall] = []
     totals: dict[str, PolicyTotals] = {}
     fates: list[FactFate] = []
-    entered = {s: _entered(source, s, facts) for s in sessions} if facts else {}
+    entered = {s: entered_at(source, s, facts) for s in sessions} if facts else {}
+    counter, counts = _shared_counter(source, tokenizer)
     for label, policy in policies:
         total = totals.setdefault(label, PolicyTotals(policy=label))
         for session_id in sessions:
-            tracker = _FactTracker(label, session_id, entered.get(session_id, {}), facts)
+            tracker = FactTracker(label, session_id, entered.get(session_id, {}), facts)
             with new_scratch() as scratch:
                 rows = _simulate_session(
                     source,
@@ -347,7 +270,7 @@ def simulate(
                     scratch,
                     budget,
                     make_summarizer,
-                    tokenizer,
+                    counter,
                     tracker,
                 )
             total.sessions += 1
@@ -357,6 +280,7 @@ def simulate(
             fates.extend(tracker.fates())
             if on_replayed is not None:
                 on_replayed(sum(t.sessions for t in totals.values()), len(sessions) * len(policies))
+    counts.flush()
     return Simulation(
         provider=cache.name,
         ttl_seconds=cache.ttl,
@@ -368,6 +292,48 @@ def simulate(
         facts=tuple(fates),
         fact_differences=tuple(_differences(fates)),
     )
+
+
+class _BufferedCounts:
+    """A token-count store that reads the source's and keeps new counts until ``flush``.
+
+    The replays count a few texts at every call: one write to the source per call would be one
+    commit per call on a durable store; ``simulate`` writes them all once, at the end.
+    """
+
+    def __init__(self, source: TokenCountStore) -> None:
+        self.source = source
+        self.fresh: dict[str, dict[str, int]] = {}
+
+    def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
+        """Return the source's counts of ``keys`` (new ones are in the counter's memory already)."""
+        return self.source.load_token_counts(tokenizer, keys)
+
+    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Keep ``counts`` for ``flush``."""
+        self.fresh.setdefault(tokenizer, {}).update(counts)
+
+    def flush(self) -> None:
+        """Write the kept counts to the source, one batch per tokenizer."""
+        for tokenizer, counts in self.fresh.items():
+            self.source.save_token_counts(tokenizer, counts)
+        self.fresh.clear()
+
+
+def _shared_counter(
+    source: Ledger, tokenizer: str | TokenCounter
+) -> tuple[CachedTokenCounter, _BufferedCounts]:
+    """One token cache for every replay: a text is counted once per simulation, not once per replay.
+
+    Counts are keyed by content address and tokenizer, so they are the same in every ledger; they
+    are looked up in the source ledger's token-count store, and the new ones written to it once
+    the simulation is done (``_BufferedCounts.flush``), as its renders would.
+    """
+    counts = _BufferedCounts(source.ports.token_counts)
+    if isinstance(tokenizer, CachedTokenCounter):
+        return tokenizer, counts
+    base = source.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    return CachedTokenCounter(base, counts, source.ports.blobs), counts
 
 
 def _differences(fates: Sequence[FactFate]) -> list[FactDifference]:

@@ -32,6 +32,7 @@ from contextledger.projections.fold import Projector
 from contextledger.projections.injection import InjectionHook, Placement, inject
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
+from contextledger.projections.render import MessageMemo, render
 from contextledger.projections.state import RenderState
 
 __all__ = ["Renderer"]
@@ -72,7 +73,8 @@ class Renderer:
 
     Args:
         ledger: The ledger to read sessions from.
-        tokenizer: A tokenizer name (resolved by the ledger's tokenizer port) or a ``TokenCounter``.
+        tokenizer: A tokenizer name (resolved by the ledger's tokenizer port) or a ``TokenCounter``; a
+            ``CachedTokenCounter`` is used as it is (its cache shared, e.g. by the replays of ``simulate``).
         max_states: How many folded states to keep (least recently used are forgotten).
         max_blobs: How many blob texts to keep in memory.
         snapshots: Persist folded states in the snapshot store (a projection runner keeps its own rows).
@@ -89,12 +91,16 @@ class Renderer:
     ) -> None:
         """Wire the renderer to ``ledger`` and a cached counter over ``tokenizer``."""
         self.ledger = ledger
-        base = ledger.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        self.counter = CachedTokenCounter(base, ledger.ports.token_counts, ledger.ports.blobs)
+        if isinstance(tokenizer, CachedTokenCounter):
+            self.counter = tokenizer
+        else:
+            base = ledger.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
+            self.counter = CachedTokenCounter(base, ledger.ports.token_counts, ledger.ports.blobs)
         self._slot = SnapshotSlot(ledger.ports.snapshots)
         self._states: OrderedDict[tuple[str, ...], _Cached] = OrderedDict()
-        self._rendered: dict[tuple[str, ...], tuple[RenderState, RenderedContext]] = {}
-        """The last context rendered per state key, with the state it came from (reused while unchanged)."""
+        self._rendered: dict[tuple[str, ...], tuple[RenderState, RenderedContext, MessageMemo]] = {}
+        """The last context rendered per state key, with the state it came from (reused while unchanged)
+        and the messages it built by entry (the next render reuses those of entries still shown)."""
         self._projectors: dict[tuple[str, ...], Projector] = {}
         self._by_identity: dict[tuple[int, int | None], tuple[Policy, Projector]] = {}
         """Projectors by policy object (kept alive here, so its id is not reused): policies are frozen,
@@ -170,13 +176,25 @@ class Renderer:
 
         ``Projector.render`` is a pure function of the state (and the blob texts it resolves, which
         never change), states are never changed in place, and a context is frozen: a warm request
-        with no new event reuses the context instead of building it again.
+        with no new event reuses the context instead of building it again. It is called here as
+        ``projections.render.render`` with the same arguments plus the last render's messages by
+        entry, which a render after new events reuses for the entries still shown.
         """
         last = self._rendered.pop(key, None)
-        context = (
-            last[1] if last is not None and last[0] is state else projector.render(state, self.reader.resolve)
-        )
-        self._rendered[key] = (state, context)
+        memo: MessageMemo = {} if last is None else last[2]
+        if last is not None and last[0] is state:
+            context = last[1]
+        else:
+            context = render(
+                state,
+                self.reader.resolve,
+                budget=projector.budget,
+                policy=projector.policy.name,
+                tokenizer=projector.tokenizer,
+                card_tail=projector.policy.card.placement == "tail",
+                memo=memo,
+            )
+        self._rendered[key] = (state, context, memo)
         if len(self._rendered) > self._max_states:
             del self._rendered[next(iter(self._rendered))]
         return context
