@@ -32,7 +32,7 @@ from contextledger.projections.reducers.retention import RetentionReducer
 from contextledger.projections.reducers.summary import SummaryReducer, select_summaries
 from contextledger.projections.reducers.truncation import TruncationReducer
 from contextledger.projections.reducers.window import WindowReducer
-from contextledger.projections.render import render, summary_header
+from contextledger.projections.render import MessageMemo, render, summary_header
 from contextledger.projections.restore import restore_pinned, unrestore
 from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, SummaryRef
 
@@ -203,8 +203,14 @@ class Projector:
         if changed:
             state.compactions += 1  # a deliberate prefix change
 
-    def render(self, state: RenderState, resolve: Callable[[Text], str]) -> RenderedContext:
-        """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only."""
+    def render(
+        self, state: RenderState, resolve: Callable[[Text], str], *, memo: MessageMemo | None = None
+    ) -> RenderedContext:
+        """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only.
+
+        ``memo`` (the last render's messages by entry) lets a render after new events reuse the
+        messages of entries still shown; the output is the same with or without it.
+        """
         return render(
             state,
             resolve,
@@ -212,6 +218,7 @@ class Projector:
             policy=self.policy.name,
             tokenizer=self.tokenizer,
             card_tail=self.policy.card.placement == "tail",
+            memo=memo,
         )
 
     # -- folding messages ------------------------------------------------------------------

@@ -32,7 +32,7 @@ from contextledger.projections.fold import Projector
 from contextledger.projections.injection import InjectionHook, Placement, inject
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
-from contextledger.projections.render import MessageMemo, render
+from contextledger.projections.render import MessageMemo
 from contextledger.projections.state import RenderState
 
 __all__ = ["Renderer"]
@@ -176,24 +176,15 @@ class Renderer:
 
         ``Projector.render`` is a pure function of the state (and the blob texts it resolves, which
         never change), states are never changed in place, and a context is frozen: a warm request
-        with no new event reuses the context instead of building it again. It is called here as
-        ``projections.render.render`` with the same arguments plus the last render's messages by
-        entry, which a render after new events reuses for the entries still shown.
+        with no new event reuses the context instead of building it again. The last render's
+        messages by entry go with it, which a render after new events reuses for the entries still shown.
         """
         last = self._rendered.pop(key, None)
         memo: MessageMemo = {} if last is None else last[2]
         if last is not None and last[0] is state:
             context = last[1]
         else:
-            context = render(
-                state,
-                self.reader.resolve,
-                budget=projector.budget,
-                policy=projector.policy.name,
-                tokenizer=projector.tokenizer,
-                card_tail=projector.policy.card.placement == "tail",
-                memo=memo,
-            )
+            context = projector.render(state, self.reader.resolve, memo=memo)
         self._rendered[key] = (state, context, memo)
         if len(self._rendered) > self._max_states:
             del self._rendered[next(iter(self._rendered))]
