@@ -245,22 +245,34 @@ class UnitMemo:
         by_object, by_fields = self._by_object, self._by_fields
         now_object: dict[int, tuple[RenderedMessage, bytes]] = {}
         now_fields: dict[tuple[object, ...], bytes] = {}
-        head_fields = ("head", ctx.system, ctx.tools)
-        head = by_fields.get(head_fields) or _digest(head_fields)
-        now_fields[head_fields] = head
+        head = _keyed(("head", ctx.system, ctx.tools), by_fields, now_fields)
         units = [Unit(head, ctx.system_tokens + ctx.tools_tokens)]
         for message in ctx.messages:
             known = by_object.get(id(message))
             if known is not None and known[0] is message:
                 key = known[1]
             else:
-                fields = _wire_fields(message)
-                key = by_fields.get(fields) or _digest(fields)
-                now_fields[fields] = key
+                key = _keyed(_wire_fields(message), by_fields, now_fields)
             now_object[id(message)] = (message, key)
             units.append(Unit(key, message.tokens))
         self._by_object, self._by_fields = now_object, now_fields
         return tuple(units)
+
+
+def _keyed(
+    fields: tuple[object, ...],
+    before: dict[tuple[object, ...], bytes],
+    now: dict[tuple[object, ...], bytes],
+) -> bytes:
+    """The digest of ``fields``: the previous context's when it had equal fields, else computed."""
+    try:
+        key = before.get(fields)
+    except TypeError:  # a field holds a dict (a tool's JSON schema): digested, never remembered
+        return _digest(fields)
+    if key is None:
+        key = _digest(fields)
+    now[fields] = key
+    return key
 
 
 def _wire_fields(message: RenderedMessage) -> tuple[object, ...]:

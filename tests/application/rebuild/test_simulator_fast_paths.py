@@ -14,6 +14,7 @@ from contextledger.application.rebuild.fact_tracking import _context_text, _Norm
 from contextledger.application.rebuild.simulator import Simulation, simulate
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.content import InlineText, content_address
+from contextledger.domain.events import ToolSchema
 from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext, RenderedMessage, RenderedToolCall
 from contextledger.projections.counting import counted_texts
@@ -107,6 +108,9 @@ _messages = st.builds(
 )
 
 
+_TOOLS = (ToolSchema(name="f", parameters={"type": "object", "properties": {"x": {"type": "string"}}}),)
+
+
 def _context(system: str, messages: list[RenderedMessage]) -> RenderedContext:
     return RenderedContext(
         session_id="s",
@@ -115,7 +119,7 @@ def _context(system: str, messages: list[RenderedMessage]) -> RenderedContext:
         tokenizer="t",
         system=system,
         system_tokens=3,
-        tools=(),
+        tools=_TOOLS if system == "other" else (),
         tools_tokens=0,
         messages=tuple(messages),
         stable_prefix=0,
@@ -134,7 +138,8 @@ def _context(system: str, messages: list[RenderedMessage]) -> RenderedContext:
 def test_unit_memo_and_prefix_chain_equal_their_definitions_over_consecutive_contexts(prompts, pool):
     """``UnitMemo`` and ``_chain`` extending the last prompt's keys equal their definitions.
 
-    Over consecutive contexts sharing message objects (and equal copies of them).
+    Over consecutive contexts sharing message objects (and equal copies of them), with and without
+    tool schemas (whose JSON-schema dicts cannot be dictionary keys).
     """
     memo = UnitMemo()
     known = None
