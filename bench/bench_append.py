@@ -69,9 +69,8 @@ def stored_row_bytes() -> int:
     return len(MsgspecMapper().to_stored("s", 1, UserMessageAdded(content=InlineText(PAYLOAD))).state)
 
 
-def raw_sqlite_rate(total: int, batch: int, folder: Path, row_bytes: int) -> float:
-    """Rows per second inserting the same bytes with plain sqlite3 (WAL, synchronous=FULL)."""
-    path = folder / f"raw-{time.perf_counter_ns()}.db"
+def raw_table(path: Path) -> sqlite3.Connection:
+    """A plain sqlite3 database (WAL, synchronous=FULL) with an events table of the store's key."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -79,6 +78,12 @@ def raw_sqlite_rate(total: int, batch: int, folder: Path, row_bytes: int) -> flo
         "CREATE TABLE e (originator_id TEXT, originator_version INTEGER, topic TEXT, state BLOB, "
         "PRIMARY KEY (originator_id, originator_version))"
     )
+    return conn
+
+
+def raw_sqlite_rate(total: int, batch: int, folder: Path, row_bytes: int) -> float:
+    """Rows per second inserting the same bytes with plain sqlite3 (WAL, synchronous=FULL)."""
+    conn = raw_table(folder / f"raw-{time.perf_counter_ns()}.db")
     state = b"x" * row_bytes
     version = 0
     start = time.perf_counter()

@@ -544,18 +544,10 @@ def bench_simulate(rounds: int, policies: tuple[str, ...]) -> list[Row]:
 
 def _append_cpu(total: int, batch: int, folder: Path, row_bytes: int) -> tuple[float, float]:
     """CPU seconds of this process for the raw executemany loop and the ledger loop (setup excluded)."""
-    import sqlite3  # noqa: PLC0415
-
     import contextledger  # noqa: PLC0415
-    from bench_append import PAYLOAD  # noqa: PLC0415
+    from bench_append import PAYLOAD, raw_table  # noqa: PLC0415
 
-    conn = sqlite3.connect(folder / f"raw-cpu-{time.perf_counter_ns()}.db", isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute(
-        "CREATE TABLE e (originator_id TEXT, originator_version INTEGER, topic TEXT, state BLOB, "
-        "PRIMARY KEY (originator_id, originator_version))"
-    )
+    conn = raw_table(folder / f"raw-cpu-{time.perf_counter_ns()}.db")
     state = b"x" * row_bytes
     start = time.process_time()
     for round_ in range(total // batch):
