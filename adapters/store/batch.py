@@ -2,34 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import IntegrityError
 
-__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows", "row_first_positions"]
+__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows"]
 
 Extras = Mapping[str, Any]
 """Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
 
 
-def first_positions(stored_events: Sequence[StoredEvent], key: Callable[[Any], str] = str) -> dict[str, int]:
+def first_positions(rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
     """The first position each stream of a batch writes (its head must be the position before).
 
-    ``key`` gives a stream's id as the backend stores it (``str`` unless the backend says otherwise).
+    ``rows`` are ``(stream as the backend stores it, position, ...)``; a batch of one stream (the
+    common case) is decided in C.
     """
-    firsts: dict[str, int] = {}
-    for event in stored_events:
-        stream = key(event.originator_id)
-        first = firsts.get(stream)
-        if first is None or event.originator_version < first:
-            firsts[stream] = event.originator_version
-    return firsts
-
-
-def row_first_positions(rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
-    """``first_positions`` of rows ``(stream as stored, position, ...)``: one stream is decided in C."""
     streams = {row[0] for row in rows}
     if len(streams) == 1:
         return {streams.pop(): min(map(itemgetter(1), rows))}

@@ -150,7 +150,8 @@ class MemoryRecorder(MemoryErasure, MemoryProjectionTables, InMemoryTable):
                 msg = f"idempotency key already used: {used or keys}"
                 raise IntegrityError(msg)
             self.assert_new(stored_events)
-            for stream, first in first_positions(stored_events).items():
+            positions = [(str(s.originator_id), s.originator_version) for s in stored_events]
+            for stream, first in first_positions(positions).items():
                 index = self.stream_index(stream)
                 head = next(reversed(index)) if index else 0
                 if head != first - 1:

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 from uuid import UUID
 
-from contextledger.adapters.store.batch import Extras, blob_rows, gap, idempotency_rows, row_first_positions
+from contextledger.adapters.store.batch import Extras, blob_rows, first_positions, gap, idempotency_rows
 from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
@@ -168,7 +168,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
             for s in stored_events
         ]  # fmt: skip
         with self.writing() as c:
-            for stream, first in row_first_positions(events).items():
+            for stream, first in first_positions(events).items():
                 c.execute(
                     f"SELECT MAX(originator_version) FROM {self.events_table_name} WHERE originator_id = ?",  # noqa: S608
                     (stream,),
