@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 
@@ -13,7 +13,7 @@ from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.rebuild.fact_tracking import FactFate, FactTracker, entered_at
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import AssistantMessageAdded
-from contextledger.domain.ports import TokenCounter, TokenCountStore
+from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
@@ -255,7 +255,7 @@ def simulate(
     totals: dict[str, PolicyTotals] = {}
     fates: list[FactFate] = []
     entered = {s: entered_at(source, s, facts) for s in sessions} if facts else {}
-    counter, counts = _shared_counter(source, tokenizer)
+    counter = _shared_counter(source, tokenizer)
     for label, policy in policies:
         total = totals.setdefault(label, PolicyTotals(policy=label))
         for session_id in sessions:
@@ -280,7 +280,7 @@ def simulate(
             fates.extend(tracker.fates())
             if on_replayed is not None:
                 on_replayed(sum(t.sessions for t in totals.values()), len(sessions) * len(policies))
-    counts.flush()
+    counter.flush()
     return Simulation(
         provider=cache.name,
         ttl_seconds=cache.ttl,
@@ -294,46 +294,21 @@ def simulate(
     )
 
 
-class _BufferedCounts:
-    """A token-count store that reads the source's and keeps new counts until ``flush``.
-
-    The replays count a few texts at every call: one write to the source per call would be one
-    commit per call on a durable store; ``simulate`` writes them all once, at the end.
-    """
-
-    def __init__(self, source: TokenCountStore) -> None:
-        self.source = source
-        self.fresh: dict[str, dict[str, int]] = {}
-
-    def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
-        """Return the source's counts of ``keys`` (new ones are in the counter's memory already)."""
-        return self.source.load_token_counts(tokenizer, keys)
-
-    def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
-        """Keep ``counts`` for ``flush``."""
-        self.fresh.setdefault(tokenizer, {}).update(counts)
-
-    def flush(self) -> None:
-        """Write the kept counts to the source, one batch per tokenizer."""
-        for tokenizer, counts in self.fresh.items():
-            self.source.save_token_counts(tokenizer, counts)
-        self.fresh.clear()
-
-
-def _shared_counter(
-    source: Ledger, tokenizer: str | TokenCounter
-) -> tuple[CachedTokenCounter, _BufferedCounts]:
+def _shared_counter(source: Ledger, tokenizer: str | TokenCounter) -> CachedTokenCounter:
     """One token cache for every replay: a text is counted once per simulation, not once per replay.
 
     Counts are keyed by content address and tokenizer, so they are the same in every ledger; they
-    are looked up in the source ledger's token-count store, and the new ones written to it once
-    the simulation is done (``_BufferedCounts.flush``), as its renders would.
+    are looked up in the source ledger's token-count store, and the new ones kept back
+    (``defer_saves``) and written to it once the simulation is done, as its renders would: one write
+    per call would be one commit per call on a durable store. A ``CachedTokenCounter`` given is used
+    as it is.
     """
-    counts = _BufferedCounts(source.ports.token_counts)
     if isinstance(tokenizer, CachedTokenCounter):
-        return tokenizer, counts
+        return tokenizer
     base = source.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
-    return CachedTokenCounter(base, counts, source.ports.blobs), counts
+    counter = CachedTokenCounter(base, source.ports.token_counts, source.ports.blobs)
+    counter.defer_saves = True
+    return counter
 
 
 def _differences(fates: Sequence[FactFate]) -> list[FactDifference]:
