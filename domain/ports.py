@@ -352,7 +352,11 @@ class TokenFloor(Protocol):
     """A tokenizer that bounds a count from below without tokenizing (optional, next to ``TokenCounter``)."""
 
     def tokens_at_least(self, text: str) -> int:
-        """Return a number of tokens ``count(text)`` is never below (0 when nothing is known)."""
+        """Return a number of tokens ``count(text)`` is never below (0 when nothing is known).
+
+        The bound never falls when the text grows: a text's bound is at least that of any run of its
+        whole lines (the card gives up a view once some of its lines are already above its cap).
+        """
         ...
 
 

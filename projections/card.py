@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import Counter
 from collections.abc import Callable
 
@@ -75,18 +76,40 @@ def _tools_in(card: CardState, first: int, last: int) -> str:
     return f"; {hi - lo} tool results: {listed}{more}"
 
 
-def _users(card: CardState, shown: set[int], view: CardView) -> list[str]:
-    hidden = [(seq, text, whole) for seq, text, whole in card.users if seq not in shown]
-    listed = hidden[-view.users :] if view.users else []
-    lines = []
-    for seq, text, whole in listed:
+def _is_user(users: list[tuple[int, str, bool]], seq: int) -> bool:
+    at = bisect.bisect_left(users, seq, key=lambda user: user[0])
+    return at < len(users) and users[at][0] == seq
+
+
+def _users(
+    card: CardState, shown: set[int], view: CardView, over: tuple[int, Callable[[str], int]] | None = None
+) -> list[str] | None:
+    """Return the view's lines of hidden user messages; None when ``over`` proves the card cannot fit.
+
+    The newest hidden messages are walked back to only as far as the view lists (``card.users`` is
+    in log order: the shown ones are counted by bisecting). ``over`` is a cap and a lower bound of a
+    text's count that never falls when the text grows by whole lines (``TokenFloor``): the lines are
+    checked as they grow (at 8, 16, 32... lines), so a view whose user section alone is above the cap
+    is given up after building what proves it. The lines are the same either way.
+    """
+    users = card.users
+    hidden = len(users) - sum(1 for seq in shown if _is_user(users, seq))
+    walk = (user for user in reversed(users) if user[0] not in shown)
+    lines: list[str] = []
+    check = 8
+    for seq, text, whole in itertools.islice(walk, view.users):
         body = text if len(text) <= view.user_chars else text[: view.user_chars - 1] + "…"
         cut = "" if whole and body == text else f' (cut: recall {{"position": {seq}}})'
         lines.append(f"- seq {seq}: {body}{cut}")
-    left = hidden[: len(hidden) - len(listed)]
-    if left:
-        handles = ", ".join(str(seq) for seq, _, _ in left[-20:])
-        lines.insert(0, f"- {len(left)} earlier user messages not listed: recall positions {handles}")
+        if over is not None and len(lines) == check:
+            check *= 2
+            if over[1]("\n".join(reversed(lines))) > over[0]:
+                return None
+    lines.reverse()
+    if hidden > len(lines):
+        handles = ", ".join(str(seq) for seq, _, _ in reversed(list(itertools.islice(walk, 20))))
+        left = hidden - len(lines)
+        lines.insert(0, f"- {left} earlier user messages not listed: recall positions {handles}")
     return lines
 
 
@@ -160,8 +183,24 @@ def card_text(
     span no message shows, with its tools and a ``recall`` handle (left out with ``index=False``).
     """
     shown = _shown(window)
+    users = _users(card, shown, view) or []
+    return _text(
+        card, window, shown=shown, position=position, view=view, pending=pending, users=users, index=index
+    )
+
+
+def _text(
+    card: CardState,
+    window: WorkingContext,
+    *,
+    shown: set[int],
+    position: int,
+    view: CardView,
+    pending: list[str],
+    users: list[str],
+    index: bool,
+) -> str:
     lines = [CARD_HEADER.format(position=position)]
-    users = _users(card, shown, view)
     if users:
         lines += [
             "User instructions no longer shown verbatim (they still apply unless the user changed them):"
@@ -211,13 +250,21 @@ def fit_card(
     not fit even at the last step is cut to its first lines. ``at_least`` (a lower bound of ``count``
     that needs no tokenizing) rejects a view that cannot fit without counting it: the views of a long
     session list hundreds of hidden user messages, and counting each was a turn's cost growing with the
-    session. The text chosen is the same with or without it.
+    session. A view whose user lines alone are above the cap is given up while they are built. The text
+    chosen is the same with or without it (the last view lists fewer user messages than the first
+    check, so it is always built: a card cut to its cap is cut from it).
     """
     text = ""
     if cap <= 0:
         return "", 0
+    shown = _shown(window)
     for view in (first or _VIEWS[0], *_VIEWS[1:]):
-        text = card_text(card, window, position, view, pending, index=index)
+        users = _users(card, shown, view, None if at_least is None else (cap, at_least))
+        if users is None:  # its user section alone is above the cap: the view cannot fit
+            continue
+        text = _text(
+            card, window, shown=shown, position=position, view=view, pending=pending, users=users, index=index
+        )
         if at_least is not None and at_least(text) > cap:
             continue
         size = count(text)

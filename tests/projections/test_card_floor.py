@@ -109,3 +109,34 @@ class _Recording(Words):
 def test_a_lower_bound_never_changes_a_render(session, policy):
     """Every render of a generated session is byte-identical with and without the tokenizer's lower bound."""
     assert _renders(policy, session, FlooredWords()) == _renders(policy, session, Words())
+
+
+class _Bounded(FlooredWords):
+    """FlooredWords that also records every text it bounds."""
+
+    def __init__(self) -> None:
+        """Start with nothing bounded."""
+        super().__init__()
+        self.bounded: list[str] = []
+
+    def tokens_at_least(self, text: str) -> int:
+        """Return half the words; remember the text."""
+        self.bounded.append(text)
+        return super().tokens_at_least(text)
+
+
+def test_a_view_is_given_up_while_its_user_lines_are_built():
+    """A view whose hidden user lines alone pass the cap is dropped before the rest of them are built.
+
+    At 400 hidden user messages the widest views list every one; the card gives each up once a run
+    of its newest lines is above the cap, so no text it bounds holds every hidden message, and the
+    contexts are the same as without the bound.
+    """
+    policy = Policy.parse(
+        {"base": "default", "budget": {"total": 3_000, "output_reserve": 100, "safety_margin": 0}}
+    )
+    session = _long_session(400)
+    bounded = _Bounded()
+    assert _renders(policy, session, bounded) == _renders(policy, session, Words())
+    assert bounded.bounded
+    assert max(text.count("\n- seq ") for text in bounded.bounded) < 200
