@@ -139,8 +139,8 @@ def turn_costs(url: str, turns: int, window: int) -> tuple[dict[str, list[float]
         for turn in range(turns - window):
             _turn(old, turn, own_early if turn < window else {})
         young = start(ledger)
-        for i in range(window):
-            _turn(young, i, fresh)
+        for i in range(window):  # numbered after the old session's turns: no text is already counted
+            _turn(young, turns + i, fresh)
             _turn(old, turns - window + i, late)
     return own_early, fresh, late
 
