@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -244,7 +245,9 @@ def prepare(draft: SessionDraft) -> PreparedSession:
     untimed = sum(m.at is None for m in validated)
     if untimed:  # after the digest: session ids and idempotency keys stay those of earlier imports
         validated = [_time_unknown(m) if m.at is None else m for m in validated]
-        draft.note(f"{untimed} message(s) carry no time of their own: stored with the time unknown")
+        # one string per count, not per session: a file of many small sessions keeps every report
+        note = f"{untimed} message(s) carry no time of their own: stored with the time unknown"
+        draft.note(sys.intern(note))
     slug = _SLUG.sub("-", draft.native_id).strip("-")[:48]
     session_id = (
         f"{draft.source_format}-{slug}-{digest[:12]}" if slug else f"{draft.source_format}-{digest[:16]}"

@@ -24,6 +24,7 @@ _TOO_DEEP = (
 )
 _CHUNK = 1 << 20
 _BLANK = re.compile(rb"[ \t\r\n]*")
+_NOT_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 _AT_PATH = re.compile(r"^(?P<problem>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
 
 
@@ -153,7 +154,18 @@ class Source:
 
     def looks_like_json_lines(self) -> bool:
         """Return True when the first non-blank line is a JSON value of its own and more lines follow."""
-        rows = [raw for raw in self.data.split(b"\n", 64) if raw.strip()]
+        data, start, rows = self.data, 0, []
+        for _ in range(64):  # the lines as split(b"\n", 64) cuts them, without copying the file's rest
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if (row := data[start:end]).strip():
+                rows.append(row)
+            start = end + 1
+            if len(rows) == 2:  # noqa: PLR2004 - one line is a JSON document, two make JSON Lines
+                break
+        if len(rows) == 1 and _NOT_BLANK.search(data, start):  # what follows the first lines holds a value
+            rows.append(b"")
         if len(rows) < 2:  # noqa: PLR2004 - one line is a JSON document, two make JSON Lines
             return False
         try:
