@@ -32,7 +32,7 @@ from contextledger.domain.ports import (
     ProjectionStore,
     TokenCounter,
 )
-from contextledger.projections.counting import CountedEvent
+from contextledger.projections.counting import CountedEvent, counted_texts
 from contextledger.projections.fold import Projector
 from contextledger.projections.policy import Policy
 
@@ -96,6 +96,22 @@ class ContextView:
         if not self.known.begin(tracking):
             self._artifacts.clear()
             self.renderer.forget()
+
+    def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
+        """Start counting the next batch's new texts in the background while this one folds.
+
+        Only the texts of events without token rows, as ``fold`` will count them (``prefetch``: a
+        no-op unless the tokenizer counts ahead). ``fold`` reads the token rows again: this writer's
+        blocks change when the current batch commits.
+        """
+        counter = self.renderer.counter
+        if not counter.counts_ahead:
+            return
+        mains = [note for note in batch if not split_stream(note.stream_id)[1]]
+        known = self.tokens.peek(after, upto) if mains else {}
+        counter.prefetch(
+            [text for note in mains if note.id not in known for text in counted_texts(note.event)]
+        )
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
