@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
 from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore, TokenFloor
 
-__all__ = ["CachedTokenCounter"]
+__all__ = ["AHEAD_BLOB_CHARS", "CachedTokenCounter", "CountsAhead"]
+
+AHEAD_BLOB_CHARS = 1 << 24
+"""Characters of blobs one ``prefetch`` reads and hands to the background at most (others are read later)."""
+
+
+@runtime_checkable
+class CountsAhead(Protocol):
+    """A tokenizer that counts texts in the background (optional, next to ``TokenCounter``)."""
+
+    def count_ahead(self, texts: Sequence[str]) -> Callable[[], list[int]]:
+        """Start counting ``texts``; the call returned waits for ``count_many(texts)`` (or raises)."""
+        ...
+
+
+class _Ahead:
+    """Texts counted in the background: their content addresses and the call that waits for the counts."""
+
+    __slots__ = ("keys", "texts", "wait")
+
+    def __init__(self, texts: list[str], keys: list[str], wait: Callable[[], list[int]]) -> None:
+        self.texts = texts
+        self.keys = keys
+        self.wait = wait
 
 
 class CachedTokenCounter:
@@ -15,7 +39,9 @@ class CachedTokenCounter:
 
     A blob's count is found by its address without reading the blob; the tokenizer runs only
     for texts no process has counted before, and blobs it must count are read and counted one at a
-    time (memory holds one large text, not every blob of a batch).
+    time (memory holds one large text, not every blob of a batch). ``prefetch`` starts counting a
+    coming batch's texts in the background when the tokenizer can (``CountsAhead``); its blobs are
+    held until counted, up to ``AHEAD_BLOB_CHARS`` characters a batch.
     """
 
     def __init__(
@@ -41,11 +67,20 @@ class CachedTokenCounter:
         self.defer_saves = False
         """Keep fresh counts until ``flush`` (one write per batch of a rebuild) instead of at once."""
         self._unsaved: dict[str, int] = {}
+        self._ahead: dict[str, _Ahead] = {}
+        """Inline texts being counted in the background (``prefetch``), by the text itself."""
+        self._ahead_blobs: dict[str, _Ahead] = {}
+        """Blobs being counted in the background, by their address."""
 
     @property
     def name(self) -> str:
         """The wrapped tokenizer's name."""
         return self.counter.name
+
+    @property
+    def counts_ahead(self) -> bool:
+        """Whether ``prefetch`` counts in the background (else it does nothing)."""
+        return isinstance(self.counter, CountsAhead)
 
     def count(self, text: str) -> int:
         """Return the token count of ``text``."""
@@ -61,13 +96,59 @@ class CachedTokenCounter:
         self._fill(keys, dict(zip(keys, texts, strict=True)))
         return [self._memory[k] for k in keys]
 
+    def prefetch(self, texts: Sequence[Text]) -> None:
+        """Start counting in the background the texts of a coming batch that no process counted.
+
+        Each new distinct text is hashed and looked up in the store here, once (``count_texts`` finds
+        it by the text afterwards); the inline texts left are handed to the tokenizer's ``count_ahead``
+        in one call, each blob left is read and handed on alone (up to ``AHEAD_BLOB_CHARS`` characters
+        a batch; ``count_texts`` counts the others), and ``count_texts`` waits for a count only when
+        it meets its text. Does nothing unless the tokenizer counts ahead.
+        """
+        counter = self.counter
+        if not isinstance(counter, CountsAhead):
+            return
+        new, blobs = self._unknown(texts)
+        if not new and not blobs:
+            return
+        inline = {content_address(text): text for text in new}
+        stored = self.counts.load_token_counts(counter.name, [*inline, *blobs])
+        if stored:
+            self._remember({inline[k]: n for k, n in stored.items() if k in inline}, stored)
+        keys = [key for key in inline if key not in stored]
+        if keys:
+            unknown = [inline[key] for key in keys]
+            job = _Ahead(unknown, keys, counter.count_ahead(unknown))
+            self._ahead.update(dict.fromkeys(unknown, job))
+        budget = AHEAD_BLOB_CHARS
+        for key in blobs:
+            if key not in stored and budget > 0:
+                text = self.blobs.read_blob(key)
+                budget -= len(text)
+                self._ahead_blobs[key] = _Ahead([], [key], counter.count_ahead([text]))
+
+    def _unknown(self, texts: Sequence[Text]) -> tuple[dict[str, None], dict[str, None]]:
+        """The distinct inline texts and blob addresses of ``texts`` neither in memory nor being counted."""
+        by_text, ahead, memory, ahead_blobs = self._by_text, self._ahead, self._memory, self._ahead_blobs
+        new: dict[str, None] = {}
+        blobs: dict[str, None] = {}
+        for t in texts:
+            if isinstance(t, InlineText):
+                if t.text not in by_text and t.text not in ahead:
+                    new[t.text] = None
+            elif t.sha256 not in memory and t.sha256 not in ahead_blobs:
+                blobs[t.sha256] = None
+        return new, blobs
+
     def count_texts(self, texts: Sequence[Text]) -> list[int]:
         """Return token counts of event contents; a blob is read only if its count is unknown.
 
-        An inline text seen before in this process is found by the text itself; the others are
-        hashed once per distinct text of the batch, looked up in the store, and tokenized in one
-        batch if no process counted them before.
+        An inline text seen before in this process is found by the text itself (after waiting for
+        it if ``prefetch`` is counting it); the others are hashed once per distinct text of the
+        batch, looked up in the store, and tokenized in one batch if no process counted them before.
         """
+        if self._ahead or self._ahead_blobs:
+            self._settle(texts)
         by_text = self._by_text
         found: list[int | None] = []
         new: dict[str, None] = {}
@@ -100,6 +181,39 @@ class CachedTokenCounter:
             unsaved, self._unsaved = self._unsaved, {}
             self.counts.save_token_counts(self.counter.name, unsaved)
 
+    def _settle(self, texts: Sequence[Text]) -> None:
+        """Wait for the background counts of ``texts`` and keep them (and save them, as fresh counts)."""
+        ahead, blobs = self._ahead, self._ahead_blobs
+        waiting = (ahead.get(t.text) if isinstance(t, InlineText) else blobs.get(t.sha256) for t in texts)
+        jobs = {id(job): job for job in waiting if job is not None}
+        for job in jobs.values():
+            for text in job.texts:
+                del ahead[text]
+            if not job.texts:
+                del blobs[job.keys[0]]
+            counts = job.wait()
+            fresh = dict(zip(job.keys, counts, strict=True))
+            self._remember(dict(zip(job.texts, counts, strict=True)) if job.texts else {}, fresh)
+            self._fresh(fresh)
+
+    def _remember(self, by_text: dict[str, int], by_key: dict[str, int]) -> None:
+        """Keep counts in memory by text and by key (each memory emptied first if it would overflow)."""
+        limit = self._memory_limit
+        if len(self._by_text) + len(by_text) > limit:
+            self._by_text.clear()
+        self._by_text.update(by_text)
+        if len(self._memory) + len(by_key) > limit:
+            self._memory.clear()
+        self._memory.update(by_key)
+
+    def _fresh(self, fresh: dict[str, int]) -> None:
+        """Count texts just tokenized and save them (or keep them for ``flush``)."""
+        self.tokenized += len(fresh)
+        if self.defer_saves:
+            self._unsaved.update(fresh)
+        else:
+            self.counts.save_token_counts(self.counter.name, fresh)
+
     def _fill(self, keys: Sequence[str], known_texts: dict[str, str]) -> None:
         missing = list(dict.fromkeys(k for k in keys if k not in self._memory))
         if not missing:
@@ -117,9 +231,5 @@ class CachedTokenCounter:
             if key not in fresh:
                 # One blob at a time: only one large text is held, however many the batch names.
                 fresh[key] = self.counter.count(self.blobs.read_blob(key))
-        self.tokenized += len(fresh)
         self._memory.update(fresh)
-        if self.defer_saves:
-            self._unsaved.update(fresh)
-        else:
-            self.counts.save_token_counts(self.counter.name, fresh)
+        self._fresh(fresh)

@@ -23,6 +23,7 @@ from contextledger.application.views.view_runner import (
     ViewRunner,
     split_stream,
 )
+from contextledger.domain.content import Text
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import (
@@ -32,7 +33,7 @@ from contextledger.domain.ports import (
     ProjectionStore,
     TokenCounter,
 )
-from contextledger.projections.counting import CountedEvent
+from contextledger.projections.counting import CountedEvent, counted_texts
 from contextledger.projections.fold import Projector
 from contextledger.projections.policy import Policy
 
@@ -88,6 +89,8 @@ class ContextView:
         self.renderer.counter.defer_saves = True  # the token cache is written once per batch (``fold``)
         self.failed: dict[str, str] = {}
         self.known = KnownRows()
+        self._texts: dict[int, list[Text]] = {}
+        """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
 
@@ -96,6 +99,22 @@ class ContextView:
         if not self.known.begin(tracking):
             self._artifacts.clear()
             self.renderer.forget()
+
+    def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
+        """Start counting the next batch's new texts in the background while this one folds.
+
+        Only the texts of events without token rows, as ``fold`` will count them (``prefetch``: a
+        no-op unless the tokenizer counts ahead). ``fold`` reads the token rows again: this writer's
+        blocks change when the current batch commits.
+        """
+        counter = self.renderer.counter
+        if not counter.counts_ahead:
+            return
+        mains = [note for note in batch if not split_stream(note.stream_id)[1]]
+        known = self.tokens.peek(after, upto) if mains else {}
+        texts = {note.id: counted_texts(note.event) for note in mains if note.id not in known}
+        self._texts.update(texts)
+        counter.prefetch([t for group in texts.values() for t in group])
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
@@ -156,9 +175,13 @@ class ContextView:
         fresh: dict[int, tuple[int, ...]] = {}
         if missing:
             records = [Recorded(position, note.event) for note, position in missing]
-            for (note, _), done in zip(missing, reader.count(self.projector, records), strict=True):
+            ahead = self._texts
+            texts = [ahead.pop(note.id, []) or counted_texts(note.event) for note, _ in missing]
+            for (note, _), done in zip(missing, reader.count(self.projector, records, texts), strict=True):
                 counted[note.id] = done
                 fresh[note.id] = done.tokens
+        if self._texts:
+            self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
         read: dict[str, list[CountedEvent]] = {}
         for note, _ in mains:
             read.setdefault(note.stream_id, []).append(counted[note.id])

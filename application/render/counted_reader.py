@@ -118,9 +118,15 @@ class CountedReader:
             counted = msgspec.structs.replace(counted, full_text=self.resolve(content))
         return counted
 
-    def count(self, projector: Projector, chunk: Sequence[Recorded]) -> list[CountedEvent]:
-        """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut."""
-        texts = [counted_texts(r.event) for r in chunk]
+    def count(
+        self, projector: Projector, chunk: Sequence[Recorded], texts: Sequence[list[Text]] | None = None
+    ) -> list[CountedEvent]:
+        """Count a chunk of events in one batch through the cache; resolve blobs the policy must cut.
+
+        ``texts``: each event's ``counted_texts`` when the caller has them already.
+        """
+        if texts is None:
+            texts = [counted_texts(r.event) for r in chunk]
         flat = self.counter.count_texts([t for group in texts for t in group])
         out: list[CountedEvent] = []
         at = 0

@@ -42,6 +42,16 @@ class TokenRows:
 
     def load(self, after: int, upto: int) -> dict[int, tuple[int, ...]]:
         """Return the known counts of notification ids in ``(after, upto]`` (one range read)."""
+        counts, self._mine = self._read(after, upto)
+        return counts
+
+    def peek(self, after: int, upto: int) -> dict[int, tuple[int, ...]]:
+        """``load`` of a coming batch, read ahead: this writer's blocks are left as they are."""
+        return self._read(after, upto)[0]
+
+    def _read(
+        self, after: int, upto: int
+    ) -> tuple[dict[int, tuple[int, ...]], dict[int, dict[int, tuple[int, ...]]]]:
         first, last = (after + 1) // BLOCK, upto // BLOCK
         found = self.store.load_range(self.name, f"{first:012d}", f"{last:012d}/\x7f")
         counts: dict[int, tuple[int, ...]] = {}
@@ -55,8 +65,7 @@ class TokenRows:
             counts.update(decoded)
             if tag == self._tag:
                 mine[int(block)] = decoded
-        self._mine = mine
-        return counts
+        return counts, mine
 
     def rows(self, fresh: dict[int, tuple[int, ...]]) -> Rows:
         """Return the rows that add ``fresh`` counts (this writer's blocks, merged) to the store."""

@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import msgspec
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
@@ -33,6 +33,7 @@ __all__ = [
     "BATCH_SIZE",
     "BatchDone",
     "KnownRows",
+    "ReadsAhead",
     "RunStats",
     "Shard",
     "View",
@@ -113,6 +114,15 @@ class View(Protocol):
         ...
 
 
+@runtime_checkable
+class ReadsAhead(Protocol):
+    """A view that starts work on the next batch while the current one folds (optional, next to ``View``)."""
+
+    def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
+        """Called with the batch that ``fold`` gets next (the same arguments), before the current fold."""
+        ...
+
+
 class KnownRows:
     """Which of a view's rows an instance can vouch for, so that it reads back only rows that may exist.
 
@@ -175,6 +185,11 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _past(batch: list[Notification], at: int, after: int) -> list[Notification]:
+    """The notifications of a batch (ids after ``after``) that a view at ``at`` has not folded yet."""
+    return batch if at <= after else [n for n in batch if n.id > at]
 
 
 class ViewRunner:
@@ -269,10 +284,11 @@ class ViewRunner:
         tracking = min(positions.values())
         stats = RunStats(started_at=tracking, tracking=tracking)
         keep = None if self.shard.count == 1 else self.shard.holds
-        while True:
-            page = self.reader.read_batch(tracking, self.batch_size, keep)
-            if page.last_id == 0:
-                break
+        page = self.reader.read_batch(tracking, self.batch_size, keep)
+        self._ahead(tracking, page.last_id, page.notifications, positions)
+        while page.last_id:
+            following = self.reader.read_batch(page.last_id, self.batch_size, keep)
+            self._ahead(page.last_id, following.last_id, following.notifications, positions)
             commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
             self.store.commit_many(commits)
             for name in names:
@@ -282,9 +298,19 @@ class ViewRunner:
             if self.on_batch is not None:
                 self.on_batch(BatchDone(tracking + 1, page.last_id, len(page.notifications), written))
             tracking = stats.tracking = page.last_id
+            page = following
         for view in self.views:
             stats.failed.update(view.failed)
         return stats
+
+    def _ahead(self, after: int, upto: int, batch: list[Notification], positions: Mapping[str, int]) -> None:
+        """Hand the views that read ahead the batch they fold next (``ReadsAhead``)."""
+        if upto == 0:
+            return
+        for view, name in zip(self.views, self._names(), strict=True):
+            at = positions[name]
+            if isinstance(view, ReadsAhead) and at < upto:
+                view.ahead(max(at, after), upto, _past(batch, at, after))
 
     def _fold(
         self, after: int, upto: int, batch: list[Notification], positions: Mapping[str, int]
@@ -295,8 +321,7 @@ class ViewRunner:
             at = positions[name]
             if at >= upto:
                 continue  # this view is already past the batch
-            notes = batch if at <= after else [n for n in batch if n.id > at]
-            produced = view.fold(max(at, after), upto, notes)
+            produced = view.fold(max(at, after), upto, _past(batch, at, after))
             own = produced.pop(view.name, {})
             written += len(own)
             commits.append(ProjectionCommit(view.name, name, upto, own))
