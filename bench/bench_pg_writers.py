@@ -88,35 +88,82 @@ def _until(start_at: float) -> None:
         time.sleep(0.001)
 
 
+def _backends() -> dict[int, float]:
+    """The server processes of this process's connections, each with its CPU seconds so far.
+
+    Found by the local ports of this process's TCP sockets to the server (``pg_stat_activity.client_port``);
+    their CPU time is read from ``/proc`` (a server on this machine). Empty when that cannot be read.
+    """
+    inodes = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            link = str(fd.readlink())
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    port = f":{int(psycopg.conninfo.conninfo_to_dict(PG).get('port') or 5432):04X}"
+    ports = []
+    for line in Path("/proc/self/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[9] in inodes and fields[2].endswith(port):
+            ports.append(int(fields[1].split(":")[1], 16))
+    with psycopg.connect(PG, autocommit=True) as conn:
+        pids = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE client_port = ANY(%s) AND pid <> pg_backend_pid()",
+            (ports,),
+        ).fetchall()
+    found: dict[int, float] = {}
+    for (pid,) in pids:
+        try:  # nanoseconds on a CPU (``stat``'s utime + stime count 10 ms ticks)
+            found[pid] = int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+        except OSError:
+            return {}
+    return found
+
+
+def _report(queue: Any, done: int, wall: float, cpu: float, before: dict[int, float]) -> None:
+    """Put (operations, wall seconds, client CPU seconds, server CPU seconds or -1) on the queue."""
+    after = _backends()
+    server = sum(t - before.get(pid, 0.0) for pid, t in after.items()) if before and after else -1.0
+    queue.put((done, wall, cpu, server))
+
+
 def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
     """Append ``count`` messages (or for ``seconds`` when > 0); report (appends, wall seconds)."""
     import contextledger  # noqa: PLC0415
 
     with contextledger.open_ledger(url) as ledger:
         ledger.version(session_id)
+        before = _backends()
         _until(start_at)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         done = 0
         while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
             ledger.add_user_message(session_id, PAYLOAD)
             done += 1
-        queue.put((done, time.perf_counter() - start))
+        _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
 
 
 def _raw(table: str, stream: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
     """INSERT + COMMIT ``count`` rows (or for ``seconds``); report (rows, wall seconds)."""
     with psycopg.connect(PG, autocommit=True) as conn:
+        before = _backends()
         _until(start_at)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         done = 0
         while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
             done += 1
             conn.execute(INSERT.format(table), (stream, done, "t", PAYLOAD.encode()))
-        queue.put((done, time.perf_counter() - start))
+        _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
 
 
-def _parallel(target: Callable[..., None], args: list[tuple[Any, ...]]) -> float:
-    """Start one process per argument tuple at one instant; return the aggregate operations per second."""
+def _parallel(target: Callable[..., None], args: list[tuple[Any, ...]]) -> dict[str, float]:
+    """Start one process per argument tuple at one instant.
+
+    Returns the aggregate operations per second (``rate``) and the CPU per operation in seconds, of the
+    client processes (``client``) and of their server processes (``server``, -1 when not readable).
+    """
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     start_at = time.time() + 2.0 + 0.15 * len(args)
@@ -126,11 +173,17 @@ def _parallel(target: Callable[..., None], args: list[tuple[Any, ...]]) -> float
     results = [queue.get(timeout=900) for _ in procs]
     for p in procs:
         p.join()
-    return sum(n for n, _ in results) / max(wall for _, wall in results)
+    done = sum(r[0] for r in results)
+    server = -1.0 if any(r[3] < 0 for r in results) else sum(r[3] for r in results) / done
+    return {
+        "rate": done / max(r[1] for r in results),
+        "client": sum(r[2] for r in results) / done,
+        "server": server,
+    }
 
 
-def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> float:
-    """One measurement in a fresh schema: ``kind`` ours or raw, N processes; aggregate operations/s."""
+def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> dict[str, float]:
+    """One measurement in a fresh schema: ``kind`` ours or raw, N processes (``_parallel``'s figures)."""
     schema, url = _schema()
     try:
         if kind == "raw":
@@ -251,7 +304,7 @@ def one_load(writers: int, seconds: float) -> dict[str, Any]:
                 stderr=subprocess.DEVNULL,
             )
             try:
-                rate = _parallel(_ours, [(url, s, 0, seconds) for s in sessions])
+                rate = _parallel(_ours, [(url, s, 0, seconds) for s in sessions])["rate"]
             finally:
                 worker.send_signal(signal.SIGINT)
                 try:
@@ -265,7 +318,7 @@ def one_load(writers: int, seconds: float) -> dict[str, Any]:
             follower.join()
         finally:
             _drop(schema)
-    raw = one_writers("raw", writers, 0, seconds)
+    raw = one_writers("raw", writers, 0, seconds)["rate"]
     return {"rate": rate, "raw": raw, "lags": samples}
 
 
@@ -305,27 +358,54 @@ def _child(args: list[str], pythonpath: str | None = None) -> Any:
 
 
 def run_writers(counts: list[int], per_writer: int, rounds: int, before: str | None) -> list[Row]:
-    """Aggregate appends/s per writer count: raw, before and after, interleaved per round."""
+    """Appends/s and CPU per append per writer count: raw, before and after, interleaved per round."""
     rows: list[Row] = []
     for n in counts:
-        found: dict[str, list[float]] = {"raw": [], "before": [], "after": []}
+        found: dict[str, list[dict[str, float]]] = {"raw": [], "before": [], "after": []}
         for _ in range(rounds):
             found["raw"].append(_child(["writers", "raw", str(n), str(per_writer)]))
             if before:
                 found["before"].append(_child(["writers", "ours", str(n), str(per_writer)], before))
             found["after"].append(_child(["writers", "ours", str(n), str(per_writer)]))
             print(
-                f"# writers {n}: {[round(v[-1]) for v in found.values() if v]}", file=sys.stderr, flush=True
+                f"# writers {n}: {[round(v[-1]['rate']) for v in found.values() if v]}",
+                file=sys.stderr,
+                flush=True,
             )
-        r = _stats(found["raw"])
-        rows.append(("writers", f"{n} raw INSERT + COMMIT processes (floor)", *r, "rows/s", "1.00x floor"))
-        for label in ("before", "after"):
-            if found[label]:
-                s = _stats(found[label])
-                rows.append(
-                    ("writers", f"{n} writer processes, one session each ({label})", *s, "appends/s",
-                     f"{s[0] / r[0]:.0%} of floor (goal >= 50 %)")
-                )  # fmt: skip
+        rows += _writer_rows(n, found)
+    return rows
+
+
+def _cpu(figures: dict[str, float]) -> float:
+    """Client + server CPU per operation in microseconds (client alone when the server's is unknown)."""
+    return (figures["client"] + max(figures["server"], 0.0)) * 1e6
+
+
+def _writer_rows(n: int, found: dict[str, list[dict[str, float]]]) -> list[Row]:
+    """The rows of one writer count: rates, then CPU per operation (client + server), as ratios to raw."""
+    r = _stats([f["rate"] for f in found["raw"]])
+    rows: list[Row] = [("writers", f"{n} raw INSERT + COMMIT processes (floor)", *r, "rows/s", "1.00x floor")]
+    for label in ("before", "after"):
+        if found[label]:
+            s = _stats([f["rate"] for f in found[label]])
+            rows.append(
+                ("writers", f"{n} writer processes, one session each ({label})", *s, "appends/s",
+                 f"{s[0] / r[0]:.0%} of floor (goal >= 50 %)")
+            )  # fmt: skip
+    known = all(f["server"] >= 0 for v in found.values() for f in v)
+    what = "client + server" if known else "client only (server CPU not readable)"
+    c = _stats([_cpu(f) for f in found["raw"]])
+    rows.append(("writers", f"{n} raw: CPU per row, {what}", *c, "us", "1.00x floor"))
+    for label in ("before", "after"):
+        if found[label]:
+            s = _stats([_cpu(f) for f in found[label]])
+            server = statistics.median(f["server"] * 1e6 for f in found[label])
+            floor = statistics.median(f["server"] * 1e6 for f in found["raw"])
+            split = f"; server {server:,.0f} us vs {floor:,.0f}"
+            rows.append(
+                ("writers", f"{n} writers: CPU per append, {what} ({label})", *s, "us",
+                 f"{s[0] / c[0]:.2f}x floor (goal <= 2)" + (split if known else ""))
+            )  # fmt: skip
     return rows
 
 

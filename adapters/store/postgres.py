@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -25,6 +25,7 @@ from contextledger.adapters.store.postgres_horizon import (
     PostgresNotificationLog,
     append_statement,
     horizon_statements,
+    notify_statement,
     persistence_errors,
     stream_key,
 )
@@ -38,11 +39,12 @@ from psycopg.sql import SQL, Composable, Composed, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
 active versions); 4: row keys ``COLLATE "C"``; 5: each event's transaction id and the claim function
 (writers commit concurrently, ADR 0031); 6: the append function takes the stream's writer turn itself
-(ADR 0035). Schemas created before are migrated on open."""
+(ADR 0035); 7: the claim no longer NOTIFYs, the writer does after its commit (ADR 0042). Schemas created
+before are migrated on open."""
 
 
 def _autocommit(conn: psycopg.Connection[Any]) -> None:
@@ -92,14 +94,14 @@ class PostgresRecorder(
                 *horizon_statements(
                     datastore.schema,
                     events_table_name,
-                    channel=self.channel_name,
                     blobs=self.blobs_table,
                     keys=self.idempotency_table,
                 ),
             ]
         )
-        self._append = append_statement(datastore.schema, events_table_name)
-        self._append_one = append_statement(datastore.schema, events_table_name, one=True)
+        self._append = append_statement(datastore.schema, events_table_name).as_bytes(None)
+        self._append_one = append_statement(datastore.schema, events_table_name, one=True).as_bytes(None)
+        self._notify = notify_statement(self.channel_name)
         self._turns = threading.local()
         """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
 
@@ -197,8 +199,9 @@ class PostgresRecorder(
         key_columns = [list(column) for column in zip(*keys, strict=True)] if keys else [[], [], [], []]
         # One statement, so its own transaction: no table lock (ADR 0031). The function takes the stream's
         # writer turn (ADR 0035), checks each stream's head, claims the transaction's id and notification
-        # ids (queueing the NOTIFY sent at commit, which wakes live tails), then writes the events, blobs
-        # and idempotency keys. Within a writer turn it runs on the connection holding the turn.
+        # ids, then writes the events, blobs and idempotency keys. Within a writer turn it runs on the
+        # connection holding the turn. Once it has committed, a NOTIFY of its own wakes live tails (inside
+        # the append it would serialize every writer's commit, ADR 0042).
         only = stored_events[0].originator_id
         one = all(s.originator_id == only for s in stored_events)
         if len(stored_events) == 1 and not blobs and not keys:
@@ -219,6 +222,8 @@ class PostgresRecorder(
         with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
             curs.execute(statement, params, prepare=True)
             row = curs.fetchone()
+            with suppress(psycopg.Error):  # the append has committed: a lost wake-up must not undo that
+                curs.execute(self._notify, prepare=True)
         return [] if row is None else [int(i) for i in row["ids"]]
 
     def _heads_statement(self) -> Composed:

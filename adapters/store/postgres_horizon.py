@@ -4,12 +4,13 @@ eventsourcing keeps notification ids in commit order by locking the events table
 for every insert, so all writers of all sessions commit one at a time. Here writers commit
 concurrently (ADR 0031):
 
-- **Claim.** A writing transaction's first write is one call of the claim function: under a
+- **Claim.** A writing transaction's first write is its claim, inside the append function: under a
   session-level advisory lock held for microseconds (not until commit), it assigns the transaction
   its id (``pg_current_xact_id()``) and takes its notification ids from the sequence. Claims are
   serialized, so a transaction whose ids are lower also has the lower transaction id. Each row keeps
   its transaction's id in ``tx_id``. The append function runs the heads check, the claim and the
-  inserts as one statement (its own transaction, one round trip).
+  inserts as one statement (its own transaction, one round trip); the writer's NOTIFY follows the
+  commit as a transaction of its own (``notify_statement``).
 - **Horizon.** A reader takes only rows with ``tx_id < pg_snapshot_xmin(pg_current_snapshot())``:
   every transaction below the snapshot's xmin has ended, and (by the claim order) so has every
   transaction holding a lower notification id. The rows a reader returns are therefore a prefix of
@@ -49,6 +50,7 @@ __all__ = [
     "PostgresNotificationLog",
     "append_statement",
     "horizon_statements",
+    "notify_statement",
     "persistence_errors",
     "stream_key",
 ]
@@ -90,32 +92,6 @@ def _function(schema: str, name: str) -> Composed:
     return SQL("{}.{}").format(Identifier(schema), Identifier(name))
 
 
-def _claim_body(key: str, sequence: str, channel: str) -> str:
-    return (
-        SQL(
-            "DECLARE ids bigint[]; "
-            "BEGIN "
-            "IF pg_current_xact_id_if_assigned() IS NOT NULL THEN "
-            "RAISE EXCEPTION 'contextledger: notification ids are claimed before any other write'; "
-            "END IF; "
-            "BEGIN "
-            "PERFORM pg_advisory_lock(hashtextextended({key}, 0)); "
-            "PERFORM pg_current_xact_id(); "
-            "ids := ARRAY(SELECT nextval({seq}::regclass) FROM generate_series(1, n)); "
-            "PERFORM pg_advisory_unlock(hashtextextended({key}, 0)); "
-            "EXCEPTION WHEN OTHERS OR query_canceled THEN "
-            "PERFORM pg_advisory_unlock(hashtextextended({key}, 0)); "
-            "RAISE; "
-            "END; "
-            "PERFORM pg_notify({channel}, ''); "
-            "RETURN ids; "
-            "END"
-        )
-        .format(key=Literal(key), seq=Literal(sequence), channel=Literal(channel))
-        .as_string()
-    )
-
-
 def stream_key(schema: str, stream_id: str) -> str:
     """The advisory-lock key of one stream's writer turn (hashed with ``hashtextextended(key, 0)``)."""
     return f"contextledger:{schema}:{stream_id}"
@@ -135,32 +111,58 @@ def _append_body(schema: str, table: str, blobs: str, keys: str) -> str:
         return SQL("{}.{}").format(Identifier(schema), Identifier(table_name)).as_string()
 
     events = name(table)
+    lock = f"hashtextextended({Literal(claim_key(schema, table)).as_string()}, 0)"
+    sequence = Literal(
+        f"{Identifier(schema).as_string()}.{Identifier(f'{table}_notification_id_seq').as_string()}"
+    )
+    seq = f"{sequence.as_string()}::regclass"
+    # Simple expressions (``x := ...``, ``IF ...``) take PL/pgSQL's fast path; a statement with a subquery
+    # or PERFORM starts an executor. The one-event append uses the simple forms only where it can.
     return (
-        "DECLARE bad record; claimed bigint[]; head bigint; first bigint; "  # noqa: S608 - quoted identifiers
+        "DECLARE claimed bigint[]; head bigint; first bigint; bad text; tx xid8; done boolean; "  # noqa: S608
         "BEGIN "
         "IF ids[1] = ALL(ids) THEN "  # one stream (the common append): its turn, then its head
         f"PERFORM pg_advisory_xact_lock(hashtextextended({Literal(stream_key(schema, '')).as_string()} "
         "|| ids[1], 0)); "
-        "first := CASE WHEN cardinality(versions) = 1 THEN versions[1] "
-        "ELSE (SELECT min(v) FROM unnest(versions) v) END; "
+        "IF cardinality(versions) = 1 THEN first := versions[1]; "
+        "ELSE first := (SELECT min(v) FROM unnest(versions) v); END IF; "
         f"SELECT e.originator_version INTO head FROM {events} e WHERE e.originator_id = ids[1] "
         "ORDER BY e.originator_version DESC LIMIT 1; "
-        "SELECT ids[1] AS id, coalesce(head, 0) AS head, first INTO bad "
-        "WHERE coalesce(head, 0) <> first - 1; "
+        "head := coalesce(head, 0); "
+        "IF head <> first - 1 THEN bad := ids[1]; END IF; "
         "ELSE "
-        "SELECT f.id, coalesce(h.v, 0) AS head, f.first INTO bad "
+        "SELECT f.id, coalesce(h.v, 0), f.first INTO bad, head, first "
         "FROM (SELECT s.id, min(s.v) AS first FROM unnest(ids, versions) AS s(id, v) GROUP BY s.id) f "
         f"LEFT JOIN LATERAL (SELECT e.originator_version AS v FROM {events} e WHERE e.originator_id = f.id "
         "ORDER BY e.originator_version DESC LIMIT 1) h ON true "
         "WHERE coalesce(h.v, 0) <> f.first - 1 LIMIT 1; "
         "END IF; "
-        "IF FOUND THEN RAISE EXCEPTION USING ERRCODE = 'unique_violation', MESSAGE = format("
-        "'stream %L is at position %s: an append at %s would leave a gap', bad.id, bad.head, bad.first); "
+        "IF bad IS NOT NULL THEN RAISE EXCEPTION USING ERRCODE = 'unique_violation', MESSAGE = format("
+        "'stream %L is at position %s: an append at %s would leave a gap', bad, head, first); "
         "END IF; "
-        f"claimed := {_function(schema, f'{table}_claim').as_string()}(cardinality(ids)); "
+        # The claim (see the module's docstring): under a lock held for microseconds, the transaction's id
+        # and then its notification ids; the lock is released on any error or cancel too.
+        "IF pg_current_xact_id_if_assigned() IS NOT NULL THEN "
+        "RAISE EXCEPTION 'contextledger: notification ids are claimed before any other write'; "
+        "END IF; "
+        "BEGIN "
+        f"PERFORM pg_advisory_lock({lock}); "
+        "tx := pg_current_xact_id(); "
+        f"IF cardinality(ids) = 1 THEN claimed := ARRAY[nextval({seq})]; "
+        f"ELSE claimed := ARRAY(SELECT nextval({seq}) FROM generate_series(1, cardinality(ids))); END IF; "
+        f"done := pg_advisory_unlock({lock}); "
+        "EXCEPTION WHEN OTHERS OR query_canceled THEN "
+        f"PERFORM pg_advisory_unlock({lock}); "
+        "RAISE; "
+        "END; "
+        "IF cardinality(ids) = 1 THEN "
         f"INSERT INTO {events} (originator_id, originator_version, topic, state, notification_id, tx_id) "
-        "SELECT u.i, u.v, u.t, u.s, u.n, pg_current_xact_id() "
+        "VALUES (ids[1], versions[1], topics[1], states[1], claimed[1], tx); "
+        "ELSE "
+        f"INSERT INTO {events} (originator_id, originator_version, topic, state, notification_id, tx_id) "
+        "SELECT u.i, u.v, u.t, u.s, u.n, tx "
         "FROM unnest(ids, versions, topics, states, claimed) AS u(i, v, t, s, n); "
+        "END IF; "
         "IF cardinality(shas) > 0 THEN "
         f"INSERT INTO {name(blobs)} (sha256, utf8) SELECT * FROM unnest(shas, texts) ON CONFLICT DO NOTHING; "
         "END IF; "
@@ -172,22 +174,24 @@ def _append_body(schema: str, table: str, blobs: str, keys: str) -> str:
     )
 
 
-def horizon_statements(schema: str, table: str, *, channel: str, blobs: str, keys: str) -> list[Composed]:
-    """The ``tx_id`` column (0 for rows written before it existed), the claim and the append functions."""
+def claim_key(schema: str, table: str) -> str:
+    """The advisory-lock key under which appends claim their transaction and notification ids."""
+    return f"contextledger-claim:{schema}.{table}"
+
+
+def horizon_statements(schema: str, table: str, *, blobs: str, keys: str) -> list[Composed]:
+    """The ``tx_id`` column (0 for rows written before it existed) and the append function."""
     events = SQL("{}.{}").format(Identifier(schema), Identifier(table))
-    key = f"contextledger-claim:{schema}.{table}"
-    sequence = f"{Identifier(schema).as_string()}.{Identifier(f'{table}_notification_id_seq').as_string()}"
     return [
         SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS tx_id xid8 NOT NULL DEFAULT '0'").format(events),
         SQL("ALTER TABLE {} ALTER COLUMN tx_id DROP DEFAULT").format(events),
-        SQL("CREATE OR REPLACE FUNCTION {}(n integer) RETURNS bigint[] LANGUAGE plpgsql AS {}").format(
-            _function(schema, f"{table}_claim"), Literal(_claim_body(key, sequence, channel))
-        ),
         SQL(
             "CREATE OR REPLACE FUNCTION {}(ids text[], versions bigint[], topics text[], states bytea[], "
             "shas text[], texts bytea[], key_streams text[], key_names text[], key_firsts bigint[], "
             "key_lasts bigint[]) RETURNS bigint[] LANGUAGE plpgsql AS {}"
         ).format(_function(schema, f"{table}_append"), Literal(_append_body(schema, table, blobs, keys))),
+        # Schemas 5 and 6 claimed in a function of its own, now inlined in the append (ADR 0042).
+        SQL("DROP FUNCTION IF EXISTS {}(integer)").format(_function(schema, f"{table}_claim")),
     ]
 
 
@@ -205,6 +209,17 @@ def append_statement(schema: str, table: str, *, one: bool = False) -> Composed:
         "%s::text[], %s::text[], %s::bigint[], %s::bigint[]"
     )
     return SQL("SELECT {}(" + arguments + ") AS ids").format(_function(schema, f"{table}_append"))
+
+
+def notify_statement(channel: str) -> bytes:
+    """``SELECT pg_notify(channel, '')``, sent after an append has committed, as a transaction of its own.
+
+    A transaction that NOTIFYs holds a cluster-wide lock from its pre-commit until its end, so appends that
+    notified inside their own transaction committed one at a time, each with its WAL flush: no group
+    commit (ADR 0042). A transaction without a transaction id writes no commit record: this one holds the
+    lock for microseconds. Listeners are woken after the rows are visible, as before.
+    """
+    return SQL("SELECT pg_notify({}, '')").format(Literal(channel)).as_bytes(None)
 
 
 class PostgresNotificationLog:

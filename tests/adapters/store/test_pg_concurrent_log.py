@@ -244,7 +244,7 @@ def test_a_schema_4_ledger_gains_transaction_ids_and_keeps_its_events_in_order(p
         ledger.add_user_message(old, "before")
     with psycopg.connect(PG_BASE.split("?")[0], autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{schema}".contextledger_events DROP COLUMN tx_id')
-        conn.execute(f'DROP FUNCTION "{schema}".contextledger_events_claim(integer)')
+        conn.execute(f'DROP FUNCTION IF EXISTS "{schema}".contextledger_events_claim(integer)')
         conn.execute(f"UPDATE \"{schema}\".contextledger_meta SET value = 4 WHERE key = 'schema'")
     with contextledger.open_ledger(pg_url) as ledger:
         ledger.add_user_message(old, "after")
