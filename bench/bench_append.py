@@ -128,10 +128,10 @@ def stage_split(rounds: int, batches: int, folder: Path, batch: int = 1000) -> d
 
     Each stage is the ledger's own call, run apart on the same batch: parse (``parse_for_append``), draft
     (``EventDrafter.event``), check (``SessionState.check``), encode (the store's ``_encode``), insert and
-    commit (the recorder's ``insert_events``, the rules snapshot with it when due), apply (``state.apply``),
-    the rules snapshot (``RulesCache.snapshot_after``); "whole append_many" is the call itself, and "of
-    which cyclic GC" the collector's time inside it. The stages run with the collector off (its time is the
-    process's, not the stage's that happens to trigger it).
+    commit (the recorder's ``insert_events``, the rules snapshot with it when due), apply (``state.apply``,
+    not run when the snapshot's state is kept), the rules snapshot (``RulesCache.snapshot_after``). "whole
+    append_many" is the call itself, and "of which cyclic GC" the collector's time inside it. The stages run
+    with the collector off (its time is the process's, not the stage's that happens to trigger it).
     """
     from contextledger.application.kernel.messages import parse_for_append  # noqa: PLC0415
 
@@ -169,15 +169,17 @@ def stage_split(rounds: int, batches: int, folder: Path, batch: int = 1000) -> d
                 marks.append(time.process_time())
                 stored = store._encode(session_id, state.version + 1, events)  # type: ignore[attr-defined]  # noqa: SLF001
                 marks.append(time.process_time())
-                snapshot = rules.snapshot_after(state, events)
+                due = rules.snapshot_after(state, events)
                 marks.append(time.process_time())
+                snapshot = None if due is None else due[0]
                 extras = {"snapshots": [snapshot]} if snapshot else {}
                 store.recorder.insert_events(stored, blobs={}, idempotency=[], **extras)  # type: ignore[attr-defined]
                 marks.append(time.process_time())
-                for event in events:
-                    state.apply(event)
+                if due is None:
+                    for event in events:
+                        state.apply(event)
                 marks.append(time.process_time())
-                rules.remember(state, snapshot)
+                rules.remember(state if due is None else due[1], snapshot)
                 for name, (a, b) in zip(
                     ("parse", "draft", "check", "encode", "rules snapshot", "insert+commit", "apply"),
                     itertools.pairwise(marks),

@@ -392,7 +392,8 @@ class Ledger:
         if expected_version is not None and expected_version != state.version:
             raise ConcurrencyConflictError(session_id, expected_version)
         state.check(events)
-        snapshot = self._rules.snapshot_after(state, events)  # stored in the append's transaction
+        due = self._rules.snapshot_after(state, events)  # stored in the append's transaction
+        snapshot = None if due is None else due[0]
         outcome = self.log.append(
             session_id,
             state.version,
@@ -405,9 +406,12 @@ class Ledger:
             if idempotency_key is not None:
                 check_replay(self.log, session_id, idempotency_key, outcome.positions, events)
             return outcome
+        if due is not None:  # the state the stored snapshot holds: the events are applied to it
+            self._rules.remember(due[1], snapshot)
+            return outcome
         for event in events:
             state.apply(event)
-        self._rules.remember(state, snapshot)
+        self._rules.remember(state)
         return outcome
 
     def _state(self, session_id: str) -> SessionState:

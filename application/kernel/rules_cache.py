@@ -53,11 +53,12 @@ class RulesCache:
 
     def snapshot_after(
         self, state: SessionState, events: Sequence[AnyEvent]
-    ) -> tuple[str, int, bytes] | None:
-        """The snapshot ``remember`` would save once ``events`` follow ``state``, or None if not due yet.
+    ) -> tuple[tuple[str, int, bytes], SessionState] | None:
+        """The snapshot ``remember`` would save once ``events`` follow ``state``, with the state it holds.
 
-        The append of ``events`` stores it in its own transaction (``EventLog.append(snapshot=...)``):
-        no second commit. ``state`` is not changed (the events are applied to a copy).
+        None while not due. The append of ``events`` stores the snapshot in its own transaction
+        (``EventLog.append(snapshot=...)``): no second commit; once stored, the state it holds is the
+        session's (``remember``). ``state`` is not changed: the events are applied to a copy.
         """
         position = state.version + len(events)
         if not self._due(state.session_id, position):
@@ -68,7 +69,8 @@ class RulesCache:
         after.calls.pending = dict(state.calls.pending)
         for event in events:
             after.apply(event)
-        return _snapshot_name(state.session_id), position, msgspec.msgpack.encode(after.to_snapshot())
+        payload = msgspec.msgpack.encode(after.to_snapshot())
+        return (_snapshot_name(state.session_id), position, payload), after
 
     def remember(self, state: SessionState, stored: tuple[str, int, bytes] | None = None) -> None:
         """Keep ``state`` (most recently used) and snapshot it when it moved far enough.

@@ -183,7 +183,7 @@ def _call_events(draw: st.DrawFn) -> list[object]:
 def test_the_snapshot_after_an_append_is_the_state_it_leads_to(
     before: list[object], batch: list[object]
 ) -> None:
-    """``snapshot_after`` encodes the state the batch leads to, and leaves the state as it was."""
+    """``snapshot_after`` encodes (and returns) the state the batch leads to; the state is left as it was."""
     from contextledger.application.kernel.rules_cache import RulesCache  # noqa: PLC0415
 
     with contextledger.open_ledger("memory://") as ledger:
@@ -198,10 +198,17 @@ def test_the_snapshot_after_an_append_is_the_state_it_leads_to(
     assert rules.snapshot_after(state, batch) is None  # type: ignore[arg-type]
     rules._snapshot_at["s"] = position - RULES_SNAPSHOT_EVERY
     found = rules.snapshot_after(state, batch)  # type: ignore[arg-type]
+    assert found is not None
     assert state.to_snapshot() == kept
     for event in batch:
         state.apply(event)  # type: ignore[arg-type]
-    assert found == ("rules/v2/s", position, msgspec.msgpack.encode(state.to_snapshot()))
+    snapshot, after = found
+    assert snapshot == ("rules/v2/s", position, msgspec.msgpack.encode(state.to_snapshot()))
+    assert (after.session_id, after.to_snapshot(), after.pending_calls) == (
+        "s",
+        state.to_snapshot(),
+        state.pending_calls,
+    )
 
 
 def _rows_or_error(build: object) -> object:
