@@ -50,6 +50,7 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 
 
 _SAVE_SNAPSHOT = "INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)"
+"""Store or replace one ``(name, position, state)`` snapshot row (``save_snapshot``, or with an append)."""
 
 
 def _persistence_error(error: sqlite3.Error) -> PersistenceError:
