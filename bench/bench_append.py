@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python bench/bench_append.py [--quick]
      .venv/bin/python bench/bench_append.py --stages   # CPU per event of each stage of a batched append
+     .venv/bin/python bench/bench_append.py --pairs 5 --before main   # bench_scale's append, interleaved
 """
 
 from __future__ import annotations
@@ -192,6 +193,38 @@ def stage_split(rounds: int, batches: int, folder: Path, batch: int = 1000) -> d
     return best
 
 
+def interleaved_pairs(pairs: int, before: str) -> None:
+    """``bench_scale.py --quick --only append`` on ``before`` and on this tree, in alternating children.
+
+    ``bench_scale --before`` runs every round of the old code, then every round of the new; on a shared
+    machine the load moves between the two halves. Here each pair is one child of each, back to back;
+    printed: the median (min-max) over the pairs of each child's medians.
+    """
+    import bench_scale  # noqa: PLC0415
+
+    found: dict[str, list[tuple[float, float, float, float]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = str(bench_scale._package_of(before, Path(tmp)))  # noqa: SLF001
+        for _ in range(pairs):
+            for name, path in (("before", old), ("after", None)):
+                rows = bench_scale._child("append", quick=True, pythonpath=path)  # noqa: SLF001
+
+                def median_of(start: str, rows: list[Any] = rows) -> float:
+                    return float(next(r[2] for r in rows if str(r[1]).startswith(start)))
+
+                floor, ours = median_of("raw sqlite3"), median_of("ledger.append_many")
+                cpu_floor, cpu_ours = median_of("CPU time per row"), median_of("CPU time per event")
+                found[name].append((ours / floor, cpu_ours, cpu_floor, cpu_ours / cpu_floor))
+    for name, values in found.items():
+        columns = list(zip(*values, strict=True))
+        spread = [(statistics.median(c), min(c), max(c)) for c in columns]
+        (w, w0, w1), (c, c0, c1), (f, f0, f1), (x, x0, x1) = spread
+        print(
+            f"{name}: {w:.0%} ({w0:.0%}-{w1:.0%}) of floor; CPU {c:.2f} ({c0:.2f}-{c1:.2f}) µs/event; "
+            f"floor {f:.2f} ({f0:.2f}-{f1:.2f}) µs/row; {x:.2f}x ({x0:.2f}-{x1:.2f}) floor CPU"
+        )
+
+
 def main() -> None:
     """Run every append measurement and write bench/results/append.json."""
     parser = argparse.ArgumentParser()
@@ -202,7 +235,12 @@ def main() -> None:
         help="PostgreSQL URL for the same single-append figures ('' to skip)",
     )
     parser.add_argument("--stages", action="store_true", help="only the CPU split of a batched append")
+    parser.add_argument("--pairs", type=int, default=0, help="only bench_scale's append, N interleaved pairs")
+    parser.add_argument("--before", default="main", help="the git ref --pairs compares with")
     args = parser.parse_args()
+    if args.pairs:
+        interleaved_pairs(args.pairs, args.before)
+        return
     if args.stages:
         with tempfile.TemporaryDirectory() as tmp:
             split = stage_split(3 if args.quick else 5, 10, Path(tmp))
