@@ -1,11 +1,15 @@
 """Append benchmarks: durable single appends at 100 and 10,000 events, batched vs raw SQLite.
 
 Run: .venv/bin/python bench/bench_append.py [--quick]
+     .venv/bin/python bench/bench_append.py --stages   # CPU per event of each stage of a batched append
+     .venv/bin/python bench/bench_append.py --pairs 5 --before main   # bench_scale's append, interleaved
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import itertools
 import sqlite3
 import statistics
 import sys
@@ -117,6 +121,110 @@ def raw_sqlite_single_latency(samples: int, folder: Path, row_bytes: int) -> flo
     return statistics.median(durations)
 
 
+_STAGES = ("parse", "draft", "check", "encode", "insert+commit", "apply", "rules snapshot")
+
+
+def stage_split(rounds: int, batches: int, folder: Path, batch: int = 1000) -> dict[str, float]:
+    """CPU µs per event of each stage of ``append_many`` of ``batch`` plain messages (least of ``rounds``).
+
+    Each stage is the ledger's own call, run apart on the same batch: parse (``parse_for_append``), draft
+    (``EventDrafter.event``), check (``SessionState.check``), encode (the store's ``_encode``), insert and
+    commit (the recorder's ``insert_events``, the rules snapshot with it when due), apply (``state.apply``,
+    not run when the snapshot's state is kept), the rules snapshot (``RulesCache.snapshot_after``). "whole
+    append_many" is the call itself, and "of which cyclic GC" the collector's time inside it. The stages run
+    with the collector off (its time is the process's, not the stage's that happens to trigger it).
+    """
+    from contextledger.application.kernel.messages import parse_for_append  # noqa: PLC0415
+
+    best: dict[str, float] = {}
+    messages = [{"role": "user", "content": PAYLOAD}] * batch
+    collecting: list[float] = []
+
+    def clock_gc(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting.append(time.process_time())
+        else:
+            spent["of which cyclic GC"] += time.process_time() - collecting.pop()
+
+    for round_ in range(rounds):
+        spent = dict.fromkeys(("whole append_many", "of which cyclic GC", *_STAGES), 0.0)
+        with contextledger.open_ledger(f"sqlite:///{folder / f'stages-{round_}.db'}") as ledger:
+            session_id = ledger.start_session(system_prompt="bench")
+            store, rules, drafts = ledger.ports.log, ledger._rules, ledger._drafts  # noqa: SLF001
+            gc.callbacks.append(clock_gc)
+            for _ in range(batches):
+                start = time.process_time()
+                ledger.append_many(session_id, messages)
+                spent["whole append_many"] += time.process_time() - start
+            gc.callbacks.remove(clock_gc)
+            gc.disable()
+            for _ in range(batches):
+                state = rules.get(session_id)
+                clock = time.process_time()
+                marks = [clock]
+                parsed = parse_for_append(messages)
+                marks.append(time.process_time())
+                events = [drafts.event(m, state, {}, {}) for m in parsed]
+                marks.append(time.process_time())
+                state.check(events)
+                marks.append(time.process_time())
+                stored = store._encode(session_id, state.version + 1, events)  # type: ignore[attr-defined]  # noqa: SLF001
+                marks.append(time.process_time())
+                due = rules.snapshot_after(state, events)
+                marks.append(time.process_time())
+                snapshot = None if due is None else due[0]
+                extras = {"snapshots": [snapshot]} if snapshot else {}
+                store.recorder.insert_events(stored, blobs={}, idempotency=[], **extras)  # type: ignore[attr-defined]
+                marks.append(time.process_time())
+                if due is None:
+                    for event in events:
+                        state.apply(event)
+                marks.append(time.process_time())
+                rules.remember(state if due is None else due[1], snapshot)
+                for name, (a, b) in zip(
+                    ("parse", "draft", "check", "encode", "rules snapshot", "insert+commit", "apply"),
+                    itertools.pairwise(marks),
+                    strict=True,
+                ):
+                    spent[name] += b - a
+            gc.enable()
+        for name, seconds in spent.items():
+            best[name] = min(best.get(name, float("inf")), seconds / (batches * batch) * 1e6)
+    return best
+
+
+def interleaved_pairs(pairs: int, before: str) -> None:
+    """``bench_scale.py --quick --only append`` on ``before`` and on this tree, in alternating children.
+
+    ``bench_scale --before`` runs every round of the old code, then every round of the new; on a shared
+    machine the load moves between the two halves. Here each pair is one child of each, back to back;
+    printed: the median (min-max) over the pairs of each child's medians.
+    """
+    import bench_scale  # noqa: PLC0415
+
+    found: dict[str, list[tuple[float, float, float, float]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = str(bench_scale._package_of(before, Path(tmp)))  # noqa: SLF001
+        for _ in range(pairs):
+            for name, path in (("before", old), ("after", None)):
+                rows = bench_scale._child("append", quick=True, pythonpath=path)  # noqa: SLF001
+
+                def median_of(start: str, rows: list[Any] = rows) -> float:
+                    return float(next(r[2] for r in rows if str(r[1]).startswith(start)))
+
+                floor, ours = median_of("raw sqlite3"), median_of("ledger.append_many")
+                cpu_floor, cpu_ours = median_of("CPU time per row"), median_of("CPU time per event")
+                found[name].append((ours / floor, cpu_ours, cpu_floor, cpu_ours / cpu_floor))
+    for name, values in found.items():
+        columns = list(zip(*values, strict=True))
+        spread = [(statistics.median(c), min(c), max(c)) for c in columns]
+        (w, w0, w1), (c, c0, c1), (f, f0, f1), (x, x0, x1) = spread
+        print(
+            f"{name}: {w:.0%} ({w0:.0%}-{w1:.0%}) of floor; CPU {c:.2f} ({c0:.2f}-{c1:.2f}) µs/event; "
+            f"floor {f:.2f} ({f0:.2f}-{f1:.2f}) µs/row; {x:.2f}x ({x0:.2f}-{x1:.2f}) floor CPU"
+        )
+
+
 def main() -> None:
     """Run every append measurement and write bench/results/append.json."""
     parser = argparse.ArgumentParser()
@@ -126,7 +234,21 @@ def main() -> None:
         default="postgresql://postgres@127.0.0.1:5432/test",
         help="PostgreSQL URL for the same single-append figures ('' to skip)",
     )
+    parser.add_argument("--stages", action="store_true", help="only the CPU split of a batched append")
+    parser.add_argument("--pairs", type=int, default=0, help="only bench_scale's append, N interleaved pairs")
+    parser.add_argument("--before", default="main", help="the git ref --pairs compares with")
     args = parser.parse_args()
+    if args.pairs:
+        interleaved_pairs(args.pairs, args.before)
+        return
+    if args.stages:
+        with tempfile.TemporaryDirectory() as tmp:
+            split = stage_split(3 if args.quick else 5, 10, Path(tmp))
+        for name, micros in split.items():
+            print(f"{name:>20}: {micros:5.2f} µs CPU per event (least of rounds)")
+        stages = sum(split[name] for name in _STAGES)
+        print(f"{'sum of stages':>20}: {stages:5.2f} (with the collector off)")
+        return
     samples = 50 if args.quick else 300
     spawns = 5 if args.quick else 15
     runs = 3 if args.quick else 5

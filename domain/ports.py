@@ -81,8 +81,14 @@ class EventLog(Protocol):
         *,
         blobs: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
+        snapshot: tuple[str, int, bytes] | None = None,
     ) -> AppendOutcome:
-        """Append ``events`` after ``expected_version`` in one transaction, with their blobs."""
+        """Append ``events`` after ``expected_version`` in one transaction, with their blobs.
+
+        ``snapshot``: a derived snapshot ``(name, position, state)`` (``SnapshotStore.save_snapshot``) of
+        what the append leads to, stored in the same transaction when the backend can, else right after
+        a stored append (a failure to store it then is logged, never raised: the append succeeded).
+        """
         ...
 
     def append_streams(

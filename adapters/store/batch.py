@@ -1,4 +1,4 @@
-"""What every backend checks and writes in one append: stream heads, blob rows and idempotency rows."""
+"""What every backend checks and writes in one append: stream heads, blob, idempotency and snapshot rows."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError
 
-__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows"]
+__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows", "snapshot_rows"]
 
 Extras = Mapping[str, Any]
-"""Keyword arguments passed through ``insert_events``: ``blobs`` and ``idempotency``."""
+"""Keyword arguments passed through ``insert_events``: ``blobs``, ``idempotency`` and ``snapshots``."""
 
 
 def first_positions(rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
@@ -45,4 +45,14 @@ def blob_rows(kwargs: Extras) -> list[tuple[str, str]]:
 def idempotency_rows(kwargs: Extras) -> list[tuple[str, str, int, int]]:
     """The ``(stream, key, first, last)`` rows of the batch's idempotency keys."""
     rows: list[tuple[str, str, int, int]] = list(kwargs.get("idempotency") or [])
+    return rows
+
+
+def snapshot_rows(kwargs: Extras) -> list[tuple[str, int, bytes]]:
+    """The ``(name, position, state)`` rows of derived snapshots written with the batch (``snapshots``).
+
+    Only a recorder that says so (``WRITES_SNAPSHOTS = True``) is handed them; the store saves them
+    after the append for any other.
+    """
+    rows: list[tuple[str, int, bytes]] = list(kwargs.get("snapshots") or [])
     return rows

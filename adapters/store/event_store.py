@@ -147,21 +147,31 @@ class RecorderEventStore:
         *,
         blobs: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
+        snapshot: tuple[str, int, bytes] | None = None,
     ) -> AppendOutcome:
-        """Append ``events`` after ``expected_version`` atomically, with their blobs."""
+        """Append ``events`` after ``expected_version`` atomically, with their blobs.
+
+        ``snapshot`` (a derived ``(name, position, state)``) joins the transaction when the recorder
+        writes snapshots with events (``WRITES_SNAPSHOTS``, SQLite); otherwise it is saved after a stored
+        append, as ``save_snapshot`` would, and a failure to save it is logged.
+        """
         if not events:
             return AppendOutcome(())
-        _refuse_nul([stream_id], [idempotency_key])
+        _refuse_nul([stream_id] if snapshot is None else [stream_id, snapshot[0]], [idempotency_key])
         first = expected_version + 1
         last = expected_version + len(events)
-        stored = self._encode([(stream_id, first + i, e) for i, e in enumerate(events)])
+        stored = self._encode(stream_id, first, events)
         idempotency = [] if idempotency_key is None else [(stream_id, idempotency_key, first, last)]
         stored, rows, idempotency, created = self._sealed(
             stored, {stream_id: expected_version}, blobs, idempotency
         )
+        joined = snapshot is not None and getattr(self.recorder, "WRITES_SNAPSHOTS", False)
+        extras: dict[str, object] = {"blobs": rows, "idempotency": idempotency}
+        if joined and snapshot is not None:
+            extras["snapshots"] = [(snapshot[0], snapshot[1], self._sealed_bytes(snapshot[2]))]
         with _translated(f"append to {stream_id!r}"):
             try:
-                self.recorder.insert_events(stored, blobs=rows, idempotency=idempotency)
+                self.recorder.insert_events(stored, **extras)
             except IntegrityError as error:
                 if idempotency_key is not None:
                     earlier = self.extras.lookup_idempotency(stream_id, self._index(idempotency_key))
@@ -171,7 +181,16 @@ class RecorderEventStore:
                 raise ConcurrencyConflictError(stream_id, expected_version) from error
         if self.sealer is not None:
             self.sealer.remember(created)
+        if snapshot is not None and not joined:
+            self._save_derived(*snapshot)
         return AppendOutcome(tuple(range(first, last + 1)))
+
+    def _save_derived(self, name: str, position: int, state: bytes) -> None:
+        """Save a derived snapshot after the append it follows: a failure is logged, never raised."""
+        try:
+            self.save_snapshot(name, position, state)
+        except ContextLedgerError as error:
+            log.warning("snapshot_not_saved", name=name, error=str(error))
 
     def _sealed(
         self,
@@ -200,9 +219,7 @@ class RecorderEventStore:
         keys: list[tuple[str, str, int, int]] = []
         for append in appends:
             first = append.expected_version + 1
-            stored.extend(
-                self._encode([(append.stream_id, first + i, e) for i, e in enumerate(append.events)])
-            )
+            stored.extend(self._encode(append.stream_id, first, append.events))
             if append.idempotency_key is not None:
                 keys.append((append.stream_id, append.idempotency_key, first, first + len(append.events) - 1))
         if not stored:
@@ -243,7 +260,7 @@ class RecorderEventStore:
                 _refuse_nul([append.stream_id], [append.idempotency_key])
                 current[:] = [append]
                 first = append.expected_version + 1
-                stored = self._encode([(append.stream_id, first + i, e) for i, e in enumerate(append.events)])
+                stored = self._encode(append.stream_id, first, append.events)
                 if not stored:
                     continue
                 keys = [] if append.idempotency_key is None else [
@@ -266,10 +283,10 @@ class RecorderEventStore:
         if self.sealer is not None:
             self.sealer.remember(created)
 
-    def _encode(self, rows: list[tuple[str, int, AnyEvent]]) -> list[StoredEvent]:
-        """Encode events before any write; a value that cannot be stored is the caller's error."""
+    def _encode(self, stream_id: str, first: int, events: Sequence[AnyEvent]) -> list[StoredEvent]:
+        """Encode a stream's events from position ``first`` before any write (bad values: the caller's)."""
         try:
-            return [self.mapper.to_stored(stream, position, event) for stream, position, event in rows]
+            return self.mapper.to_stored_many(stream_id, first, events)
         except (TypeError, ValueError, msgspec.EncodeError) as error:
             msg = f"an event holds a value that cannot be stored ({error}); use text, numbers, lists, objects"
             raise InvalidMessageError(msg) from None
@@ -402,9 +419,11 @@ class RecorderEventStore:
         """Store (replace) a projection snapshot."""
         _refuse_nul([name], [])
         with _translated(f"save snapshot {name}"):
-            self.extras.save_snapshot(
-                name, position, state if self.sealer is None else self.sealer.seal_bytes(state)
-            )
+            self.extras.save_snapshot(name, position, self._sealed_bytes(state))
+
+    def _sealed_bytes(self, state: bytes) -> bytes:
+        """A snapshot's bytes as stored (sealed when the ledger is encrypted)."""
+        return state if self.sealer is None else self.sealer.seal_bytes(state)
 
     def close(self) -> None:
         """Release the connections of the underlying datastore."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 from contextledger.domain.errors import EventDecodeError, InvalidMessageError
 from contextledger.domain.events import AnyEvent, LedgerEvent, Recorded
-from contextledger.domain.limits import MAX_DEPTH, MAX_STORED_DEPTH, too_deep
+from contextledger.domain.limits import MAX_DEPTH, MAX_STORED_DEPTH, any_too_deep, too_deep
 from contextledger.domain.topics import TopicRegistry, default_registry
 from eventsourcing.persistence import StoredEvent
 
@@ -41,21 +41,45 @@ class MsgspecMapper:
         """Decrypts a stored payload (stream, topic, bytes) of an encrypted ledger; None in plaintext."""
 
     def to_stored(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
-        """Return the row that stores ``event`` at ``position`` of ``stream_id``.
+        """Return the row that stores ``event`` at ``position`` of ``stream_id`` (``to_stored_many``)."""
+        return self.to_stored_many(stream_id, position, [event])[0]
+
+    def to_stored_many(self, stream_id: str, first: int, events: Sequence[LedgerEvent]) -> list[StoredEvent]:
+        """Return the rows that store ``events`` at ``first``, ``first + 1``, ... of ``stream_id``.
+
+        The depth of the whole batch is checked at once (``any_too_deep``); when some event is too deep,
+        the events are checked and encoded one by one, so the first fault met in order is the one raised.
 
         Raises:
-            InvalidMessageError: the event nests values deeper than the store keeps.
+            InvalidMessageError: an event nests values deeper than the store keeps.
         """
+        if any_too_deep(events, MAX_STORED_DEPTH):
+            return [
+                self._checked_row(stream_id, position, event) for position, event in enumerate(events, first)
+            ]
+        encode = self._encoder.encode
+        topics = self._topics
+        return [
+            _stored_event(stream_id, position, topics.get(type(event)) or self._topic(event), encode(event))
+            for position, event in enumerate(events, first)
+        ]
+
+    def _checked_row(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
+        """The row of one event, refused first when it nests too deep."""
         if too_deep(event, MAX_STORED_DEPTH):
             msg = (
                 f"a {type(event).__name__} of {stream_id!r} nests lists and objects too deep to store: "
                 f"values (metadata, meta, arguments, parameters) may nest at most {MAX_DEPTH} levels"
             )
             raise InvalidMessageError(msg)
+        return _stored_event(stream_id, position, self._topic(event), self._encoder.encode(event))
+
+    def _topic(self, event: LedgerEvent) -> str:
+        """The registry's topic of the event's type (remembered per type)."""
         topic = self._topics.get(type(event))
         if topic is None:
             topic = self._topics[type(event)] = self.registry.topic(event)
-        return _stored_event(stream_id, position, topic, self._encoder.encode(event))
+        return topic
 
     def to_recorded(self, stored: StoredEvent) -> Recorded:
         """Decode a stored row into a ``Recorded`` event, upcasting older payloads."""

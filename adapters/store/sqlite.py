@@ -20,7 +20,14 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 from uuid import UUID
 
-from contextledger.adapters.store.batch import Extras, blob_rows, first_positions, gap, idempotency_rows
+from contextledger.adapters.store.batch import (
+    Extras,
+    blob_rows,
+    first_positions,
+    gap,
+    idempotency_rows,
+    snapshot_rows,
+)
 from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
@@ -42,6 +49,10 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 """Seconds a writer queues for another writer's lock before ``StoreUnavailableError`` (``?timeout=``)."""
 
 
+_SAVE_SNAPSHOT = "INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)"
+"""Store or replace one ``(name, position, state)`` snapshot row (``save_snapshot``, or with an append)."""
+
+
 def _persistence_error(error: sqlite3.Error) -> PersistenceError:
     """The eventsourcing error for a sqlite3 error (the store maps those into the package's tree)."""
     if isinstance(error, sqlite3.IntegrityError):
@@ -61,7 +72,10 @@ def _stored_id(originator_id: UUID | str) -> str:
 
 
 class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRecorder):
-    """SQLite recorder whose inserts also write blobs and the idempotency key atomically."""
+    """SQLite recorder whose inserts also write blobs, the idempotency key and snapshots atomically."""
+
+    WRITES_SNAPSHOTS = True
+    """``insert_events`` writes the ``snapshots`` rows it is given in its own transaction."""
 
     def construct_create_table_statements(self) -> list[str]:
         """Create the events table plus the ledger's side tables."""
@@ -158,7 +172,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                 c.execute(statement)
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Store events, blobs and idempotency keys in one ``BEGIN IMMEDIATE`` transaction.
+        """Store events, blobs, idempotency keys and snapshots in one ``BEGIN IMMEDIATE`` transaction.
 
         Returns the events' notification ids, as eventsourcing's ``ApplicationRecorder`` does.
         """
@@ -187,6 +201,9 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
             keys = idempotency_rows(kwargs)
             if keys:
                 c.executemany("INSERT INTO ledger_idempotency VALUES (?, ?, ?, ?)", keys)
+            snapshots = snapshot_rows(kwargs)
+            if snapshots:
+                c.executemany(_SAVE_SNAPSHOT, snapshots)
         return list(range(last - len(stored_events) + 1, last + 1))
 
     def read_blob(self, sha256: str) -> str | None:
@@ -240,7 +257,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
     def save_snapshot(self, name: str, position: int, state: bytes) -> None:
         """Store or replace a projection snapshot."""
         with self.writing() as c:
-            c.execute("INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)", (name, position, state))
+            c.execute(_SAVE_SNAPSHOT, (name, position, state))
 
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream."""

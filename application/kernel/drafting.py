@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -11,6 +12,7 @@ import pydantic
 from contextledger.application.kernel.messages import (
     AssistantMessage,
     MediaIn,
+    PlainMessage,
     ToolCallIn,
     ToolResult,
     ToolSchemaIn,
@@ -60,24 +62,26 @@ class EventDrafter:
 
     def event(
         self,
-        message: UserMessage | AssistantMessage | ToolResult,
+        message: UserMessage | AssistantMessage | ToolResult | PlainMessage,
         state: SessionState,
         issued: dict[str, str],
         blobs: dict[str, str],
     ) -> AnyEvent:
-        """Return the event for ``message``; ``issued`` collects call ids issued earlier in the batch."""
-        at = message.at
-        if at is None and message.meta.get(TIME_KEY) != TIME_UNKNOWN:
-            at = self.clock.now()  # a live append happens now; a time marked unknown stays unknown
+        """Return the event for ``message``; ``issued`` collects call ids issued earlier in the batch.
+
+        A ``PlainMessage`` (``messages.plain_message``) gives the event of its model (``plain_model``):
+        every field it does not name is at the model's default (no time, media, tool name; empty meta).
+        """
+        if isinstance(message, tuple):
+            role, content, call_id = message
+            meta: dict[str, Any] = {}
+            if role == "user":
+                return self._user(content, (), self._time(None, meta), meta, blobs)
+            at = self._time(None, meta)
+            return self._result(call_id, content, None, at=at, meta=meta, known=(state, issued), blobs=blobs)
+        at = self._time(message.at, message.meta)
         if isinstance(message, UserMessage):
-            return UserMessageAdded(
-                content=self.text(message.content, blobs),
-                media=tuple(self.media(part, len(message.content), blobs) for part in message.media)
-                if message.media
-                else (),
-                at=at,
-                meta=message.meta,
-            )
+            return self._user(message.content, message.media, at, message.meta, blobs)
         if isinstance(message, AssistantMessage):
             calls = tuple(
                 ToolCall(id=c.id, name=c.name, arguments=_arguments_json(c.arguments))
@@ -93,16 +97,60 @@ class EventDrafter:
                 at=at,
                 meta=message.meta,
             )
-        tool_name = (
-            message.tool_name or issued.get(message.call_id) or state.calls.name_of(message.call_id) or ""
-        )
-        return ToolResultRecorded(
-            call_id=message.call_id,
-            tool_name=tool_name,
-            content=self.text(message.content, blobs),
+        return self._result(
+            message.call_id,
+            message.content,
+            message.tool_name,
             is_error=message.is_error,
             at=at,
             meta=message.meta,
+            known=(state, issued),
+            blobs=blobs,
+        )
+
+    def _time(self, at: datetime | None, meta: Mapping[str, Any]) -> datetime | None:
+        """The time of a message: its own, else now (a live append), unless its meta marks it unknown."""
+        if at is None and meta.get(TIME_KEY) != TIME_UNKNOWN:
+            return self.clock.now()
+        return at
+
+    def _user(
+        self,
+        content: str,
+        media: tuple[MediaIn, ...],
+        at: datetime | None,
+        meta: dict[str, Any],
+        blobs: dict[str, str],
+    ) -> UserMessageAdded:
+        """A user message: its text and media parts stored like texts (blobs when large)."""
+        return UserMessageAdded(
+            content=self.text(content, blobs),
+            media=tuple(self.media(part, len(content), blobs) for part in media) if media else (),
+            at=at,
+            meta=meta,
+        )
+
+    def _result(
+        self,
+        call_id: str,
+        content: str,
+        tool_name: str | None,
+        *,
+        is_error: bool = False,
+        at: datetime | None,
+        meta: dict[str, Any],
+        known: tuple[SessionState, dict[str, str]],
+        blobs: dict[str, str],
+    ) -> ToolResultRecorded:
+        """A tool result; with no name given, the name of its call (issued in the batch, or before)."""
+        state, issued = known
+        return ToolResultRecorded(
+            call_id=call_id,
+            tool_name=tool_name or issued.get(call_id) or state.calls.name_of(call_id) or "",
+            content=self.text(content, blobs),
+            is_error=is_error,
+            at=at,
+            meta=meta,
         )
 
     def media(self, part: MediaIn, chars: int, blobs: dict[str, str]) -> MediaPart:

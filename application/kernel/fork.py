@@ -94,21 +94,22 @@ class ForkAwareLog:
         *,
         blobs: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
+        snapshot: tuple[str, int, bytes] | None = None,
     ) -> AppendOutcome:
-        """Append after a virtual ``expected_version``; return virtual positions."""
+        """Append after a virtual ``expected_version``; return virtual positions (``snapshot``: as given)."""
         check_stream_id(stream_id)
         link = self._learn(stream_id, events, expected_version)
-        if link is None:
-            return self.inner.append(
-                stream_id, expected_version, events, blobs=blobs, idempotency_key=idempotency_key
-            )
+        own = expected_version if link is None else self._to_stream(stream_id, link, expected_version)
         outcome = self.inner.append(
             stream_id,
-            self._to_stream(stream_id, link, expected_version),
+            own,
             events,
             blobs=blobs,
             idempotency_key=idempotency_key,
+            snapshot=snapshot,
         )
+        if link is None:
+            return outcome
         positions = tuple(self._to_virtual(link, p) for p in outcome.positions)
         return AppendOutcome(positions, replayed=outcome.replayed)
 

@@ -15,6 +15,7 @@ from contextledger.application.kernel.fork import ForkAwareLog, fork_session
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
     AssistantMessage,
+    PlainMessage,
     ToolCallIn,
     ToolResult,
     UserMessage,
@@ -23,7 +24,7 @@ from contextledger.application.kernel.messages import (
     check_session_fields,
     check_session_id,
     check_stream_id,
-    parse_messages,
+    parse_for_append,
 )
 from contextledger.application.kernel.replays import check_replay
 from contextledger.application.kernel.rules_cache import RulesCache
@@ -56,7 +57,7 @@ __all__ = ["DEFAULT_BLOB_THRESHOLD", "Ledger"]
 
 log = get_logger(__name__)
 
-ParsedMessage = UserMessage | AssistantMessage | ToolResult
+ParsedMessage = UserMessage | AssistantMessage | ToolResult | PlainMessage
 DEFAULT_BLOB_THRESHOLD = 8 * 1024
 """Texts larger than this many UTF-8 bytes are stored once, content-addressed, outside the event."""
 
@@ -184,7 +185,7 @@ class Ledger:
         blobs: dict[str, str] = {}
         issued: dict[str, str] = {}
         events: list[AnyEvent] = [started]
-        parsed = [one for raw in spec.get("messages", ()) for one in parse_messages(raw)]
+        parsed = parse_for_append(spec.get("messages", ()))
         events.extend(self._drafts.event(message, state, issued, blobs) for message in parsed)
         return events, blobs
 
@@ -215,7 +216,7 @@ class Ledger:
     ) -> tuple[int, ...]:
         """Validate and append several messages in one transaction; return their positions."""
         check_stream_id(session_id)
-        parsed = [one for m in messages for one in parse_messages(m)]  # a provider message may hold several
+        parsed = parse_for_append(messages)  # a provider message may hold several
         with self._lock:
             # A cached state the stream is still at (the store checks atomically) is what the turn would
             # read; a conflict, or a check failed on a state maybe behind, stores nothing: the turn decides.
@@ -391,21 +392,28 @@ class Ledger:
         if expected_version is not None and expected_version != state.version:
             raise ConcurrencyConflictError(session_id, expected_version)
         state.check(events)
+        due = self._rules.snapshot_after(state, events)  # stored in the append's transaction
+        snapshot = None if due is None else due[0]
         outcome = self.log.append(
-            session_id, state.version, events, blobs=blobs, idempotency_key=idempotency_key
+            session_id,
+            state.version,
+            events,
+            blobs=blobs,
+            idempotency_key=idempotency_key,
+            snapshot=snapshot,
         )
         if outcome.replayed:
             if idempotency_key is not None:
                 check_replay(self.log, session_id, idempotency_key, outcome.positions, events)
             return outcome
+        if due is not None:  # the state the stored snapshot holds: the events are applied to it
+            self._rules.remember(due[1], snapshot)
+            return outcome
         for event in events:
             state.apply(event)
-        self._remember(state)
+        self._rules.remember(state)
         return outcome
 
     def _state(self, session_id: str) -> SessionState:
         """Return the cached rules state of a session, caught up with the store."""
         return self._rules.get(session_id)
-
-    def _remember(self, state: SessionState) -> None:
-        self._rules.remember(state)

@@ -27,6 +27,7 @@ __all__ = [
     "AssistantMessage",
     "MediaIn",
     "Message",
+    "PlainMessage",
     "ToolCallIn",
     "ToolResult",
     "ToolSchemaIn",
@@ -36,8 +37,11 @@ __all__ = [
     "check_session_fields",
     "check_session_id",
     "check_stream_id",
+    "parse_for_append",
     "parse_message",
     "parse_messages",
+    "plain_message",
+    "plain_model",
 ]
 
 _STRICT = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -187,41 +191,58 @@ def parse_messages(raw: object) -> list[UserMessage | AssistantMessage | ToolRes
     SDK objects of these. An Anthropic user message of ``tool_result`` blocks gives one tool result
     per block, then its text, so the list may hold several messages.
     """
-    if type(raw) is dict:
-        plain = _plain_message(raw)
-        if plain is not None:
-            return [plain]
+    plain = plain_message(raw)
+    if plain is not None:
+        return [plain_model(plain)]
     if isinstance(raw, UserMessage | AssistantMessage | ToolResult):
         return [raw]
     return [_parse_one(m) for m in ledger_messages(raw)]
 
+
+PlainMessage = tuple[str, str, str]
+"""A plain message as ``plain_message`` reads it: ``(role, content, call_id)``, the id "" for a user's."""
 
 _USER_KEYS = frozenset({"role", "content"})
 _TOOL_KEYS = frozenset({"role", "call_id", "content"})
 _set_attribute = object.__setattr__
 
 
-def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
-    """The fast path of ``parse_messages`` for the plainest dicts; None for any other (the full path).
+def plain_message(raw: object) -> PlainMessage | None:
+    """The fast path of ``parse_messages``: the plainest dicts, valid as they are; None for any other.
 
     ``{"role": "user", "content": text}`` and ``{"role": "tool", "call_id": id, "content": text}`` with
-    exact ``str`` values (a non-empty id) are already in the ledger's shape and valid, so the model is
-    built as pydantic's validation builds it (the same fields in the model's order, the same defaults, a
-    new ``meta`` dict, the same ``model_fields_set``) without validating again (pydantic's own
-    ``model_construct`` measured 11 µs a message, slower than validating);
-    ``tests/application/kernel/test_plain_messages.py`` checks it equals the full path's result.
+    exact ``str`` values (a non-empty id) are already in the ledger's shape and valid: what validation
+    would keep of them is ``(role, content, call_id)`` (every other field at its default). Any other
+    value takes the full path. ``tests/application/kernel/test_plain_messages.py`` checks that the model
+    built from it (``plain_model``) equals the full path's result.
     """
+    if type(raw) is not dict:
+        return None
     role = raw.get("role")
     content = raw.get("content")
-    if type(content) is not str:
+    if type(content) is not str or type(role) is not str:
         return None
-    if role == "user" and type(role) is str and raw.keys() == _USER_KEYS:
+    if role == "user" and raw.keys() == _USER_KEYS:
+        return ("user", content, "")
+    if role == "tool" and raw.keys() == _TOOL_KEYS:
+        call_id = raw["call_id"]
+        if type(call_id) is str and call_id:
+            return ("tool", content, call_id)
+    return None
+
+
+def plain_model(plain: PlainMessage) -> UserMessage | ToolResult:
+    """The model of a plain message, built as pydantic's validation builds it.
+
+    The same fields in the model's order, the same defaults (a new ``meta`` dict), the same
+    ``model_fields_set``, without validating again (pydantic's own ``model_construct`` measured 11 µs a
+    message, slower than validating).
+    """
+    role, content, call_id = plain
+    if role == "user":
         message: Any = object.__new__(UserMessage)
         fields: dict[str, Any] = {"role": "user", "content": content, "media": (), "at": None, "meta": {}}
-    elif role == "tool" and type(role) is str and raw.keys() == _TOOL_KEYS:
-        call_id = raw["call_id"]
-        if type(call_id) is not str or not call_id:
-            return None
+    else:
         message = object.__new__(ToolResult)
         fields = {
             "role": "tool",
@@ -232,13 +253,29 @@ def _plain_message(raw: dict[Any, Any]) -> UserMessage | ToolResult | None:
             "at": None,
             "meta": {},
         }
-    else:
-        return None
     _set_attribute(message, "__dict__", fields)
     _set_attribute(message, "__pydantic_fields_set__", set(_USER_KEYS if role == "user" else _TOOL_KEYS))
     _set_attribute(message, "__pydantic_extra__", None)
     _set_attribute(message, "__pydantic_private__", None)
     return message  # type: ignore[no-any-return]  # built as the model of its role
+
+
+def parse_for_append(
+    messages: Iterable[object],
+) -> list[UserMessage | AssistantMessage | ToolResult | PlainMessage]:
+    """``parse_messages`` of each message, in order, a plain one kept as its ``PlainMessage``.
+
+    What an append drafts: ``drafting.EventDrafter.event`` builds the same event from a plain message
+    as from its model, so the batch builds no model for it.
+    """
+    parsed: list[UserMessage | AssistantMessage | ToolResult | PlainMessage] = []
+    for raw in messages:
+        plain = plain_message(raw)
+        if plain is None:
+            parsed.extend(parse_messages(raw))
+        else:
+            parsed.append(plain)
+    return parsed
 
 
 def parse_message(raw: object) -> UserMessage | AssistantMessage | ToolResult:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import msgspec
 from contextledger.application.kernel.snapshots import SnapshotSlot
+from contextledger.domain.events import AnyEvent
 from contextledger.domain.ports import EventLog, SnapshotStore
 from contextledger.domain.session import SessionState
 
@@ -49,9 +51,35 @@ class RulesCache:
         """Return the session's state as last seen in memory (maybe behind the store), or None."""
         return self._states.get(session_id)
 
-    def remember(self, state: SessionState) -> None:
-        """Keep ``state`` (most recently used) and snapshot it when it moved far enough."""
-        if state.version - self._snapshot_at.get(state.session_id, 0) >= RULES_SNAPSHOT_EVERY:
+    def snapshot_after(
+        self, state: SessionState, events: Sequence[AnyEvent]
+    ) -> tuple[tuple[str, int, bytes], SessionState] | None:
+        """The snapshot ``remember`` would save once ``events`` follow ``state``, with the state it holds.
+
+        None while not due. The append of ``events`` stores the snapshot in its own transaction
+        (``EventLog.append(snapshot=...)``): no second commit; once stored, the state it holds is the
+        session's (``remember``). ``state`` is not changed: the events are applied to a copy.
+        """
+        position = state.version + len(events)
+        if not self._due(state.session_id, position):
+            return None
+        after = SessionState(state.session_id)
+        after.version = state.version
+        after.calls.names = dict(state.calls.names)
+        after.calls.pending = dict(state.calls.pending)
+        for event in events:
+            after.apply(event)
+        payload = msgspec.msgpack.encode(after.to_snapshot())
+        return (_snapshot_name(state.session_id), position, payload), after
+
+    def remember(self, state: SessionState, stored: tuple[str, int, bytes] | None = None) -> None:
+        """Keep ``state`` (most recently used) and snapshot it when it moved far enough.
+
+        ``stored``: the snapshot of ``state`` its append stored (``snapshot_after``), not saved again.
+        """
+        if stored is not None:
+            self._snapshot_at[state.session_id] = stored[1]
+        elif self._due(state.session_id, state.version):
             payload = msgspec.msgpack.encode(state.to_snapshot())
             if self.slot.save(_snapshot_name(state.session_id), state.version, payload):
                 self._snapshot_at[state.session_id] = state.version
@@ -59,6 +87,10 @@ class RulesCache:
         self._states.move_to_end(state.session_id)
         while len(self._states) > self.size:
             self._states.popitem(last=False)
+
+    def _due(self, session_id: str, version: int) -> bool:
+        """Whether a state at ``version`` moved far enough past the session's last snapshot."""
+        return version - self._snapshot_at.get(session_id, 0) >= RULES_SNAPSHOT_EVERY
 
     def _from_snapshot(self, session_id: str) -> SessionState:
         def decode(payload: bytes) -> SessionState:
