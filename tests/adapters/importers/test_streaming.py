@@ -184,9 +184,9 @@ def test_streamed_elements_equal_the_whole_document(values, pad):
 
 
 def _split_judgement(data: bytes) -> bool:
-    """JSON Lines as judged before the file's rest was left uncopied: ``split(b"\\n", 64)``, then decode."""
+    """JSON Lines as judged before (the file split at its first 64 newlines, the first row decoded)."""
     rows = [raw for raw in data.split(b"\n", 64) if raw.strip()]
-    if len(rows) < 2:  # noqa: PLR2004 - one line is a JSON document, two make JSON Lines
+    if len(rows) < 2:
         return False
     try:
         json.loads(rows[0])
@@ -195,7 +195,9 @@ def _split_judgement(data: bytes) -> bool:
     return True
 
 
-_PIECES = st.sampled_from([b"", b" ", b"\t\r", b"\x0b", b"{}", b'{"a": 1}', b"[", b"]", b"1", b"x", b'"s"', b"\xff"])
+_PIECES = st.sampled_from(
+    [b"", b" ", b"\t\r", b"\x0b", b"{}", b'{"a": 1}', b"[", b"]", b"1", b"x", b'"s"', b"\xff"]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -204,7 +206,7 @@ def test_json_lines_are_recognized_as_the_split_judged_them(lines, tail):
     """Recognizing JSON Lines reads only the first lines (a 70 MB file was copied whole) and judges alike.
 
     Blank lines, more than 64 of them, values, junk and a final line with or without a newline: the
-    judgement equals the one made from ``split(b"\\n", 64)``, whose last piece is the file's rest.
+    judgement equals the one made by splitting at the first 64 newlines, whose last piece is the file's rest.
     """
     data = b"\n".join(lines) + (b"\n" if tail else b"")
     assert Source("x.jsonl", data).looks_like_json_lines() == _split_judgement(data)
