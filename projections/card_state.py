@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
 import re
 from typing import Annotated, Literal
@@ -53,8 +55,19 @@ _DECISION_GROUPS = tuple((core, tuple(w for w in _DECISION_WORDS if core in w)) 
 Eleven scans of a text rule it out where twenty-one did; a core found sends only its group's words
 to be looked for. Every word holds a core (``tests/projections/test_card_fast_paths.py``).
 """
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n)\n*)")
+"""Where a sentence ends: whitespace after ``.``, ``!`` or ``?``, or line breaks (``(?<=[.!?])\\s+|\\n+``).
+
+Written to start with ``\\s`` so that ``re`` skips to the next whitespace instead of trying both branches at
+every character; it matches the same spans (``tests/projections/test_card_fast_paths.py``).
+"""
+_SENTENCE_ENDS_KEPT = re.compile(f"({_SENTENCE_END.pattern})")
+"""``_SENTENCE_END`` as a group: ``split`` also returns the ends between the sentences (their places)."""
 _CHECK = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*\[([ xX~-])\]\s*(.+?)\s*$", re.MULTILINE)
+_CHECKBOX = re.compile(r"\[[ xX~-]\]")
+"""The box every ``_CHECK`` line holds: none in the first ``_CHECKLIST_CHARS`` characters, no checklist."""
+_CHECKLIST_CHARS = 20_000
+"""How much of a message is searched for checklist lines."""
 _ERROR = re.compile(
     r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)",
     re.MULTILINE,
@@ -65,6 +78,8 @@ _CALL_FACTS = 4_096
 """How many distinct tool calls ``call_facts`` remembers (by name and argument text)."""
 _USER_CHARS = 2_000
 """A user message longer than this is kept by extraction (its imperative and negative sentences)."""
+_EXTRACT_CHARS = 50_000
+"""How much of a long user message extraction reads."""
 _KEEP = 60
 """How many decisions, errors and file paths the state remembers (the newest); the card shows fewer."""
 _LINE = 300
@@ -148,11 +163,11 @@ def _text(content: Text | None, full_text: str | None) -> str:
 
 def checklist_of(text: str) -> tuple[str, ...]:
     """Return the checklist lines of a message (``- [ ] item``, ``1. [x] item``) as ``[ ]``/``[x]`` lines."""
-    if text.find("[", 0, 20_000) < 0:  # every checklist line holds a "[": most texts hold none
+    if _CHECKBOX.search(text, 0, _CHECKLIST_CHARS) is None:  # every checklist line holds one: most texts none
         return ()
     return tuple(
         f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {_clip(item)}"
-        for mark, item in _CHECK.findall(text[:20_000])
+        for mark, item in _CHECK.findall(text[:_CHECKLIST_CHARS])
     )
 
 
@@ -265,8 +280,8 @@ point in the tests).
 
 def _folded(text: str) -> str:
     """Return ``text`` lower-cased so that a case-blind ASCII phrase ``re`` matches in it is a substring."""
-    if text.isascii():
-        return text.lower()
+    if text.isascii() or not ("\u0130" in text or "\u0131" in text or "\u017f" in text):
+        return text.lower()  # nothing to map first (``translate`` with a table costs ~10x ``lower``)
     return text.translate(_ASCII_FOLD).lower()
 
 
@@ -327,17 +342,48 @@ _IMPERATIVE_WORDS = (
 """A part of every word of ``_IMPERATIVE``'s first branch, lower-cased."""
 
 
-def _imperative(sentence: str) -> bool:
+def _imperative(sentence: str, *, holds_word: bool | None = None) -> bool:
     """Whether ``_IMPERATIVE`` finds a match in ``sentence`` (a pre-check first; the answer is exact).
 
     A sentence whose folded form (``_folded``) holds none of ``_IMPERATIVE_WORDS`` cannot match the
     first branch; the second is anchored at the start, so a match there is all that is left to try.
+    ``holds_word`` is that pre-check's answer when the caller already knows it (``_imperatives``).
     """
-    lowered = _folded(sentence)
-    for word in _IMPERATIVE_WORDS:
-        if word in lowered:
-            return _IMPERATIVE.search(sentence) is not None
+    if holds_word is None:
+        lowered = _folded(sentence)
+        holds_word = any(word in lowered for word in _IMPERATIVE_WORDS)
+    if holds_word:
+        return _IMPERATIVE.search(sentence) is not None
     return _IMPERATIVE_START.match(sentence) is not None
+
+
+def _word_starts(lowered: str, words: tuple[str, ...]) -> list[int]:
+    """Where every occurrence of every word starts in ``lowered``, sorted."""
+    starts: list[int] = []
+    for word in words:
+        at = lowered.find(word)
+        while at >= 0:
+            starts.append(at)
+            at = lowered.find(word, at + 1)
+    starts.sort()
+    return starts
+
+
+def _imperatives(text: str) -> tuple[int, list[str]]:
+    """Count the sentences of ``text[:_EXTRACT_CHARS]`` (blank ones aside); return it and the imperative ones.
+
+    The sentences are ``_SENTENCE_END.split``'s, and a sentence is imperative by ``_imperative``. Its
+    pre-check runs once over the whole folded text instead of once per sentence: ``_folded`` keeps every
+    character in its place (only U+0130 lowers to two characters, and it is mapped first), and no word
+    of ``_IMPERATIVE_WORDS`` holds a sentence end, so a sentence's folded form holds a word exactly when
+    an occurrence found in the whole folded text starts inside the sentence.
+    """
+    head = text[:_EXTRACT_CHARS]
+    parts = _SENTENCE_ENDS_KEPT.split(head)  # sentence, end, sentence, ..., sentence
+    places = list(itertools.accumulate(map(len, parts), initial=0))[0::2]
+    with_word = {bisect.bisect_right(places, at) - 1 for at in _word_starts(_folded(head), _IMPERATIVE_WORDS)}
+    sentences = [(i, s) for i, s in enumerate(parts[0::2]) if s.strip()]
+    return len(sentences), [s for i, s in sentences if _imperative(s, holds_word=i in with_word)]
 
 
 def instructions_of(text: str) -> list[str]:
@@ -345,8 +391,7 @@ def instructions_of(text: str) -> list[str]:
 
     The sentences are clipped as the card shows them; an extraction's closing count is not one.
     """
-    sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
-    return [_clip(s) for s in sentences if _imperative(s) and not _LEFT_OUT.fullmatch(s.strip())]
+    return [_clip(s) for s in _imperatives(text)[1] if not _LEFT_OUT.fullmatch(s.strip())]
 
 
 _LEFT_OUT = re.compile(r"\[\d+ (?:other sentences left out|sentences; extract: none imperative)\]")
@@ -359,8 +404,8 @@ def extract(text: str) -> str:
     ``avoid``... or starts with a verb in the imperative (``use``, ``add``, ``keep``...). The
     result ends with a count of the sentences left out; with none kept, the first 300 characters.
     """
-    sentences = [s for s in _SENTENCE_END.split(text[:50_000]) if s.strip()]
-    kept = [_clip(s) for s in sentences if _imperative(s)]
+    count, sentences = _imperatives(text)
+    kept = [_clip(s) for s in sentences]
     if not kept:
-        return _clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
-    return " ".join(kept) + f" [{len(sentences) - len(kept)} other sentences left out]"
+        return _clip(text) + f" [{count} sentences; extract: none imperative]"
+    return " ".join(kept) + f" [{count - len(kept)} other sentences left out]"

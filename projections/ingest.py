@@ -18,6 +18,10 @@ PENDING_TEXT = "[no result recorded yet]"
 """The placeholder result rendered for a tool call still waiting for its result (keeps the pair)."""
 
 
+_EMPTY = InlineText("")
+"""The content of an assistant message with none (frozen: one object serves every such entry)."""
+
+
 class EntryBuilder:
     """Builds the entry of a message on arrival: capped to the per-message limit, short form ready.
 
@@ -77,12 +81,18 @@ class EntryBuilder:
 
     def assistant(self, counted: CountedEvent, event: AssistantMessageAdded) -> Entry:
         """Return the entry of an assistant message with its tool calls."""
-        calls = tuple(RenderedToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in event.tool_calls)
-        counts = counted.tokens
-        call_tokens = sum(
-            TOOL_CALL_OVERHEAD + counts[1 + 2 * i] + counts[2 + 2 * i] for i in range(len(calls))
+        calls = (
+            tuple(RenderedToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in event.tool_calls)
+            if event.tool_calls
+            else ()
         )
-        content = event.content if event.content is not None else InlineText("")
+        counts = counted.tokens
+        call_tokens = (
+            sum(TOOL_CALL_OVERHEAD + counts[1 + 2 * i] + counts[2 + 2 * i] for i in range(len(calls)))
+            if calls
+            else 0
+        )
+        content = event.content if event.content is not None else _EMPTY
         text, tokens, rule = self._capped(counted, content, counts[0], call_tokens)
         return Entry(
             position=counted.position,

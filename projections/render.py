@@ -48,7 +48,8 @@ def render(
 
     Args:
         state: The folded state.
-        resolve: Returns the full text of a logged content; called only for messages shown verbatim.
+        resolve: Returns the full text of a logged content; called only for messages shown verbatim
+            whose content is a blob (an inline content is its own text, which every resolver returns).
         budget: The budget the state was folded under.
         policy: The policy's name, recorded in the context.
         tokenizer: The tokenizer's name, recorded in the context.
@@ -100,7 +101,7 @@ def render(
         tools_tokens=state.tools_tokens,
         messages=tuple(messages),
         stable_prefix=stable,
-        tokens=state.system_tokens + state.tools_tokens + sum(m.tokens for m in messages),
+        tokens=state.system_tokens + state.tools_tokens + sum([m.tokens for m in messages]),
         budget=budget.prompt_limit,
         decisions=decisions(state),
         summary_id=state.window.summaries[-1].summary_id if state.window.summaries else None,
@@ -161,10 +162,13 @@ def _group_messages(
 
 
 def _entry_message(entry: Entry, resolve: Callable[[Text], str]) -> RenderedMessage:
+    content = entry.content
     if entry.text is not None:
         text = entry.text
-    elif entry.content is not None:
-        text = resolve(entry.content)
+    elif isinstance(content, InlineText):
+        text = content.text  # what every resolver returns for it, without the call (one per message)
+    elif content is not None:
+        text = resolve(content)
     else:
         text = ""
     if entry.media_note:
@@ -286,10 +290,13 @@ def _size(messages: int, tokens: int) -> str:
 
 
 def _run_decision(run: list[tuple[Group, DecisionAction, str, int, int]]) -> Decision:
-    seqs = [e.position for item in run for e in item[0].entries]
-    messages = sum(item[0].messages for item in run)
-    changed = sum(item[3] for item in run)
-    tokens = sum(item[4] for item in run)
+    seqs: list[int] = []
+    messages = changed = tokens = 0
+    for group, _, _, group_changed, group_tokens in run:  # one loop: a render decides every group
+        seqs += [e.position for e in group.entries]
+        messages += group.messages
+        changed += group_changed
+        tokens += group_tokens
     action = run[0][1]
     detail = _size(messages, tokens)
     if changed and action != "kept":

@@ -16,7 +16,7 @@ from contextledger.application.rebuild.lease_wait import lease_names, wait_for_l
 from contextledger.application.rebuild.projection_runner import BatchDone
 from contextledger.application.rebuild.render_digest import digests_of
 from contextledger.application.render.context_versions import CONTEXT_VIEW
-from contextledger.application.views.view_runner import RunStats
+from contextledger.application.views.view_runner import RunStats, collector_paused
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, ValidationError
 from contextledger.domain.ports import NotificationReader, ProjectionStore, VersionRegistry
 
@@ -101,7 +101,9 @@ def rebuild(
         stats = in_shards(spec, workers)
     else:
         runner.on_batch = on_batch
-        stats = runner.run()
+        with collector_paused():  # the folded states are freed before the collector would walk them all
+            stats = runner.run()
+            del runner
         workers = 1
     comparison = compare_versions(ledger, views, version) if compare else None
     if switch:

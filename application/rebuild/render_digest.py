@@ -12,7 +12,6 @@ rendered from its row as before.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 
 import msgspec
 from contextledger.projections.context import RenderedContext
@@ -44,12 +43,12 @@ class RenderDigest(msgspec.Struct, frozen=True, array_like=True):
 
 def digest_of(context: RenderedContext) -> RenderDigest:
     """The digest of one rendered context."""
-    evictions: Counter[str] = Counter()
+    evictions: dict[str, int] = {}  # by first eviction, as a Counter kept them
     for decision in context.decisions:
         if decision.action in EVICTING:
-            evictions[decision.rule] += decision.last - decision.first + 1
-    encoded = msgspec.msgpack.encode(context.messages)
-    return RenderDigest(context.tokens, dict(evictions), hashlib.blake2b(encoded, digest_size=16).digest())
+            evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
+    encoded = _ENCODER.encode(context.messages)
+    return RenderDigest(context.tokens, evictions, hashlib.blake2b(encoded, digest_size=16).digest())
 
 
 _ENCODER = msgspec.msgpack.Encoder()

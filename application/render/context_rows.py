@@ -37,36 +37,32 @@ _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(ContextRow)
 
 
-def _from_log(entry: Entry) -> bool:
-    """Whether part of an entry is left out of its row: a non-empty inline text, or tool calls."""
-    content = entry.content
-    return bool(entry.tool_calls) or (isinstance(content, InlineText) and content.text != "")
-
-
-def _slim(entry: Entry) -> Entry:
-    content = entry.content
-    keep = None if isinstance(content, InlineText) and content.text != "" else content
-    return msgspec.structs.replace(entry, content=keep, tool_calls=())
-
-
 def encode_row(state: RenderState, summaries: set[str], tool_names: set[str]) -> bytes:
-    """Return the row of a folded state: entries' inline contents and tool calls left out."""
+    """Return the row of a folded state: entries' inline contents and tool calls left out.
+
+    An entry is left out in part when it has tool calls or a non-empty inline text; it keeps its
+    content otherwise (a blob's address, an empty text). One pass over the entries (a rebuild
+    encodes every session's window).
+    """
     from_log: list[int] = []
     groups: list[Group] = []
+    replace = msgspec.structs.replace
     for group in state.window.groups:
-        if not any(_from_log(e) for e in group.entries):
-            groups.append(group)
-            continue
-        entries = []
-        for entry in group.entries:
-            if _from_log(entry):
+        entries: list[Entry] | None = None
+        for i, entry in enumerate(group.entries):
+            content = entry.content
+            inline = isinstance(content, InlineText) and content.text != ""
+            if inline or entry.tool_calls:
+                if entries is None:
+                    entries = list(group.entries[:i])
                 from_log.append(entry.position)
-                entry = _slim(entry)  # noqa: PLW2901
-            entries.append(entry)
-        groups.append(msgspec.structs.replace(group, entries=tuple(entries)))
-    window: WorkingContext = msgspec.structs.replace(state.window, groups=groups)
+                entries.append(replace(entry, content=None if inline else content, tool_calls=()))
+            elif entries is not None:
+                entries.append(entry)
+        groups.append(group if entries is None else replace(group, entries=tuple(entries)))
+    window: WorkingContext = replace(state.window, groups=groups)
     system = state.system != ""
-    slim = msgspec.structs.replace(state, window=window, system="" if system else state.system)
+    slim = replace(state, window=window, system="" if system else state.system)
     return _ENCODER.encode(ContextRow(slim, sorted(summaries), sorted(tool_names), from_log, system))
 
 

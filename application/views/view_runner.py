@@ -38,6 +38,7 @@ __all__ = [
     "Shard",
     "View",
     "ViewRunner",
+    "collector_paused",
     "session_of",
     "split_stream",
 ]
@@ -171,12 +172,13 @@ class RunStats(msgspec.Struct):
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while folding.
 
     Decoding allocates millions of objects while thousands of folded states stay alive, so its
     full passes (walking every live state again and again) measured ~30% of a rebuild; folding
-    creates no reference cycles.
+    creates no reference cycles. Nested, it leaves the collector to the outer one (a caller that
+    lets the folded states go before the collector runs again spares it a pass over all of them).
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -261,7 +263,7 @@ class ViewRunner:
 
     def catch_up(self) -> RunStats:
         """Fold and commit batches until the reader has nothing after the checkpoints."""
-        with _collector_paused():
+        with collector_paused():
             return self._catch_up()
 
     def _names(self) -> list[str]:

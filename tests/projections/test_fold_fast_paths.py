@@ -1,0 +1,153 @@
+"""The fold's and the row codec's fast paths answer as the definitions they stand in for (ADR 44)."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+from contextledger.application.render.context_rows import ContextRow, encode_row
+from contextledger.domain.content import InlineText
+from contextledger.projections import card_state
+from contextledger.projections.fold import Projector
+from contextledger.projections.state import Entry, Group, RenderState
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from projection_helpers import Words, count_all, policies, sessions
+
+WORDS = Words()
+_SENTENCE_END_AS_DEFINED = re.compile(r"(?<=[.!?])\s+|\n+")
+"""The sentence end as ADR 37 wrote it; ``card_state._SENTENCE_END`` is its faster equivalent."""
+_ODD_CHARS = "İıſKΣσςé\u00a0\u2028\x85\x1c\x0b\x0c\r\t"
+"""Characters that fold, lower, or count as whitespace in unusual ways."""
+_SENTENCE_TEXT = st.text(alphabet="ab .!?\n" + _ODD_CHARS, max_size=40)
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(_SENTENCE_TEXT)
+def test_sentence_ends_are_the_defined_ones(text):
+    """The rewritten sentence end matches the same spans as the pattern it stands for, so splits are equal."""
+    spans = [m.span() for m in card_state._SENTENCE_END.finditer(text)]
+    assert spans == [m.span() for m in _SENTENCE_END_AS_DEFINED.finditer(text)]
+    assert card_state._SENTENCE_END.split(text) == _SENTENCE_END_AS_DEFINED.split(text)
+    kept = card_state._SENTENCE_ENDS_KEPT.split(text)
+    assert kept[0::2] == _SENTENCE_END_AS_DEFINED.split(text)
+    assert "".join(kept) == text
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.text(alphabet="aiIsSkK ." + _ODD_CHARS, max_size=30))
+def test_folding_without_a_mapped_character_is_lowering(text):
+    """``_folded`` skips the mapping only when no mapped character is there: it equals map-then-lower."""
+    assert card_state._folded(text) == text.translate(card_state._ASCII_FOLD).lower()
+
+
+def _extract_by_definition(text: str) -> str:
+    """``extract`` as ADR 37 wrote it: split, then the imperative pattern searched in every sentence."""
+    sentences = [s for s in _SENTENCE_END_AS_DEFINED.split(text[:50_000]) if s.strip()]
+    kept = [card_state._clip(s) for s in sentences if card_state._IMPERATIVE.search(s)]
+    if not kept:
+        return card_state._clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
+    return " ".join(kept) + f" [{len(sentences) - len(kept)} other sentences left out]"
+
+
+_USER_PARTS = [
+    "Do not",
+    "don't",
+    "MUST",
+    "mustn't",
+    "please",
+    "Required",
+    "no longer",
+    "make sure",
+    "ſtop",
+    "keep",
+    "  use",
+    "Fix",
+    "stopped",
+    "only",
+    "İnstead",
+    ". ",
+    "! ",
+    "?\n",
+    "\n\n",
+    " \n ",
+    "[3 other sentences left out]",
+]
+_USER_TEXT = st.lists(
+    st.one_of(st.sampled_from(_USER_PARTS), st.text(alphabet="ab Il'.!?\n" + _ODD_CHARS, max_size=10)),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(_USER_TEXT)
+def test_extraction_equals_its_sentence_by_sentence_definition(text):
+    """Words looked for once in the whole folded text keep exactly the sentences the pattern keeps."""
+    assert card_state.extract(text) == _extract_by_definition(text)
+    by_definition = [
+        card_state._clip(s)
+        for s in _SENTENCE_END_AS_DEFINED.split(text[:50_000])
+        if s.strip() and card_state._IMPERATIVE.search(s) and not card_state._LEFT_OUT.fullmatch(s.strip())
+    ]
+    assert card_state.instructions_of(text) == by_definition
+
+
+def test_extraction_reads_the_first_50000_characters_only():
+    """A sentence cut at the extraction limit is judged as cut, as before (no word found past the limit)."""
+    for tail in ("never", "stop", "use it", "Do not"):
+        text = "x" * (50_000 - 3) + " " + tail + " now. Keep going."
+        assert card_state.extract(text) == _extract_by_definition(text)
+
+
+def test_a_checkbox_across_the_checklist_limit_is_not_a_checklist_line():
+    """The box pre-check reads the first 20,000 characters, as the pattern does: a box cut off is no box."""
+    for start in range(19_990, 20_001):
+        text = "x" * start + "\n- [x] one\n- [ ] two"
+        by_pattern = tuple(
+            f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {card_state._clip(item)}"
+            for mark, item in card_state._CHECK.findall(text[:20_000])
+        )
+        assert card_state.checklist_of(text) == by_pattern
+
+
+def _row_by_definition(state: RenderState, summaries: set[str], tool_names: set[str]) -> bytes:
+    """``encode_row`` as ADR 32 wrote it: every entry tested twice, slimmed by ``structs.replace``."""
+
+    def from_log(entry: Entry) -> bool:
+        content = entry.content
+        return bool(entry.tool_calls) or (isinstance(content, InlineText) and content.text != "")
+
+    def slim(entry: Entry) -> Entry:
+        content = entry.content
+        keep = None if isinstance(content, InlineText) and content.text != "" else content
+        return msgspec.structs.replace(entry, content=keep, tool_calls=())
+
+    positions: list[int] = []
+    groups: list[Group] = []
+    for group in state.window.groups:
+        if not any(from_log(e) for e in group.entries):
+            groups.append(group)
+            continue
+        entries = []
+        for entry in group.entries:
+            if from_log(entry):
+                positions.append(entry.position)
+                entries.append(slim(entry))
+            else:
+                entries.append(entry)
+        groups.append(msgspec.structs.replace(group, entries=tuple(entries)))
+    window = msgspec.structs.replace(state.window, groups=groups)
+    system = state.system != ""
+    row = msgspec.structs.replace(state, window=window, system="" if system else state.system)
+    return msgspec.msgpack.encode(ContextRow(row, sorted(summaries), sorted(tool_names), positions, system))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), policy=policies())
+def test_a_row_is_encoded_as_defined(session, policy):
+    """At every position the one-pass row codec writes the bytes of the two-pass definition."""
+    projector = Projector(policy, WORDS)
+    state = projector.start()
+    for counted in count_all(session, WORDS):
+        state = projector.evolve(state, counted)
+        assert encode_row(state, {"s2", "s1"}, {"t"}) == _row_by_definition(state, {"s2", "s1"}, {"t"})
