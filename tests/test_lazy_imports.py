@@ -72,6 +72,28 @@ def test_one_name_loads_only_its_own_modules():
     assert _heavy(opened, ("contextledger.adapters.importers", "contextledger.adapters.formats")) == []
 
 
+def test_a_sqlite_ledger_never_loads_psycopg(tmp_path):
+    """Opening, writing, rendering and rebuilding a SQLite ledger loads no PostgreSQL driver (~0.1-0.25 s).
+
+    Every CLI command on an embedded ledger paid psycopg's import: the memory and SQLite recorders
+    imported the module that also held PostgreSQL's erasure, and the store factory imported the
+    PostgreSQL store at the top.
+    """
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    code = (
+        "import contextledger\n"
+        f"with contextledger.open_ledger({url!r}) as ledger:\n"
+        "    agent = contextledger.AgentContext.start(ledger, provider='openai', system_prompt='s')\n"
+        "    agent.add_user_message('hello')\n"
+        "    agent.request()\n"
+        "from contextledger.cli import main\n"
+        f"sys.argv = ['contextledger', 'rebuild', '--policy', 'threshold', '--workers', '1', '--db', {url!r}]"
+        "\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    assert exit.code == 0, exit.code\n"
+    )
+    assert _heavy(_loaded_after(code), ("psycopg", "eventsourcing.postgres")) == []
+
+
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_cli_help_and_version_load_no_store_importer_or_tokenizer(flag):
     """The console script answers --help and --version without loading stores, importers or tokenizers."""

@@ -8,8 +8,8 @@ Deleting a row of another session whose id shares the prefix only costs that ses
 
 SQLite deletes with ``secure_delete`` (freed bytes overwritten with zeros) and then truncates the
 write-ahead log, so neither file keeps the deleted rows. PostgreSQL vacuums the tables it deleted from,
-so the freed tuples are reclaimed; copies that left the database before (backups, WAL archives) are out
-of its reach (see ADR 30).
+so the freed tuples are reclaimed (``postgres_erasure``, apart so that a SQLite ledger never loads psycopg);
+copies that left the database before (backups, WAL archives) are out of its reach (see ADR 30).
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
 from contextledger.application.kernel.logs import get_logger
 from eventsourcing.persistence import DatabaseError, OperationalError
-from psycopg.sql import SQL, Composable, Identifier
 
-__all__ = ["MemoryErasure", "PostgresErasure", "SQLiteErasure"]
+__all__ = ["MemoryErasure", "SQLiteErasure"]
 
 log = get_logger(__name__)
 
@@ -96,47 +94,3 @@ class SQLiteErasure:
             finally:
                 cursor.execute("PRAGMA secure_delete=OFF")
                 cursor.sqlite_cursor.close()
-
-
-class PostgresErasure:
-    """PostgreSQL erasure (mixed into ``PostgresRecorder``)."""
-
-    datastore: Any
-    blobs_table: str
-    snapshots_table: str
-    meta_table: str
-
-    def _erasure_table(self, name: str) -> Composable:
-        return SQL("{}.{}").format(Identifier(self.datastore.schema), Identifier(name))
-
-    def erase_session(self, session_id: str, blob_keys: Sequence[str]) -> None:
-        """Delete in one transaction, then vacuum the three tables (freed tuples reclaimed)."""
-        rows_table = self.meta_table.removesuffix("_meta") + "_projection_rows"
-        tables = [self.blobs_table, self.snapshots_table, rows_table]
-        with self.datastore.get_connection() as conn:
-            with conn.transaction():
-                conn.execute(
-                    SQL("DELETE FROM {} WHERE sha256 = ANY(%s)").format(self._erasure_table(tables[0])),
-                    (list(blob_keys),),
-                )
-                conn.execute(
-                    SQL("DELETE FROM {} WHERE strpos('/' || name || '/', '/' || %s || '/') > 0").format(
-                        self._erasure_table(tables[1])
-                    ),
-                    (session_id,),
-                )
-                conn.execute(
-                    SQL("DELETE FROM {} WHERE key = %s OR left(key, length(%s) + 1) = %s || '/'").format(
-                        self._erasure_table(tables[2])
-                    ),
-                    (session_id, session_id, session_id),
-                )
-            autocommit = conn.autocommit
-            conn.autocommit = True
-            try:
-                for table in tables:
-                    conn.execute(SQL("VACUUM {}").format(self._erasure_table(table)))
-            except psycopg.Error as error:  # e.g. not the tables' owner: the rows are deleted all the same
-                log.warning("vacuum_after_forget_failed", session_id=session_id, error=str(error))
-            finally:
-                conn.autocommit = autocommit

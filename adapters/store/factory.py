@@ -14,7 +14,6 @@ from contextledger.adapters.store.cipher import (
 )
 from contextledger.adapters.store.event_store import RecorderEventStore, _translated
 from contextledger.adapters.store.memory import MemoryRecorder
-from contextledger.adapters.store.postgres import open_postgres
 from contextledger.adapters.store.sealing import Sealer
 from contextledger.adapters.store.sqlite import open_sqlite
 from contextledger.domain.errors import ConfigError, LedgerKeyError
@@ -86,6 +85,8 @@ def open_store(url: str | None = None, *, key_file: str | None = None) -> Record
     elif scheme == "sqlite":
         store = open_sqlite(url)
     elif scheme in {"postgresql", "postgres"}:
+        from contextledger.adapters.store.postgres import open_postgres  # noqa: PLC0415 - psycopg only when used
+
         store = open_postgres(url)
     else:
         msg = f"unsupported database URL {url!r}: use sqlite:///path.db, postgresql://user@host:port/db or memory://"

@@ -19,8 +19,8 @@ from typing import Any
 
 import psycopg
 from contextledger.adapters.store.batch import blob_rows, idempotency_rows
-from contextledger.adapters.store.erasure import PostgresErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.postgres_erasure import PostgresErasure
 from contextledger.adapters.store.postgres_horizon import (
     PostgresNotificationLog,
     append_statement,
