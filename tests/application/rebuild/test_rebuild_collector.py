@@ -16,17 +16,6 @@ def _spec(preset: str) -> RebuildSpec:
     return RebuildSpec(get_preset(preset).model_dump_json(), 2_000, "heuristic")
 
 
-@pytest.fixture
-def filled(ledger):
-    """The conftest ledger holding three short sessions with a tool call each."""
-    for n in range(3):
-        session = ledger.start_session(session_id=f"s{n}", system_prompt="sys")
-        ledger.add_user_message(session, f"question {n} " * 40)
-        ledger.add_assistant_message(session, tool_calls=[{"id": "c", "name": "ls", "arguments": {}}])
-        ledger.add_tool_result(session, "c", "file " * 400)
-    return ledger
-
-
 def _states() -> int:
     return sum(1 for o in gc.get_objects() if isinstance(o, RenderState))
 

@@ -15,17 +15,6 @@ def _spec(preset: str, budget: int = 2_000) -> RebuildSpec:
     return RebuildSpec(get_preset(preset).model_dump_json(), budget, "heuristic")
 
 
-@pytest.fixture
-def filled(ledger):
-    """The conftest ledger holding two short sessions with a tool call each."""
-    for n in range(2):
-        session = ledger.start_session(session_id=f"s{n}", system_prompt="sys")
-        ledger.add_user_message(session, f"question {n} " * 40)
-        ledger.add_assistant_message(session, tool_calls=[{"id": "c", "name": "ls", "arguments": {}}])
-        ledger.add_tool_result(session, "c", "file " * 400)
-    return ledger
-
-
 def _version_of(ledger: contextledger.Ledger, spec: RebuildSpec) -> str:
     views, reader = store_views(ledger)
     return spec.runner(ledger, reader, views).projection  # building a runner reads and writes nothing
