@@ -47,12 +47,15 @@ class MsgspecMapper:
     def to_stored_many(self, stream_id: str, first: int, events: Sequence[LedgerEvent]) -> list[StoredEvent]:
         """Return the rows that store ``events`` at ``first``, ``first + 1``, ... of ``stream_id``.
 
-        The depth of the whole batch is checked at once (``any_too_deep``); when some event is too deep,
-        the events are checked and encoded one by one, so the first fault met in order is the one raised.
+        The depth of a batch of several events is checked at once (``any_too_deep``); when some event is
+        too deep, the events are checked and encoded one by one, so the first fault met in order is the
+        one raised. One event is checked alone (``too_deep``'s fast path is quicker than the batch walk).
 
         Raises:
             InvalidMessageError: an event nests values deeper than the store keeps.
         """
+        if len(events) == 1:
+            return [self._checked_row(stream_id, first, events[0])]
         if any_too_deep(events, MAX_STORED_DEPTH):
             return [
                 self._checked_row(stream_id, position, event) for position, event in enumerate(events, first)
