@@ -37,7 +37,7 @@ class RenderedToolCall(msgspec.Struct, frozen=True, kw_only=True):
     arguments: str
 
 
-class RenderedMessage(msgspec.Struct, frozen=True, kw_only=True):
+class RenderedMessage(msgspec.Struct, frozen=True, kw_only=True, weakref=True):
     """One message of the history after the system prompt.
 
     ``sources`` are the log positions it was rendered from; ``kind`` says whether it is a message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+from functools import partial
 from typing import Any
 
 from contextledger.adapters.formats.common import object_schema, rewrite_id, wire_role
@@ -71,7 +73,44 @@ def to_openai(ctx: RenderedContext) -> dict[str, Any]:
     return payload
 
 
+_WIRE: dict[int, tuple[weakref.ref[RenderedMessage], dict[str, Any]]] = {}
+"""The wire form of each live rendered message converted before, by the message's id.
+
+An agent loop's requests re-send most of their window, and the renderer hands back the same
+message objects for the entries still shown (ADR 0033), so their wire forms are copied, not built
+again. An entry goes when its message is freed (a weak reference's callback), so the cache never
+keeps a text alive; a message with media parts is not kept (its content nests deeper).
+"""
+
+
 def _message(message: RenderedMessage, index: int) -> dict[str, Any]:
+    key = id(message)
+    hit = _WIRE.get(key)
+    if hit is not None and hit[0]() is message:
+        return _fresh(hit[1])
+    wire = _wire_message(message, index)
+    if type(message) is RenderedMessage:
+        _WIRE[key] = (weakref.ref(message, partial(_forget, key)), wire)
+        return _fresh(wire)
+    return wire
+
+
+def _forget(key: int, ref: weakref.ref[RenderedMessage]) -> None:
+    entry = _WIRE.get(key)
+    if entry is not None and entry[0] is ref:  # not a newer message's entry under a reused id
+        _WIRE.pop(key, None)
+
+
+def _fresh(wire: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a kept wire message that shares no mutable object with it."""
+    copy = dict(wire)
+    calls = wire.get("tool_calls")
+    if calls is not None:
+        copy["tool_calls"] = [dict(call, function=dict(call["function"])) for call in calls]
+    return copy
+
+
+def _wire_message(message: RenderedMessage, index: int) -> dict[str, Any]:
     role = wire_role(message, index)
     if role == "tool":
         call_id = openai_call_id(message.tool_call_id or "")

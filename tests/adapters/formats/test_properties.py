@@ -166,3 +166,42 @@ def _blocks(payload):
     """Yield every content block of a Messages payload."""
     for message in payload["messages"]:
         yield from message["content"]
+
+
+@SETTINGS
+@given(contexts())
+def test_a_changed_payload_never_reaches_the_next_one(ctx):
+    """Wire messages kept per rendered message are copied out: a caller's edits never reach the next payload.
+
+    An agent loop re-sends most of its window, so the wire form of each rendered message is kept
+    and copied (ADR 0046); the copy shares no dict or list with what is kept.
+    """
+    first = json.dumps(to_openai(ctx), ensure_ascii=False)
+    payload = to_openai(ctx)
+    for message in payload["messages"]:
+        message["content"] = "edited"
+        for call in message.get("tool_calls", ()):
+            call["id"] = "edited"
+            call["function"]["arguments"] = "edited"
+        message.setdefault("tool_calls", []).append({"id": "added"})
+
+    assert json.dumps(to_openai(ctx), ensure_ascii=False) == first
+
+
+def test_a_kept_wire_message_goes_with_its_message():
+    """The kept wire form of a message is dropped when the message is freed: no text is kept alive."""
+    import gc  # noqa: PLC0415
+
+    from contextledger.adapters.formats import openai as wire  # noqa: PLC0415
+
+    message = RenderedMessage(role="user", text="a long text " * 1_000, tokens=3_000)
+    ctx = RenderedContext(
+        session_id="s", position=1, policy="default", tokenizer="cl100k_base", system="", system_tokens=0,
+        tools=(), tools_tokens=0, messages=(message,), stable_prefix=0, tokens=3_000, budget=100_000,
+    )  # fmt: skip
+    assert to_openai(ctx)["messages"] == [{"role": "user", "content": message.text}]
+    key = id(message)
+    assert wire._WIRE[key][0]() is message
+    del ctx, message
+    gc.collect()
+    assert key not in wire._WIRE
