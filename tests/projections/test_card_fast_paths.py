@@ -35,13 +35,15 @@ def test_shell_tokens_equal_shlex_tokens(line):
     assert shell_files._tokens(line) == _shlex_tokens(line)
 
 
-@settings(max_examples=2_000, deadline=None)
-@given(
-    st.lists(
-        st.one_of(st.sampled_from(_PHRASES), st.text(alphabet="ab Il'.!?\nſKİıé", max_size=12)),
-        max_size=8,
+def _mixed(parts: list[str], alphabet: str, pieces: int) -> st.SearchStrategy[str]:
+    """Texts of up to ``pieces`` pieces: known phrases, and short runs of letters that fold oddly."""
+    return st.lists(
+        st.one_of(st.sampled_from(parts), st.text(alphabet=alphabet, max_size=12)), max_size=pieces
     ).map("".join)
-)
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(_mixed(_PHRASES, "ab Il'.!?\nſKİıé", 8))
 def test_a_text_ruled_out_holds_no_decision(text):
     """The pre-check answers as the decision pattern does: never False when a sentence holds a decision."""
     assert card_state._may_decide(text) == (card_state.DECISION.search(text) is not None)
@@ -140,12 +142,7 @@ _IMPERATIVE_PARTS = [
 
 
 @settings(max_examples=2_000, deadline=None)
-@given(
-    st.lists(
-        st.one_of(st.sampled_from(_IMPERATIVE_PARTS), st.text(alphabet="ab Il'.!?\nſKİıé-", max_size=12)),
-        max_size=6,
-    ).map("".join)
-)
+@given(_mixed(_IMPERATIVE_PARTS, "ab Il'.!?\nſKİıé-", 6))
 def test_the_imperative_pre_check_answers_as_the_pattern(sentence):
     """A sentence is kept by extraction exactly when the imperative pattern finds a match in it."""
     assert card_state._imperative(sentence) == (card_state._IMPERATIVE.search(sentence) is not None)
