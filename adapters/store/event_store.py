@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Protocol
 
 import msgspec
-from contextledger.adapters.store.batch import Extras
+from contextledger.adapters.store.batch import Extras, blob_rows, idempotency_rows
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC, Sealer
 from contextledger.application.kernel.logs import get_logger
@@ -248,10 +248,7 @@ class RecorderEventStore:
             self.recorder, "insert_event_batches", None
         )
         if insert_batches is None:
-            gathered = list(items)
-            blobs = {sha: text for _, some in gathered for sha, text in some.items()}
-            self.append_streams([append for append, _ in gathered], blobs=blobs)
-            return
+            insert_batches = self._gathered_batches
         created: dict[str, Cipher] = {}
         current: list[StreamAppend] = []
 
@@ -282,6 +279,22 @@ class RecorderEventStore:
                 ) from error
         if self.sealer is not None:
             self.sealer.remember(created)
+
+    def _gathered_batches(self, batches: Iterable[tuple[list[StoredEvent], Extras]]) -> None:
+        """Draw every encoded batch, then insert them all with one ``insert_events``.
+
+        For a recorder that cannot insert batch by batch in one transaction: only the encoded rows are
+        held until the insert, not the drafted events.
+        """
+        stored: list[StoredEvent] = []
+        blobs: dict[str, str] = {}
+        keys: list[tuple[str, str, int, int]] = []
+        for events, extras in batches:
+            stored.extend(events)
+            blobs.update(blob_rows(extras))
+            keys.extend(idempotency_rows(extras))
+        if stored:
+            self.recorder.insert_events(stored, blobs=blobs, idempotency=keys)
 
     def _encode(self, stream_id: str, first: int, events: Sequence[AnyEvent]) -> list[StoredEvent]:
         """Encode a stream's events from position ``first`` before any write (bad values: the caller's)."""

@@ -18,7 +18,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
-from contextledger.adapters.store.batch import blob_rows, idempotency_rows
+from contextledger.adapters.store.batch import Extras, blob_rows, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres_erasure import PostgresErasure
 from contextledger.adapters.store.postgres_horizon import (
@@ -29,6 +29,7 @@ from contextledger.adapters.store.postgres_horizon import (
     persistence_errors,
     stream_key,
 )
+from contextledger.adapters.store.postgres_import import stage_and_append
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
 from contextledger.domain.errors import StoreUnavailableError
@@ -102,6 +103,9 @@ class PostgresRecorder(
         self._append = append_statement(datastore.schema, events_table_name).as_bytes(None)
         self._append_one = append_statement(datastore.schema, events_table_name, one=True).as_bytes(None)
         self._notify = notify_statement(self.channel_name)
+        self._function = SQL("{}.{}").format(
+            Identifier(datastore.schema), Identifier(f"{events_table_name}_append")
+        )
         self._turns = threading.local()
         """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
 
@@ -225,6 +229,17 @@ class PostgresRecorder(
             with suppress(psycopg.Error):  # the append has committed: a lost wake-up must not undo that
                 curs.execute(self._notify, prepare=True)
         return [] if row is None else [int(i) for i in row["ids"]]
+
+    def insert_event_batches(self, batches: Iterable[tuple[Sequence[StoredEvent], Extras]]) -> None:
+        """Stage each batch as it is drawn, then append them all in ONE statement (``postgres_import``).
+
+        Every batch is stored, or none; the client holds one batch at a time. Listeners are woken once,
+        after the append has committed.
+        """
+        with self.datastore.get_connection() as conn:
+            if stage_and_append(conn, self._function, batches):
+                with suppress(psycopg.Error):  # the append has committed: a lost wake-up must not undo that
+                    conn.execute(self._notify, prepare=True)
 
     def _heads_statement(self) -> Composed:
         """The last position of each stream in an array, each by an index-only backward scan.
