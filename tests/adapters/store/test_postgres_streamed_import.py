@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import contextledger
 import msgspec
+import psycopg
 import pytest
 from contextledger.domain.errors import SessionExistsError
 from contextledger.testing import CountingIds, FixedClock
 
+from tests.adapters.importers.test_import_transaction import _KILLED
 from tests.adapters.importers.test_streaming import BAD_LAST, SYNTHETIC
 
 pytestmark = pytest.mark.postgres
@@ -113,3 +118,27 @@ def test_an_existing_session_id_refuses_the_whole_file(pg_url):
         with pytest.raises(SessionExistsError):
             ledger.start_sessions(specs)
         assert [s.session_id for s in ledger.sessions()] == ["imp-1"]
+
+
+def test_a_process_killed_while_staging_leaves_nothing(pg_url):
+    """Killed with three sessions staged, the import leaves no event, and the ledger takes the next start."""
+    done = subprocess.run([sys.executable, "-c", _KILLED, pg_url], check=False, capture_output=True)
+    assert done.returncode == 9, done.stderr
+    with contextledger.open_ledger(pg_url) as ledger:
+        assert ledger.sessions() == []
+        assert ledger.start_sessions([{"session_id": "s1"}]) == ["s1"]
+
+
+def test_an_encrypted_postgres_ledger_imports_what_a_plain_one_does(
+    transcripts, tmp_path, pg_url, monkeypatch
+):
+    """Staged rows are the sealed rows: read back through the key, the sessions equal a plain import's."""
+    path = transcripts / "tau-bench__gpt-4o-airline.json"
+    plain = _imported(f"sqlite:///{tmp_path / 'plain.db'}", path)
+    monkeypatch.setenv("CIPHER_KEY", base64.b64encode(b"m" * 32).decode())
+    assert _imported(pg_url, path) == plain
+    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
+        schema = pg_url.rsplit("schema=", 1)[1]
+        rows = conn.execute(f'SELECT state FROM "{schema}".contextledger_events').fetchall()
+    assert rows
+    assert not any(b"reservation" in bytes(state) for (state,) in rows)
