@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import contextledger
@@ -207,14 +208,21 @@ def test_sketches_of_one_session_only(tmp_path, session):
         assert len(expected) == ledger.version(session) // SMALL
 
 
-def test_text_index_reads_the_rows_a_runner_wrote(tmp_path, monkeypatch):
-    """With the view's rows in place, a search builds no sketch from the log; without them it builds each."""
-    monkeypatch.setattr(text_index, "CHUNK", SMALL)
+@contextmanager
+def _viewed(tmp_path: Path) -> Iterator[tuple[contextledger.Ledger, RecorderProjections]]:
+    """A SQLite ledger of the whole story, with the search view's rows written by a runner (chunk SMALL)."""
     with _open(_sqlite(tmp_path)) as ledger:
         for _ in _story(ledger):
             pass
         store = _store(ledger)
         ViewRunner(store, store, [SearchView(ledger, store, chunk=SMALL)]).run()
+        yield ledger, store
+
+
+def test_text_index_reads_the_rows_a_runner_wrote(tmp_path, monkeypatch):
+    """With the view's rows in place, a search builds no sketch from the log; without them it builds each."""
+    monkeypatch.setattr(text_index, "CHUNK", SMALL)
+    with _viewed(tmp_path) as (ledger, _):
         served = TextIndex(ledger)
         hits = [r.position for r in served.scan("a", "alpha2")]
         assert served.built == 0
@@ -226,11 +234,7 @@ def test_text_index_reads_the_rows_a_runner_wrote(tmp_path, monkeypatch):
 def test_each_sketch_row_has_its_trigram_filter_row(tmp_path, monkeypatch):
     """The view writes, next to each chunk's sketch, the filter of that sketch; questions read them."""
     monkeypatch.setattr(text_index, "CHUNK", SMALL)
-    with _open(_sqlite(tmp_path)) as ledger:
-        for _ in _story(ledger):
-            pass
-        store = _store(ledger)
-        ViewRunner(store, store, [SearchView(ledger, store, chunk=SMALL)]).run()
+    with _viewed(tmp_path) as (ledger, store):
         sketches = _rows(store, SEARCH_VIEW)
         filters = _rows(store, SEARCH_VIEW + text_index.FILTERS)
         assert sketches
