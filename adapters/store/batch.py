@@ -20,7 +20,7 @@ def first_positions(rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
     ``rows`` are ``(stream as the backend stores it, position, ...)``; a batch of one stream (the
     common case) is decided in C.
     """
-    streams = {row[0] for row in rows}
+    streams = set(map(itemgetter(0), rows))
     if len(streams) == 1:
         return {streams.pop(): min(map(itemgetter(1), rows))}
     firsts: dict[str, int] = {}

@@ -186,7 +186,7 @@ class Ledger:
         issued: dict[str, str] = {}
         events: list[AnyEvent] = [started]
         parsed = parse_for_append(spec.get("messages", ()))
-        events.extend(self._drafts.event(message, state, issued, blobs) for message in parsed)
+        events.extend(self._drafts.events(parsed, state, issued, blobs))
         return events, blobs
 
     def append(
@@ -237,7 +237,7 @@ class Ledger:
         """Draft ``parsed`` after ``state`` and append them (``options``: of ``_append``); the positions."""
         blobs: dict[str, str] = {}
         issued: dict[str, str] = {}
-        events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
+        events = self._drafts.events(parsed, state, issued, blobs)
         return self._append(session_id, events, blobs, state=state, **options).positions
 
     def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
@@ -409,8 +409,7 @@ class Ledger:
         if due is not None:  # the state the stored snapshot holds: the events are applied to it
             self._rules.remember(due[1], snapshot)
             return outcome
-        for event in events:
-            state.apply(event)
+        state.apply_all(events)
         self._rules.remember(state)
         return outcome
 
