@@ -124,11 +124,18 @@ class ContextView:
         self.known.folded_upto = upto
         touched: dict[str, int] = {}
         mains: list[tuple[Notification, int]] = []
-        virtual = self.renderer.ledger.forks.virtual_position
+        forks = self.renderer.ledger.forks
+        roots: set[str] = set()  # sessions without a fork parent (it never changes): positions are their own
         for note in batch:
             stream, kind = split_stream(note.stream_id)
             if not kind:
-                position = virtual(stream, note.position, note.event)  # a fork's follow its parent's
+                if stream in roots:
+                    position = note.position
+                else:
+                    # a fork's positions follow its parent's prefix
+                    position = forks.virtual_position(stream, note.position, note.event)
+                    if forks.parent_of(stream) is None:
+                        roots.add(stream)
                 touched[stream] = _session_head(position, note.event)
                 mains.append((note, position))
             elif kind == SUMMARIES_KIND:
@@ -157,7 +164,7 @@ class ContextView:
         if state is None:
             return RenderDigest(failed="no state held")  # not reached: a folded state is held
         try:
-            return digest_of(self.projector.render(state, self.renderer.ledger.text))
+            return digest_of(self.projector.render(state, self.renderer.reader.resolve))
         except ContextLedgerError as error:
             return RenderDigest(failed=str(error))
 
