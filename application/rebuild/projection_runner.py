@@ -202,7 +202,7 @@ class ContextView:
             for note, _ in mains:
                 read.setdefault(note.stream_id, []).append(counted[note.id])
             return read, produced
-        facts = self.card_facts.batch(list(dict.fromkeys(note.stream_id for note, _ in mains)))
+        facts = self.card_facts.batch((note.stream_id, position) for note, position in mains)
         for note, _ in mains:
             read.setdefault(note.stream_id, []).append(facts.attach(note.stream_id, counted[note.id]))
         if written := facts.rows():

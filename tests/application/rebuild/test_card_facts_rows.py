@@ -9,7 +9,7 @@ from pathlib import Path
 
 import contextledger
 import msgspec
-from contextledger.application.rebuild.card_facts import CARD_FACTS, CardFacts
+from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, CardFacts
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded
@@ -57,7 +57,12 @@ def test_a_rebuild_reading_kept_facts_writes_the_rows_of_one_finding_them(full_d
     kept = _facts_rows(first)
     with contextledger.open_ledger(f"sqlite:///{first}") as ledger:
         heads = {s.session_id: ledger.version(s.session_id) for s in ledger.sessions()}
-    assert {key: at for key, (at, _) in kept.items()} == heads  # one row per session, up to its head
+    reached: dict[str, int] = {}
+    for key, (at, _) in kept.items():
+        session_id, _, block = key.rpartition("/")
+        assert at // BLOCK == int(block)  # a row stays in its block
+        reached[session_id] = max(reached.get(session_id, 0), at)
+    assert reached == heads  # every session's facts looked at up to its head
     decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
     assert any(decode(data) for _, data in kept.values())  # the transcripts hold decisions or plans
     dumps = {}
@@ -90,19 +95,21 @@ def test_a_rebuild_without_the_card_keeps_no_facts(full_db, tmp_path):  # noqa: 
 
 
 def test_facts_grow_over_contiguous_positions_only(ledger):
-    """A session's row says "looked at up to p": a gap in the positions handed stops it from growing."""
-    views = ledger.ports.projections
-    facts = CardFacts(views).batch(["s"])
+    """A row says "looked at up to p": it grows from its block's first position, and a gap stops it."""
+    positions = [1, 2, 4, BLOCK - 1, BLOCK, BLOCK + 1]
+    facts = CardFacts(ledger.ports.projections).batch(("s", p) for p in positions)
     text = "I decided to pin it. Then more."
-    for position in (1, 2, 4):
-        event = AssistantMessageAdded(content=InlineText(text if position == 2 else "ok"))
+    for position in positions:
+        event = AssistantMessageAdded(content=InlineText(text if position in {2, BLOCK + 1} else "ok"))
         done = facts.attach("s", CountedEvent(position=position, event=event))
         assert done.card is not None
     rows = facts.rows()
-    assert rows["s"][0] == 2
-    kept = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode(rows["s"][1])
-    assert kept == {2: TextFacts(decisions=("I decided to pin it.",))}
-    assert NO_FACTS not in kept.values()
+    assert {key: at for key, (at, _) in rows.items()} == {"s/0": 2, "s/1": BLOCK + 1}
+    decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
+    decided = TextFacts(decisions=("I decided to pin it.",))
+    assert decode(rows["s/0"][1]) == {2: decided}  # no entry for the messages without facts
+    assert decode(rows["s/1"][1]) == {BLOCK + 1: decided}
+    assert NO_FACTS not in decode(rows["s/0"][1]).values()
 
 
 def test_forgetting_a_session_erases_its_card_facts(tmp_path, monkeypatch):
@@ -116,6 +123,6 @@ def test_forgetting_a_session_erases_its_card_facts(tmp_path, monkeypatch):
             ledger.add_assistant_message(session_id, "I decided to keep the cache. Done.")
         views = _views(ledger)
         ProjectionRunner(ledger, views, views).run()
-        assert sorted(views.row_keys(CARD_FACTS)) == ["gone", "kept"]
+        assert sorted(views.row_keys(CARD_FACTS)) == ["gone/0", "kept/0"]
         ledger.forget("gone", reason="asked to")
-        assert views.row_keys(CARD_FACTS) == ["kept"]
+        assert views.row_keys(CARD_FACTS) == ["kept/0"]
