@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
-import math
 import re
-from typing import Annotated, Literal
 
 import msgspec
-import pydantic
 from contextledger.domain.content import InlineText, Text, text_preview
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
-from contextledger.projections.budget import Budget
-from contextledger.projections.shell_files import FileTouches, files_of_call
-from contextledger.projections.wire import arguments_object
+from contextledger.projections.card_calls import call_facts, todo_items
+from contextledger.projections.card_calls import clip as _clip
+from contextledger.projections.card_config import CardConfig
 
 __all__ = [
+    "CARD_FACTS_FORMAT",
     "DECISION",
+    "NO_FACTS",
     "CardConfig",
     "CardState",
+    "TextFacts",
+    "assistant_facts",
     "call_facts",
     "checklist_of",
     "instructions_of",
+    "message_facts",
     "observe",
     "observe_assistant",
     "observe_result",
     "observe_user",
     "todo_items",
+    "user_facts",
 ]
 
 DECISION = re.compile(
@@ -72,47 +74,12 @@ _ERROR = re.compile(
     r"^(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception)\b|error:|fatal:|FAILED\b)",
     re.MULTILINE,
 )
-_TODO_TOOL = re.compile(r"todo|plan|task", re.IGNORECASE)
-"""A tool whose name says it keeps a plan: the list its call writes is the new plan revision."""
-_CALL_FACTS = 4_096
-"""How many distinct tool calls ``call_facts`` remembers (by name and argument text)."""
 _USER_CHARS = 2_000
 """A user message longer than this is kept by extraction (its imperative and negative sentences)."""
 _EXTRACT_CHARS = 50_000
 """How much of a long user message extraction reads."""
 _KEEP = 60
 """How many decisions, errors and file paths the state remembers (the newest); the card shows fewer."""
-_LINE = 300
-
-
-class CardConfig(pydantic.BaseModel):
-    """The session-state card: a block the fold derives from the log and renders in every context.
-
-    Attributes:
-        enabled: Render the card at all (False gives the contexts of the policy without a card).
-        placement: ``prefix`` keeps it in the stable prefix after the summaries, refreshed only at
-            compaction points (no extra cache break); ``tail`` rewrites it after every event at the
-            end of the context (never cached; kept to measure the difference).
-        max_tokens: The card's own cap in tokens.
-        max_fraction: The card may use at most this fraction of the budget's target.
-        files: Paths listed per list (files changed, files read), the newest.
-        decisions: Decisions listed, the newest.
-        errors: Errors with their resolutions listed, the newest.
-    """
-
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = True
-    placement: Literal["prefix", "tail"] = "prefix"
-    max_tokens: Annotated[int, pydantic.Field(gt=0)] = 1_500
-    max_fraction: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.1
-    files: Annotated[int, pydantic.Field(ge=0)] = 40
-    decisions: Annotated[int, pydantic.Field(ge=0)] = 30
-    errors: Annotated[int, pydantic.Field(ge=0)] = 8
-
-    def cap(self, budget: Budget) -> int:
-        """Return the card's tier cap under ``budget``: the smaller of its two limits."""
-        return min(self.max_tokens, math.floor(budget.target * self.max_fraction))
 
 
 class CardState(msgspec.Struct, kw_only=True, array_like=True):
@@ -148,11 +115,6 @@ class CardState(msgspec.Struct, kw_only=True, array_like=True):
         )
 
 
-def _clip(text: str, limit: int = _LINE) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
-
-
 def _text(content: Text | None, full_text: str | None) -> str:
     if content is None:
         return ""
@@ -169,28 +131,6 @@ def checklist_of(text: str) -> tuple[str, ...]:
         f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {_clip(item)}"
         for mark, item in _CHECK.findall(text[:_CHECKLIST_CHARS])
     )
-
-
-def todo_items(arguments: object) -> tuple[str, ...] | None:
-    """Return the whole list a todo-style tool call writes (``todos``/``items``/``tasks``), or None."""
-    if not isinstance(arguments, dict):
-        return None
-    for key in ("todos", "items", "tasks", "plan"):
-        todos = arguments.get(key)
-        if not isinstance(todos, list):
-            continue
-        lines = []
-        for todo in todos:
-            if isinstance(todo, str):
-                lines.append(f"[ ] {_clip(todo)}")
-            elif isinstance(todo, dict):
-                text = todo.get("content") or todo.get("title") or todo.get("task") or todo.get("step")
-                status = str(todo.get("status", "pending"))
-                mark = "x" if status in {"completed", "done"} else "~" if status == "in_progress" else " "
-                if isinstance(text, str):
-                    lines.append(f"[{mark}] {_clip(text)}")
-        return tuple(lines)
-    return None
 
 
 def _remember(paths: dict[str, int], found: tuple[str, ...], seq: int) -> None:
@@ -220,18 +160,83 @@ def observe(
         observe_result(card, seq, event, full_text)
 
 
+class TextFacts(msgspec.Struct, frozen=True, array_like=True):
+    """What the card takes from one message's text: a pure function of the text, the same under every policy.
+
+    An assistant message's decision sentences (clipped) and its checklist when it has two lines or
+    more; a long user message's extraction. Finding them scans the whole text, so a rebuild keeps them
+    as rows (``application/rebuild/card_facts.py``) and a later rebuild under another policy reads them.
+    """
+
+    decisions: tuple[str, ...] = ()
+    plan: tuple[str, ...] = ()
+    extract: str | None = None
+
+
+NO_FACTS = TextFacts()
+CARD_FACTS_FORMAT = 1
+"""Part of the name of the kept facts: raise it when a change here changes what ``*_facts`` return."""
+
+
+def assistant_facts(text: str) -> TextFacts:
+    """The facts of an assistant message's text: its decision sentences and its plan (checklist)."""
+    head = text[:20_000]
+    decisions = (
+        tuple(_clip(s) for s in _SENTENCE_END.split(head) if _may_decide(s)) if _may_decide(head) else ()
+    )
+    plan = checklist_of(text)
+    if len(plan) < 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
+        plan = ()
+    return TextFacts(decisions, plan) if decisions or plan else NO_FACTS
+
+
+def user_facts(text: str) -> TextFacts:
+    """The facts of a user message's text: its extraction when it is too long to keep whole."""
+    return NO_FACTS if len(text) <= _USER_CHARS else TextFacts(extract=extract(text))
+
+
+def message_facts(event: object, full_text: str | None) -> TextFacts | None:
+    """The facts of a user or assistant message's text as ``observe`` reads it; None for any other event."""
+    if isinstance(event, AssistantMessageAdded):
+        return assistant_facts(_text(event.content, full_text))
+    if isinstance(event, UserMessageAdded):
+        return user_facts(_text(event.content, full_text))
+    return None
+
+
 def observe_user(
-    card: CardState, seq: int, event: UserMessageAdded, full_text: str | None, *, user_extract: bool = True
+    card: CardState,
+    seq: int,
+    event: UserMessageAdded,
+    full_text: str | None,
+    facts: TextFacts | None = None,
+    *,
+    user_extract: bool = True,
 ) -> None:
-    """``observe`` of a user message: kept whole, or by extraction when it is long."""
+    """``observe`` of a user message: kept whole, or by extraction when it is long.
+
+    ``facts``, when given, are ``user_facts`` of the same text, found earlier.
+    """
     text = _text(event.content, full_text)
-    whole = len(text) <= _USER_CHARS or not user_extract
-    card.users.append((seq, text if whole else extract(text), whole))
+    if len(text) <= _USER_CHARS or not user_extract:
+        card.users.append((seq, text, True))
+        return
+    kept = facts.extract if facts is not None else None
+    card.users.append((seq, extract(text) if kept is None else kept, False))
 
 
-def observe_assistant(card: CardState, seq: int, event: AssistantMessageAdded, full_text: str | None) -> None:
-    """``observe`` of an assistant message: plan, decisions, files of its calls, an error resolved."""
-    _assistant(card, seq, event, _text(event.content, full_text))
+def observe_assistant(
+    card: CardState,
+    seq: int,
+    event: AssistantMessageAdded,
+    full_text: str | None,
+    facts: TextFacts | None = None,
+) -> None:
+    """``observe`` of an assistant message: plan, decisions, files of its calls, an error resolved.
+
+    ``facts``, when given, are ``assistant_facts`` of the same text, found earlier.
+    """
+    _assistant(card, seq, event, _text(event.content, full_text), facts)
 
 
 def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_text: str | None) -> None:
@@ -285,20 +290,21 @@ def _folded(text: str) -> str:
     return text.translate(_ASCII_FOLD).lower()
 
 
-def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: str) -> None:
+def _assistant(
+    card: CardState, seq: int, event: AssistantMessageAdded, text: str, facts: TextFacts | None
+) -> None:
     if card.open_error is not None and text.strip():
         at, what, _ = card.errors[card.open_error]
         card.errors[card.open_error] = (at, what, f"seq {seq}: {_clip(text, 120)}")
         card.open_error = None
-    head = text[:20_000]
-    if _may_decide(head):
+    found = assistant_facts(text) if facts is None else facts
+    if found.decisions:
         decisions = card.decisions
-        decisions.extend((seq, _clip(s)) for s in _SENTENCE_END.split(head) if _may_decide(s))
+        decisions.extend((seq, sentence) for sentence in found.decisions)
         if len(decisions) > _KEEP:
             del decisions[:-_KEEP]
-    plan = checklist_of(text)
-    if len(plan) >= 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
-        card.todo = (seq, plan)
+    if found.plan:
+        card.todo = (seq, found.plan)
     for call in event.tool_calls:
         todos, touched = call_facts(call.name, call.arguments)
         if todos is not None:
@@ -307,20 +313,6 @@ def _assistant(card: CardState, seq: int, event: AssistantMessageAdded, text: st
             _remember(card.changed, touched.changed, seq)
         if touched.read:
             _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
-
-
-@functools.lru_cache(maxsize=_CALL_FACTS)
-def call_facts(name: str, arguments: str) -> tuple[tuple[str, ...] | None, FileTouches]:
-    """Return what the card takes from one tool call: the plan it writes (or None) and the files it touches.
-
-    The plan is the whole list of a todo-style call (``todo_items``) whose tool name says it keeps
-    one (``todo``, ``plan``, ``task``); the files are ``files_of_call`` of its arguments parsed as a
-    JSON object (none when they are not one). A pure function of the call's name and argument text,
-    so it is remembered by them: a call seen again (a rebuild, a repeated command) is not parsed again.
-    """
-    parsed = arguments_object(arguments) or {}
-    todos = todo_items(parsed) if _TODO_TOOL.search(name) else None
-    return todos, files_of_call(name, parsed)
 
 
 _VERBS = (

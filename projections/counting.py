@@ -16,6 +16,7 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.domain.ports import TokenCounter
+from contextledger.projections.card_state import TextFacts
 from contextledger.projections.context import RenderedContext, RenderedMessage, media_of
 from contextledger.projections.media import media_tokens
 from contextledger.projections.wire import (
@@ -43,13 +44,16 @@ class CountedEvent(msgspec.Struct, frozen=True, kw_only=True):
     ``tokens`` holds one count per text of ``counted_texts(event)``, in that order. ``position`` is the
     event's position; for a ``SummaryRecorded`` it is ``produced_at`` (the position after which the
     artifact is available). ``full_text`` carries the resolved text of a blob content when the
-    projection asked for it (``Projector.needs_text``) so that it can truncate it.
+    projection asked for it (``Projector.needs_text``) so that it can truncate it. ``card``, when
+    set, holds the card's facts of a user or assistant message's text (``assistant_facts`` or
+    ``user_facts``, found by an earlier rebuild), which the fold then does not look for again.
     """
 
     position: int
     event: AnyEvent
     tokens: tuple[int, ...] = ()
     full_text: str | None = None
+    card: TextFacts | None = None
 
 
 def counted_texts(event: AnyEvent) -> list[Text]:

@@ -171,7 +171,7 @@ class Projector:
         state.latest_user = position
         state.position = position
         if self._card:
-            observe_user(state.card, position, event, counted.full_text)
+            observe_user(state.card, position, event, counted.full_text, counted.card)
 
     def _assistant(self, state: RenderState, counted: CountedEvent, event: AssistantMessageAdded) -> None:
         position = counted.position
@@ -186,7 +186,7 @@ class Projector:
             owners[call.id] = position
         state.position = position
         if self._card:
-            observe_assistant(state.card, position, event, counted.full_text)
+            observe_assistant(state.card, position, event, counted.full_text, counted.card)
 
     def _pin(self, state: RenderState, event: ItemPinned | ItemUnpinned) -> None:
         """Count a pin or unpin; restoring (or undoing) a message is a compaction point of its own."""

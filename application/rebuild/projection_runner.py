@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
+from contextledger.application.rebuild.card_facts import CardFacts
 from contextledger.application.rebuild.render_digest import RenderDigest, digest_of, digests_of, encode_digest
 from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
 from contextledger.application.render.renderer import Renderer
@@ -86,6 +87,8 @@ class ContextView:
         self.name = projection or projection_version(self.projector)
         self.digests = digests_of(self.name)
         self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
+        self.card_facts = CardFacts(store) if self.projector.policy.card.enabled else None
+        """The card's facts of each message, kept per session (read, or found and written, per batch)."""
         self.renderer.counter.defer_saves = True  # the token cache is written once per batch (``fold``)
         self.failed: dict[str, str] = {}
         self.known = KnownRows()
@@ -121,18 +124,25 @@ class ContextView:
         self.known.folded_upto = upto
         touched: dict[str, int] = {}
         mains: list[tuple[Notification, int]] = []
-        virtual = self.renderer.ledger.forks.virtual_position
+        forks = self.renderer.ledger.forks
+        roots: set[str] = set()  # sessions without a fork parent (it never changes): positions are their own
         for note in batch:
             stream, kind = split_stream(note.stream_id)
             if not kind:
-                position = virtual(stream, note.position, note.event)  # a fork's follow its parent's
+                if stream in roots:
+                    position = note.position
+                else:
+                    # a fork's positions follow its parent's prefix
+                    position = forks.virtual_position(stream, note.position, note.event)
+                    if forks.parent_of(stream) is None:
+                        roots.add(stream)
                 touched[stream] = _session_head(position, note.event)
                 mains.append((note, position))
             elif kind == SUMMARIES_KIND:
                 touched.setdefault(stream, 0)
                 if isinstance(note.event, SummaryRecorded):
                     self._artifacts.setdefault(stream, []).append(note.event)
-        read, fresh_tokens = self._counted(after, upto, mains)
+        read, fresh = self._counted(after, upto, mains)
         stored = self._stored([s for s in touched if self._may_have_row(s)])
         rows: Rows = {}
         digests: Rows = {}
@@ -146,7 +156,7 @@ class ContextView:
                 rows[session_id] = (at, data)
                 digests[session_id] = (at, encode_digest(self._digest(session_id)))
         self.renderer.counter.flush()
-        return {self.name: rows, self.digests: digests, self.tokens.name: fresh_tokens}
+        return {self.name: rows, self.digests: digests, **fresh}
 
     def _digest(self, session_id: str) -> RenderDigest:
         """The comparison's digest of the session's render, from the state just folded (nothing is read)."""
@@ -154,14 +164,18 @@ class ContextView:
         if state is None:
             return RenderDigest(failed="no state held")  # not reached: a folded state is held
         try:
-            return digest_of(self.projector.render(state, self.renderer.ledger.text))
+            return digest_of(self.projector.render(state, self.renderer.reader.resolve))
         except ContextLedgerError as error:
             return RenderDigest(failed=str(error))
 
     def _counted(
         self, after: int, upto: int, mains: list[tuple[Notification, int]]
-    ) -> tuple[dict[str, list[CountedEvent]], Rows]:
-        """Count a batch's session events: from the token rows, the rest through the token cache at once."""
+    ) -> tuple[dict[str, list[CountedEvent]], dict[str, Rows]]:
+        """Count a batch's session events: from the token rows, the rest through the token cache at once.
+
+        With the card, each message also gets its card facts (``card_facts``). Returns the events by
+        session, and the new token and card facts rows by name.
+        """
         reader = self.renderer.reader
         known = self.tokens.load(after, upto) if mains else {}
         counted: dict[int, CountedEvent] = {}
@@ -183,9 +197,17 @@ class ContextView:
         if self._texts:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
         read: dict[str, list[CountedEvent]] = {}
+        produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
+        if self.card_facts is None or not mains:
+            for note, _ in mains:
+                read.setdefault(note.stream_id, []).append(counted[note.id])
+            return read, produced
+        facts = self.card_facts.batch((note.stream_id, position) for note, position in mains)
         for note, _ in mains:
-            read.setdefault(note.stream_id, []).append(counted[note.id])
-        return read, self.tokens.rows(fresh) if fresh else {}
+            read.setdefault(note.stream_id, []).append(facts.attach(note.stream_id, counted[note.id]))
+        if written := facts.rows():
+            produced[self.card_facts.name] = written
+        return read, produced
 
     def _fold_session(
         self, session_id: str, at: int, row: tuple[int, bytes] | None, events: list[CountedEvent]

@@ -63,7 +63,8 @@ class CountedReader:
             for counted in chunk:
                 event = counted.event
                 if isinstance(event, AssistantMessageAdded):
-                    seen.tools.update(call.name for call in event.tool_calls)
+                    if event.tool_calls:
+                        seen.tools.update(call.name for call in event.tool_calls)
                 elif isinstance(event, ToolResultRecorded) and event.tool_name:
                     seen.tools.add(event.tool_name)
                 yield counted

@@ -1,0 +1,110 @@
+"""The card's facts of each message, kept per session: a rebuild under another policy does not look again.
+
+The session-state card's decisions, plans and user extractions are found by scanning every message's
+whole text (``card_state.assistant_facts``, ``user_facts``), about a quarter of a rebuild after a
+config change. They depend on the text alone, never on the policy, so the context view keeps them as
+rows beside the token rows, per session and block of ``BLOCK`` positions: keyed ``<session>/<block>``
+(so forgetting the session erases them with its other rows), each holding the facts of the block's
+messages that have any, by position. A row's position is the last position looked at: every
+position of the block up to it was, so one without an entry has none. A row is bounded (a live tail
+rewrites only the block it extends). Like every derived row it is rebuilt from the log when it is
+missing or unreadable, and its name changes with ``CARD_FACTS_FORMAT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+from contextledger.application.views.view_runner import Rows
+from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
+from contextledger.domain.ports import ProjectionRows
+from contextledger.projections.card_state import CARD_FACTS_FORMAT, NO_FACTS, TextFacts, message_facts
+from contextledger.projections.counting import CountedEvent
+
+__all__ = ["BLOCK", "CARD_FACTS", "BatchFacts", "CardFacts", "facts_key"]
+
+CARD_FACTS = f"card-facts/v{CARD_FACTS_FORMAT}"
+"""The name of the rows (shared by every context version: the facts do not depend on the policy)."""
+BLOCK = 1_024
+"""Session positions per row."""
+
+_DECODE = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
+_ENCODE = msgspec.msgpack.Encoder().encode
+_MESSAGES = (AssistantMessageAdded, UserMessageAdded)
+
+
+def facts_key(session_id: str, position: int) -> str:
+    """The key of the row holding the facts of a session position."""
+    return f"{session_id}/{position // BLOCK}"
+
+
+class _Kept:
+    """One row during a batch: the last position looked at, the facts by position, whether it grew."""
+
+    __slots__ = ("changed", "facts", "upto")
+
+    def __init__(self, upto: int, facts: dict[int, TextFacts]) -> None:
+        self.upto = upto
+        self.facts = facts
+        self.changed = False
+
+
+class BatchFacts:
+    """The kept facts of the sessions of one batch: looked up, or found and added when missing."""
+
+    def __init__(self, kept: dict[str, _Kept]) -> None:
+        """Start from the rows read for the batch."""
+        self._kept = kept
+
+    def attach(self, session_id: str, counted: CountedEvent) -> CountedEvent:
+        """Return ``counted`` with its card facts (kept ones, else found now); other events unchanged.
+
+        Events must come in each session's order. A row grows only over contiguous positions from
+        its block's first, so that "looked at up to" stays true.
+        """
+        position = counted.position
+        key = facts_key(session_id, position)
+        kept = self._kept.get(key)
+        if kept is not None and position <= kept.upto:
+            if counted.card is not None or not isinstance(counted.event, _MESSAGES):
+                return counted
+            return msgspec.structs.replace(counted, card=kept.facts.get(position, NO_FACTS))
+        facts = message_facts(counted.event, counted.full_text)
+        if kept is None:
+            kept = self._kept[key] = _Kept(max(position // BLOCK * BLOCK, 1) - 1, {})
+        if position == kept.upto + 1:
+            kept.upto = position
+            kept.changed = True
+            if facts is not None and facts is not NO_FACTS:
+                kept.facts[position] = facts
+        return counted if facts is None else msgspec.structs.replace(counted, card=facts)
+
+    def rows(self) -> Rows:
+        """The rows that grew (whole rows: they replace the stored ones)."""
+        return {
+            key: (kept.upto, _ENCODE(dict(sorted(kept.facts.items()))))
+            for key, kept in self._kept.items()
+            if kept.changed
+        }
+
+
+class CardFacts:
+    """Reads the card facts rows a batch needs (one read per batch)."""
+
+    def __init__(self, store: ProjectionRows) -> None:
+        """Keep the rows in ``store`` under ``CARD_FACTS``."""
+        self.store = store
+        self.name = CARD_FACTS
+
+    def batch(self, positions: Iterable[tuple[str, int]]) -> BatchFacts:
+        """The kept facts of the batch's ``(session, position)``; an unreadable row counts as none."""
+        keys = list(dict.fromkeys(facts_key(session_id, position) for session_id, position in positions))
+        found = self.store.load_rows(self.name, keys) if keys else {}
+        kept: dict[str, _Kept] = {}
+        for key, (upto, data) in found.items():
+            try:
+                kept[key] = _Kept(upto, _DECODE(data))
+            except msgspec.DecodeError:
+                continue
+        return BatchFacts(kept)

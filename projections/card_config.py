@@ -1,0 +1,41 @@
+"""The session-state card's settings in a policy."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+import pydantic
+from contextledger.projections.budget import Budget
+
+__all__ = ["CardConfig"]
+
+
+class CardConfig(pydantic.BaseModel):
+    """The session-state card: a block the fold derives from the log and renders in every context.
+
+    Attributes:
+        enabled: Render the card at all (False gives the contexts of the policy without a card).
+        placement: ``prefix`` keeps it in the stable prefix after the summaries, refreshed only at
+            compaction points (no extra cache break); ``tail`` rewrites it after every event at the
+            end of the context (never cached; kept to measure the difference).
+        max_tokens: The card's own cap in tokens.
+        max_fraction: The card may use at most this fraction of the budget's target.
+        files: Paths listed per list (files changed, files read), the newest.
+        decisions: Decisions listed, the newest.
+        errors: Errors with their resolutions listed, the newest.
+    """
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    placement: Literal["prefix", "tail"] = "prefix"
+    max_tokens: Annotated[int, pydantic.Field(gt=0)] = 1_500
+    max_fraction: Annotated[float, pydantic.Field(gt=0, le=1)] = 0.1
+    files: Annotated[int, pydantic.Field(ge=0)] = 40
+    decisions: Annotated[int, pydantic.Field(ge=0)] = 30
+    errors: Annotated[int, pydantic.Field(ge=0)] = 8
+
+    def cap(self, budget: Budget) -> int:
+        """Return the card's tier cap under ``budget``: the smaller of its two limits."""
+        return min(self.max_tokens, math.floor(budget.target * self.max_fraction))

@@ -1,0 +1,128 @@
+"""The card facts a rebuild keeps: a later rebuild reading them writes what one finding them again writes."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import sqlite3
+from pathlib import Path
+
+import contextledger
+import msgspec
+from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, CardFacts
+from contextledger.application.rebuild.projection_runner import ProjectionRunner
+from contextledger.domain.content import InlineText
+from contextledger.domain.events import AssistantMessageAdded
+from contextledger.projections.card_state import NO_FACTS, TextFacts
+from contextledger.projections.counting import CountedEvent
+from contextledger.projections.presets import get_preset
+
+from tests.application.rebuild.test_projection_runner import _views, full_db  # noqa: F401 - the fixture
+
+_THRESHOLD = "threshold"
+
+
+def _rows(path: Path) -> dict[tuple[str, str], tuple[int, bytes]]:
+    """Every projection row but the card facts, by (projection, key)."""
+    with sqlite3.connect(path) as db:
+        found = db.execute("SELECT projection, key, position, state FROM ledger_projection_rows").fetchall()
+    return {(p, k): (at, data) for p, k, at, data in found if p != CARD_FACTS}
+
+
+def _rebuild(path: Path, policy: str) -> str:
+    with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
+        views = _views(ledger)
+        runner = ProjectionRunner(ledger, views, views, policy=policy, batch_size=300)
+        assert runner.run().failed == {}
+        return runner.projection
+
+
+def _facts_rows(path: Path) -> dict[str, tuple[int, bytes]]:
+    with sqlite3.connect(path) as db:
+        found = db.execute(
+            "SELECT key, position, state FROM ledger_projection_rows WHERE projection = ?", (CARD_FACTS,)
+        ).fetchall()
+    return {key: (at, data) for key, at, data in found}
+
+
+def test_a_rebuild_reading_kept_facts_writes_the_rows_of_one_finding_them(full_db, tmp_path):  # noqa: F811
+    """A rebuild under another policy writes the same rows whether it reads the kept facts or not.
+
+    Context rows, digests and token rows are equal when it reads them, finds them all again (none
+    kept), or finds unreadable ones; the rows it writes then are the first rebuild's.
+    """
+    first = tmp_path / "first.db"
+    shutil.copy(full_db, first)
+    _rebuild(first, "default")
+    kept = _facts_rows(first)
+    with contextledger.open_ledger(f"sqlite:///{first}") as ledger:
+        heads = {s.session_id: ledger.version(s.session_id) for s in ledger.sessions()}
+    reached: dict[str, int] = {}
+    for key, (at, _) in kept.items():
+        session_id, _, block = key.rpartition("/")
+        assert at // BLOCK == int(block)  # a row stays in its block
+        reached[session_id] = max(reached.get(session_id, 0), at)
+    assert reached == heads  # every session's facts looked at up to its head
+    decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
+    assert any(decode(data) for _, data in kept.values())  # the transcripts hold decisions or plans
+    dumps = {}
+    for how in ("read", "missing", "unreadable"):
+        copy = tmp_path / f"{how}.db"
+        shutil.copy(first, copy)
+        with sqlite3.connect(copy) as db:
+            if how == "missing":
+                db.execute("DELETE FROM ledger_projection_rows WHERE projection = ?", (CARD_FACTS,))
+            elif how == "unreadable":
+                db.execute(
+                    "UPDATE ledger_projection_rows SET state = x'c1' WHERE projection = ?", (CARD_FACTS,)
+                )
+        _rebuild(copy, _THRESHOLD)
+        dumps[how] = _rows(copy)
+        assert _facts_rows(copy) == kept  # found again: the same rows
+    assert dumps["read"] == dumps["missing"] == dumps["unreadable"]
+
+
+def test_a_rebuild_without_the_card_keeps_no_facts(full_db, tmp_path):  # noqa: F811
+    """A policy without the card never looks for facts, so it writes none."""
+    copy = tmp_path / "plain.db"
+    shutil.copy(full_db, copy)
+    default = get_preset("default")
+    plain = default.model_copy(update={"card": default.card.model_copy(update={"enabled": False})})
+    with contextledger.open_ledger(f"sqlite:///{copy}") as ledger:
+        views = _views(ledger)
+        assert ProjectionRunner(ledger, views, views, policy=plain).run().failed == {}
+    assert _facts_rows(copy) == {}
+
+
+def test_facts_grow_over_contiguous_positions_only(ledger):
+    """A row says "looked at up to p": it grows from its block's first position, and a gap stops it."""
+    positions = [1, 2, 4, BLOCK - 1, BLOCK, BLOCK + 1]
+    facts = CardFacts(ledger.ports.projections).batch(("s", p) for p in positions)
+    text = "I decided to pin it. Then more."
+    for position in positions:
+        event = AssistantMessageAdded(content=InlineText(text if position in {2, BLOCK + 1} else "ok"))
+        done = facts.attach("s", CountedEvent(position=position, event=event))
+        assert done.card is not None
+    rows = facts.rows()
+    assert {key: at for key, (at, _) in rows.items()} == {"s/0": 2, "s/1": BLOCK + 1}
+    decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
+    decided = TextFacts(decisions=("I decided to pin it.",))
+    assert decode(rows["s/0"][1]) == {2: decided}  # no entry for the messages without facts
+    assert decode(rows["s/1"][1]) == {BLOCK + 1: decided}
+    assert NO_FACTS not in decode(rows["s/0"][1]).values()
+
+
+def test_forgetting_a_session_erases_its_card_facts(tmp_path, monkeypatch):
+    """The facts hold the session's words, so they are keyed by the session and erased with it."""
+    monkeypatch.setenv("CIPHER_KEY", base64.b64encode(b"m" * 32).decode())
+    url = f"sqlite:///{tmp_path / 'keyed.db'}"
+    with contextledger.open_ledger(url) as ledger:
+        for session_id in ("gone", "kept"):
+            ledger.start_session(session_id=session_id, system_prompt="sys")
+            ledger.add_user_message(session_id, "please keep the cache")
+            ledger.add_assistant_message(session_id, "I decided to keep the cache. Done.")
+        views = _views(ledger)
+        ProjectionRunner(ledger, views, views).run()
+        assert sorted(views.row_keys(CARD_FACTS)) == ["gone/0", "kept/0"]
+        ledger.forget("gone", reason="asked to")
+        assert views.row_keys(CARD_FACTS) == ["kept/0"]
