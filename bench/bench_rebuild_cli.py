@@ -6,7 +6,8 @@ Usage::
 
 The ledger is bench_rebuild's: every fixture transcript ``--copies`` times, each copy's texts and
 call ids made distinct. Every figure is one fresh process, timed from outside (start-up, import,
-progress, comparison and exit included):
+progress, comparison and exit included; the modules compiled once, as an installed package has them,
+even where ``PYTHONDONTWRITEBYTECODE`` is set):
 
 - ``raw``: select every stored event and decode it with the store's msgspec mapper (bench_rebuild's
   floor), in a process of its own;
@@ -68,11 +69,22 @@ def phase_tiktoken(db: Path) -> dict[str, float]:
     return {"texts": len(texts), "tokens": tokens, "seconds": elapsed}
 
 
-def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
-    """Run ``contextledger rebuild ... --json`` in a fresh process; its wall time and what it printed."""
+def _env(pythonpath: str | None) -> dict[str, str]:
+    """The children's environment: ``pythonpath`` for the code under test, and compiled modules kept.
+
+    An installed package has its modules compiled (pip writes them); ``PYTHONDONTWRITEBYTECODE`` (set on
+    some machines) would make every start compile the whole package again, about 0.1 s of each figure.
+    """
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
+    return env
+
+
+def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
+    """Run ``contextledger rebuild ... --json`` in a fresh process; its wall time and what it printed."""
+    env = _env(pythonpath)
     command = [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args]
     started = time.perf_counter()
     done = subprocess.run(
@@ -101,9 +113,8 @@ def _phase(name: str, db: Path) -> dict[str, float]:
 
 
 def _has_no_compare(pythonpath: str | None) -> bool:
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    """Whether the code has ``--no-compare`` (this first start also compiles its modules)."""
+    env = _env(pythonpath)
     done = subprocess.run(
         [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", "--help"],
         capture_output=True,
@@ -118,10 +129,10 @@ def _code(label: str, pythonpath: str | None, base: Path, work: Path, runs: int)
     """The first rebuild once, then ``runs`` rebuilds after a config change (each on a fresh copy)."""
     cold = work / f"{label}-cold.db"
     shutil.copy(base, cold)
+    no_compare = _has_no_compare(pythonpath)  # first, so that the first rebuild finds compiled modules
     first = _cli(pythonpath, cold, "--policy", "default", "--switch")
     warm: list[dict[str, Any]] = []
     quick: list[dict[str, Any]] = []
-    no_compare = _has_no_compare(pythonpath)
     for _ in range(runs):
         copy = work / f"{label}-warm.db"
         shutil.copy(cold, copy)
