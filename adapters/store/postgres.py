@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -29,6 +29,7 @@ from contextledger.adapters.store.postgres_horizon import (
     persistence_errors,
     stream_key,
 )
+from contextledger.adapters.store.postgres_notify import CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
 from contextledger.domain.errors import StoreUnavailableError
@@ -102,6 +103,8 @@ class PostgresRecorder(
         self._append = append_statement(datastore.schema, events_table_name).as_bytes(None)
         self._append_one = append_statement(datastore.schema, events_table_name, one=True).as_bytes(None)
         self._notify = notify_statement(self.channel_name)
+        self.notifier = CommitNotifier(self._send_notify)
+        """Sends the NOTIFY after appends have committed, at most one per interval (ADR 0047)."""
         self._turns = threading.local()
         """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
 
@@ -201,7 +204,8 @@ class PostgresRecorder(
         # writer turn (ADR 0035), checks each stream's head, claims the transaction's id and notification
         # ids, then writes the events, blobs and idempotency keys. Within a writer turn it runs on the
         # connection holding the turn. Once it has committed, a NOTIFY of its own wakes live tails (inside
-        # the append it would serialize every writer's commit, ADR 0042).
+        # the append it would serialize every writer's commit, ADR 0042), sent by the notifier's thread
+        # with those of other commits made meanwhile (ADR 0047).
         only = stored_events[0].originator_id
         one = all(s.originator_id == only for s in stored_events)
         if len(stored_events) == 1 and not blobs and not keys:
@@ -222,9 +226,17 @@ class PostgresRecorder(
         with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
             curs.execute(statement, params, prepare=True)
             row = curs.fetchone()
-            with suppress(psycopg.Error):  # the append has committed: a lost wake-up must not undo that
-                curs.execute(self._notify, prepare=True)
+        self.notifier.committed()
         return [] if row is None else [int(i) for i in row["ids"]]
+
+    def _send_notify(self) -> None:
+        """One NOTIFY on the recorder's channel, a transaction of its own (the notifier's ``send``)."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(self._notify, prepare=True)
+
+    def close(self) -> None:
+        """Send the NOTIFY still due, before the pool closes (``open_postgres``'s ``on_close``)."""
+        self.notifier.close()
 
     def _heads_statement(self) -> Composed:
         """The last position of each stream in an array, each by an index-only backward scan.
@@ -404,4 +416,8 @@ def open_postgres(url: str) -> RecorderEventStore:
             datastore.close()
         msg = f"cannot open PostgreSQL ledger at {where} (schema {schema}): {error}"
         raise StoreUnavailableError(msg) from error
-    return RecorderEventStore(recorder, url=url, on_close=datastore.close)
+    def close() -> None:
+        recorder.close()
+        datastore.close()
+
+    return RecorderEventStore(recorder, url=url, on_close=close)
