@@ -26,16 +26,17 @@ from contextledger.adapters.store.postgres_horizon import (
     append_statement,
     horizon_statements,
     notify_statement,
+    persistence_error,
     persistence_errors,
     stream_key,
 )
-from contextledger.adapters.store.postgres_notify import CommitNotifier
+from contextledger.adapters.store.postgres_notify import NOTIFY_INTERVAL, CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
 from contextledger.domain.errors import StoreUnavailableError
 from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
@@ -57,7 +58,13 @@ class PostgresRecorder(
 ):
     """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
 
-    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        *,
+        events_table_name: str = "stored_events",
+        notify_interval: float = NOTIFY_INTERVAL,
+    ) -> None:
         """Create the recorder and register the side tables it needs."""
         super().__init__(datastore, events_table_name=events_table_name)
         prefix = events_table_name.removesuffix("_events")
@@ -103,7 +110,7 @@ class PostgresRecorder(
         self._append = append_statement(datastore.schema, events_table_name).as_bytes(None)
         self._append_one = append_statement(datastore.schema, events_table_name, one=True).as_bytes(None)
         self._notify = notify_statement(self.channel_name)
-        self.notifier = CommitNotifier(self._send_notify)
+        self.notifier = CommitNotifier(self._send_notify, interval=notify_interval)
         """Sends the NOTIFY after appends have committed, at most one per interval (ADR 0047)."""
         self._turns = threading.local()
         """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
@@ -223,11 +230,25 @@ class PostgresRecorder(
                 [text.encode("utf-8") for _, text in blobs],
                 *key_columns,
             )
-        with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
-            curs.execute(statement, params, prepare=True)
-            row = curs.fetchone()
+        held: dict[str, psycopg.Connection[DictRow]] | None = self._turns.__dict__.get("held")
+        turn = held.get(str(only)) if held and one else None
+        try:
+            if turn is not None:
+                ids = _append_on(turn, statement, params)
+            elif self.datastore.pool.closed:  # not opened yet: ``get_connection`` opens it
+                with self.datastore.get_connection() as conn:
+                    ids = _append_on(conn, statement, params)
+            else:  # straight from the pool: ``get_connection``'s wrappers cost more than the rest here
+                pool = self.datastore.pool
+                conn = pool.getconn()
+                try:
+                    ids = _append_on(conn, statement, params)
+                finally:
+                    pool.putconn(conn)
+        except psycopg.Error as error:  # mapped as ``get_connection`` maps them (a gap: IntegrityError)
+            raise persistence_error(error) from error
         self.notifier.committed()
-        return [] if row is None else [int(i) for i in row["ids"]]
+        return ids
 
     def _send_notify(self) -> None:
         """One NOTIFY on the recorder's channel, a transaction of its own (the notifier's ``send``)."""
@@ -379,6 +400,14 @@ class PostgresRecorder(
         return {str(row["originator_id"]): int(row["head"]) for row in rows}
 
 
+def _append_on(conn: psycopg.Connection[Any], statement: bytes, params: Sequence[Any]) -> list[int]:
+    """Run the append statement on ``conn`` (autocommit: its own transaction); the notification ids."""
+    with conn.cursor(row_factory=tuple_row) as curs:
+        curs.execute(statement, params, prepare=True)
+        row = curs.fetchone()
+    return [] if row is None else [int(i) for i in row[0]]
+
+
 def _field(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, Mapping) else row[0]
 
@@ -408,7 +437,9 @@ def open_postgres(url: str) -> RecorderEventStore:
             )
             # Opened (and waited for) once, here: concurrent first waits race inside psycopg_pool.
             datastore.pool.open(wait=True, timeout=options.pool_timeout)
-            recorder = PostgresRecorder(datastore, events_table_name="contextledger_events")
+            recorder = PostgresRecorder(
+                datastore, events_table_name="contextledger_events", notify_interval=options.notify_interval
+            )
             recorder.setup(probe)
         datastore.register_type_adapters()
     except (psycopg.Error, PersistenceError) as error:
@@ -416,6 +447,7 @@ def open_postgres(url: str) -> RecorderEventStore:
             datastore.close()
         msg = f"cannot open PostgreSQL ledger at {where} (schema {schema}): {error}"
         raise StoreUnavailableError(msg) from error
+
     def close() -> None:
         recorder.close()
         datastore.close()

@@ -27,16 +27,16 @@ __all__ = ["NOTIFY_INTERVAL", "CommitNotifier"]
 
 log = get_logger(__name__)
 
-NOTIFY_INTERVAL = 0.01
+NOTIFY_INTERVAL = 0.05
 """Seconds between two NOTIFYs of one ledger: a commit is announced at once after a quiet interval,
-else at the interval's end (with every commit made meanwhile)."""
+else at the interval's end (with every commit made meanwhile). The URL's ``notify_interval`` sets it."""
 
 _IDLE = 1.0
 """Seconds without a commit after which the sending thread ends (the next commit starts another)."""
 
 
 class CommitNotifier:
-    """Sends ``send()`` (the NOTIFY) after commits, from a thread of its own, at most once per ``interval``."""
+    """Sends ``send()`` (the NOTIFY) after commits from a thread of its own, once per ``interval`` at most."""
 
     def __init__(self, send: Callable[[], None], *, interval: float = NOTIFY_INTERVAL) -> None:
         """``send`` runs one NOTIFY as a transaction of its own; it may raise (logged, dropped)."""
@@ -74,8 +74,8 @@ class CommitNotifier:
             if self._closed:
                 return  # ``close`` sends what is due
             pause = self._last + self._interval - time.monotonic()
-            if pause > 0:
-                self._stop.wait(pause)  # commits made meanwhile join this NOTIFY
+            if pause > 0 and self._stop.wait(pause):  # commits made meanwhile join this NOTIFY
+                return  # closed while pausing: ``close`` sends what is due
             self._due.clear()  # before the send: a commit marked after this gets a NOTIFY of its own
             self._deliver()
 
@@ -88,7 +88,7 @@ class CommitNotifier:
         self._last = time.monotonic()
 
     def close(self) -> None:
-        """Send the NOTIFY still due (in the caller's thread) and stop the thread; later commits notify at once."""
+        """Send the NOTIFY still due (in the caller's thread), stop the thread; later commits notify now."""
         with self._lock:
             self._closed = True
             thread, self._thread = self._thread, None
