@@ -13,13 +13,15 @@ Schema setup runs under an advisory lock, so processes opening one schema at onc
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
 from contextledger.adapters.store.batch import blob_rows, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.postgres_append import OneEventAppend
 from contextledger.adapters.store.postgres_erasure import PostgresErasure
 from contextledger.adapters.store.postgres_horizon import (
     PostgresNotificationLog,
@@ -108,7 +110,7 @@ class PostgresRecorder(
             ]
         )
         self._append = append_statement(datastore.schema, events_table_name).as_bytes(None)
-        self._append_one = append_statement(datastore.schema, events_table_name, one=True).as_bytes(None)
+        self._append_one = OneEventAppend(datastore.schema, events_table_name).run
         self._notify = notify_statement(self.channel_name)
         self.notifier = CommitNotifier(self._send_notify, interval=notify_interval)
         """Sends the NOTIFY after appends have committed, at most one per interval (ADR 0047)."""
@@ -215,12 +217,12 @@ class PostgresRecorder(
         # with those of other commits made meanwhile (ADR 0047).
         only = stored_events[0].originator_id
         one = all(s.originator_id == only for s in stored_events)
+        append: Callable[[psycopg.Connection[Any]], list[int]]
         if len(stored_events) == 1 and not blobs and not keys:
             event = stored_events[0]
-            statement = self._append_one
-            params: tuple[Any, ...] = (str(only), event.originator_version, event.topic, event.state)
+            append = partial(self._append_one, stream_id=str(only), version=event.originator_version,
+                             topic=event.topic, state=event.state)  # fmt: skip
         else:
-            statement = self._append
             params = (
                 [str(s.originator_id) for s in stored_events],
                 [s.originator_version for s in stored_events],
@@ -230,19 +232,20 @@ class PostgresRecorder(
                 [text.encode("utf-8") for _, text in blobs],
                 *key_columns,
             )
+            append = partial(_append_on, statement=self._append, params=params)
         held: dict[str, psycopg.Connection[DictRow]] | None = self._turns.__dict__.get("held")
         turn = held.get(str(only)) if held and one else None
         try:
             if turn is not None:
-                ids = _append_on(turn, statement, params)
+                ids = append(turn)
             elif self.datastore.pool.closed:  # not opened yet: ``get_connection`` opens it
                 with self.datastore.get_connection() as conn:
-                    ids = _append_on(conn, statement, params)
+                    ids = append(conn)
             else:  # straight from the pool: ``get_connection``'s wrappers cost more than the rest here
                 pool = self.datastore.pool
                 conn = pool.getconn()
                 try:
-                    ids = _append_on(conn, statement, params)
+                    ids = append(conn)
                 finally:
                     pool.putconn(conn)
         except psycopg.Error as error:  # mapped as ``get_connection`` maps them (a gap: IntegrityError)
@@ -400,7 +403,7 @@ class PostgresRecorder(
         return {str(row["originator_id"]): int(row["head"]) for row in rows}
 
 
-def _append_on(conn: psycopg.Connection[Any], statement: bytes, params: Sequence[Any]) -> list[int]:
+def _append_on(conn: psycopg.Connection[Any], *, statement: bytes, params: Sequence[Any]) -> list[int]:
     """Run the append statement on ``conn`` (autocommit: its own transaction); the notification ids."""
     with conn.cursor(row_factory=tuple_row) as curs:
         curs.execute(statement, params, prepare=True)
