@@ -128,11 +128,12 @@ def stage_split(rounds: int, batches: int, folder: Path, batch: int = 1000) -> d
     """CPU µs per event of each stage of ``append_many`` of ``batch`` plain messages (least of ``rounds``).
 
     Each stage is the ledger's own call, run apart on the same batch: parse (``parse_for_append``), draft
-    (``EventDrafter.event``), check (``SessionState.check``), encode (the store's ``_encode``), insert and
-    commit (the recorder's ``insert_events``, the rules snapshot with it when due), apply (``state.apply``,
-    not run when the snapshot's state is kept), the rules snapshot (``RulesCache.snapshot_after``). "whole
-    append_many" is the call itself, and "of which cyclic GC" the collector's time inside it. The stages run
-    with the collector off (its time is the process's, not the stage's that happens to trigger it).
+    (``EventDrafter.events``), check (``SessionState.check``), encode (the store's ``_encode_rows``),
+    insert and commit (the recorder's ``insert_rows``, the rules snapshot with it when due), apply
+    (``state.apply_all``, not run when the snapshot's state is kept), the rules snapshot
+    (``RulesCache.snapshot_after``). "whole append_many" is the call itself, and "of which cyclic GC" the
+    collector's time inside it. The stages run with the collector off (its time is the process's, not
+    the stage's that happens to trigger it).
     """
     from contextledger.application.kernel.messages import parse_for_append  # noqa: PLC0415
 
@@ -164,21 +165,20 @@ def stage_split(rounds: int, batches: int, folder: Path, batch: int = 1000) -> d
                 marks = [clock]
                 parsed = parse_for_append(messages)
                 marks.append(time.process_time())
-                events = [drafts.event(m, state, {}, {}) for m in parsed]
+                events = drafts.events(parsed, state, {}, {})
                 marks.append(time.process_time())
                 state.check(events)
                 marks.append(time.process_time())
-                stored = store._encode(session_id, state.version + 1, events)  # type: ignore[attr-defined]  # noqa: SLF001
+                stored = store._encode_rows(session_id, state.version + 1, events)  # type: ignore[attr-defined]  # noqa: SLF001
                 marks.append(time.process_time())
                 due = rules.snapshot_after(state, events)
                 marks.append(time.process_time())
                 snapshot = None if due is None else due[0]
                 extras = {"snapshots": [snapshot]} if snapshot else {}
-                store.recorder.insert_events(stored, blobs={}, idempotency=[], **extras)  # type: ignore[attr-defined]
+                store.recorder.insert_rows(stored, blobs={}, idempotency=[], **extras)  # type: ignore[attr-defined]
                 marks.append(time.process_time())
                 if due is None:
-                    for event in events:
-                        state.apply(event)
+                    state.apply_all(events)
                 marks.append(time.process_time())
                 rules.remember(state if due is None else due[1], snapshot)
                 for name, (a, b) in zip(

@@ -183,6 +183,15 @@ def _schema_url(schema: str) -> str:
     return f"{PG.split('?')[0]}?schema={schema}"
 
 
+def _postgres_up() -> bool:
+    """Whether the PostgreSQL server of the bench answers (its rows are skipped when it does not)."""
+    try:
+        with psycopg.connect(PG.split("?")[0], connect_timeout=2):
+            return True
+    except psycopg.Error:
+        return False
+
+
 def _drop(schema: str) -> None:
     with psycopg.connect(PG.split("?")[0], autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
@@ -663,7 +672,7 @@ with contextledger.open_ledger(sys.argv[2]) as ledger:
         with open(sys.argv[1], "rb") as file:
             sessions = len(json.load(file))
     else:
-        result = contextledger.import_file(ledger, sys.argv[1])
+        result = contextledger.import_file(ledger, sys.argv[1])  # "import" (SQLite) or "postgres"
         assert result.error is None, result.error
         sessions = len(result.sessions)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -688,12 +697,13 @@ def _big_transcript(path: Path, megabytes: float) -> None:
 
 
 def bench_import(rounds: int, megabytes: float, folder: Path) -> list[Row]:
-    """Peak RSS of a fresh process importing one ~``megabytes`` MB file into SQLite, vs the file's size.
+    """Peak RSS of a fresh process importing one ~``megabytes`` MB file into SQLite (and PostgreSQL).
 
     Each round runs, in alternation, a fresh process that imports the file and one that only
     ``json.load``s it (the raw floor), both after opening the ledger. Reported: the peak RSS of the
     process with the ledger open (the interpreter + package baseline, independent of the file), the
-    total peak, and the peak's growth over that baseline, for the import and for the floor.
+    total peak, and the peak's growth over that baseline, for the import and for the floor; when the
+    bench's PostgreSQL server answers, the growth of the same import into a fresh PostgreSQL schema too.
     """
     path = folder / "big.json"
     _big_transcript(path, megabytes)
@@ -702,11 +712,19 @@ def bench_import(rounds: int, megabytes: float, folder: Path) -> list[Row]:
     runs: dict[str, dict[str, list[float]]] = {
         mode: {"base": [], "peak": [], "growth": []} for mode in ("floor", "import")
     }
+    postgres = _postgres_up()
+    if postgres:
+        runs["postgres"] = {"base": [], "peak": [], "growth": []}
     for r in range(rounds):
-        for mode in ("floor", "import"):
-            url = f"sqlite:///{folder / f'{mode}-{r}.db'}"
+        for mode in runs:
+            schema = f"bench_import_{uuid.uuid4().hex[:10]}"
+            url = _schema_url(schema) if mode == "postgres" else f"sqlite:///{folder / f'{mode}-{r}.db'}"
             command = [sys.executable, "-c", _IMPORT_CHILD, str(path), url, mode]
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, check=True)
+            finally:
+                if mode == "postgres":
+                    _drop(schema)
             found[mode] = json.loads(done.stdout.strip().splitlines()[-1])
             runs[mode]["base"].append(found[mode]["before_kib"] / 1024)
             runs[mode]["peak"].append(found[mode]["peak_kib"] / 1024)
@@ -714,6 +732,20 @@ def bench_import(rounds: int, megabytes: float, folder: Path) -> list[Row]:
     b, p, g = (_stats(runs["import"][k]) for k in ("base", "peak", "growth"))
     f = _stats(runs["floor"]["growth"])
     mib = size / 2**20
+    pg_rows: list[Row] = []
+    if postgres:
+        q = _stats(runs["postgres"]["growth"])
+        pg_rows.append(
+            (
+                "import",
+                "peak RSS growth during the import into PostgreSQL (over the opened ledger)",
+                q[0],
+                q[1],
+                q[2],
+                "MiB",
+                f"{q[0] / mib:.2f}x the file (goal <= 2), {q[0] / f[0]:.2f}x the floor",
+            )
+        )
     return [
         ("import", "baseline: python + package with the ledger open (before the import)", b[0], b[1], b[2],
          "MiB", "independent of the file"),
@@ -723,6 +755,7 @@ def bench_import(rounds: int, megabytes: float, folder: Path) -> list[Row]:
          p[0], p[1], p[2], "MiB", f"{p[0] / mib:.2f}x the file (baseline included)"),
         ("import", "peak RSS growth during the import (over the opened ledger)", g[0], g[1], g[2], "MiB",
          f"{g[0] / mib:.2f}x the file (goal <= 2), {g[0] / f[0]:.2f}x the floor"),
+        *pg_rows,
     ]  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from contextledger.domain.errors import (
     UnknownToolCallError,
 )
 from contextledger.domain.events import (
+    EVENT_TYPES,
     AnyEvent,
     AssistantMessageAdded,
     ItemPinned,
@@ -24,6 +25,20 @@ from contextledger.domain.events import (
 )
 
 __all__ = ["CallPairing", "SessionState"]
+
+_RULED = (
+    SummaryRecorded,
+    SessionStarted,
+    AssistantMessageAdded,
+    ToolResultRecorded,
+    ItemPinned,
+    ItemUnpinned,
+)
+"""The event types a session rule reads beyond their position (``SessionState._check_one``)."""
+
+_UNRULED = frozenset(kind for kind in EVENT_TYPES if not issubclass(kind, _RULED))
+"""Exact event types that no rule reads after the start and that ``apply`` only counts (a user message):
+a batch of these after ``SessionStarted`` passes ``check``, and applying it only moves the version."""
 
 
 class CallPairing:
@@ -186,7 +201,17 @@ class SessionState:
         return self.calls.pending_calls
 
     def check(self, events: Sequence[AnyEvent]) -> None:
-        """Raise a typed ``ValidationError`` if ``events`` may not follow this state; change nothing."""
+        """Raise a typed ``ValidationError`` if ``events`` may not follow this state; change nothing.
+
+        A started session's batch of ``_UNRULED`` events (plain messages) passes at once: no rule reads
+        them past position 1, and the types are compared in C.
+        """
+        if self.version and _UNRULED.issuperset(map(type, events)):
+            return
+        self.check_each(events)
+
+    def check_each(self, events: Sequence[AnyEvent]) -> None:
+        """The definition of ``check``: every event checked at its position, in order."""
         if len(events) == 1:  # the common append: no later event to carry changes to, so no trial
             self._check_one(events[0], self.version + 1, None)
             return
@@ -253,6 +278,14 @@ class SessionState:
         state.calls.names = {str(k): str(v) for k, v in names.items()}
         state.calls.pending = {str(k): int(v) for k, v in pending.items()}
         return state
+
+    def apply_all(self, events: Sequence[AnyEvent]) -> None:
+        """``apply`` each of ``events`` in order (a batch of ``_UNRULED`` events only moves the version)."""
+        if _UNRULED.issuperset(map(type, events)):
+            self.version += len(events)
+            return
+        for event in events:
+            self.apply(event)
 
     def apply(self, event: AnyEvent) -> None:
         """Advance the state past one stored event (already checked: it cannot break a rule)."""

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, StoredEvent
 
-__all__ = ["Extras", "blob_rows", "first_positions", "gap", "idempotency_rows", "snapshot_rows"]
+__all__ = [
+    "Extras",
+    "blob_rows",
+    "first_positions",
+    "gap",
+    "idempotency_rows",
+    "insert_gathered",
+    "snapshot_rows",
+]
 
 Extras = Mapping[str, Any]
 """Keyword arguments passed through ``insert_events``: ``blobs``, ``idempotency`` and ``snapshots``."""
@@ -20,7 +28,7 @@ def first_positions(rows: Sequence[tuple[Any, ...]]) -> dict[str, int]:
     ``rows`` are ``(stream as the backend stores it, position, ...)``; a batch of one stream (the
     common case) is decided in C.
     """
-    streams = {row[0] for row in rows}
+    streams = set(map(itemgetter(0), rows))
     if len(streams) == 1:
         return {streams.pop(): min(map(itemgetter(1), rows))}
     firsts: dict[str, int] = {}
@@ -56,3 +64,22 @@ def snapshot_rows(kwargs: Extras) -> list[tuple[str, int, bytes]]:
     """
     rows: list[tuple[str, int, bytes]] = list(kwargs.get("snapshots") or [])
     return rows
+
+
+def insert_gathered(
+    insert_events: Callable[..., object], batches: Iterable[tuple[Sequence[StoredEvent], Extras]]
+) -> None:
+    """Draw every encoded batch, then insert them all with one ``insert_events`` call (one transaction).
+
+    For a recorder that cannot insert batch by batch in one transaction (memory, SQLite's in-memory
+    mode): only the encoded rows are held until the insert, not the drafted events.
+    """
+    stored: list[StoredEvent] = []
+    blobs: dict[str, str] = {}
+    keys: list[tuple[str, str, int, int]] = []
+    for events, extras in batches:
+        stored.extend(events)
+        blobs.update(blob_rows(extras))
+        keys.extend(idempotency_rows(extras))
+    if stored:
+        insert_events(stored, blobs=blobs, idempotency=keys)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from typing import Protocol
 
 import msgspec
-from contextledger.adapters.store.batch import Extras
-from contextledger.adapters.store.mapper import MsgspecMapper
+from contextledger.adapters.store.batch import Extras, insert_gathered
+from contextledger.adapters.store.mapper import MsgspecMapper, Row
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC, Sealer
 from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import (
@@ -92,6 +93,16 @@ def _translated(action: str) -> Iterator[None]:
         raise InvalidMessageError(msg) from None
 
 
+@contextmanager
+def _storable() -> Iterator[None]:
+    """Re-raise a value the encoder refuses as the caller's ``InvalidMessageError`` (nothing was written)."""
+    try:
+        yield
+    except (TypeError, ValueError, msgspec.EncodeError) as error:
+        msg = f"an event holds a value that cannot be stored ({error}); use text, numbers, lists, objects"
+        raise InvalidMessageError(msg) from None
+
+
 def _refuse_nul(stream_ids: Iterable[str], keys: Iterable[str | None]) -> None:
     """Session ids and idempotency keys are names: a NUL in one is refused alike on every backend."""
     for name, values in (("session id", stream_ids), ("idempotency key", keys)):
@@ -160,18 +171,24 @@ class RecorderEventStore:
         _refuse_nul([stream_id] if snapshot is None else [stream_id, snapshot[0]], [idempotency_key])
         first = expected_version + 1
         last = expected_version + len(events)
-        stored = self._encode(stream_id, first, events)
         idempotency = [] if idempotency_key is None else [(stream_id, idempotency_key, first, last)]
-        stored, rows, idempotency, created = self._sealed(
-            stored, {stream_id: expected_version}, blobs, idempotency
-        )
+        insert_rows: Callable[..., object] | None = getattr(self.recorder, "insert_rows", None)
+        insert: Callable[..., object] = self.recorder.insert_events
+        stored: Sequence[Row] | Sequence[StoredEvent]
+        created: dict[str, Cipher] = {}
+        if self.sealer is None and insert_rows is not None:  # SQLite in plaintext: rows, no StoredEvent
+            insert, stored, rows = insert_rows, self._encode_rows(stream_id, first, events), dict(blobs or {})
+        else:
+            stored, rows, idempotency, created = self._sealed(
+                self._encode(stream_id, first, events), {stream_id: expected_version}, blobs, idempotency
+            )
         joined = snapshot is not None and getattr(self.recorder, "WRITES_SNAPSHOTS", False)
         extras: dict[str, object] = {"blobs": rows, "idempotency": idempotency}
         if joined and snapshot is not None:
             extras["snapshots"] = [(snapshot[0], snapshot[1], self._sealed_bytes(snapshot[2]))]
         with _translated(f"append to {stream_id!r}"):
             try:
-                self.recorder.insert_events(stored, **extras)
+                insert(stored, **extras)
             except IntegrityError as error:
                 if idempotency_key is not None:
                     earlier = self.extras.lookup_idempotency(stream_id, self._index(idempotency_key))
@@ -248,10 +265,7 @@ class RecorderEventStore:
             self.recorder, "insert_event_batches", None
         )
         if insert_batches is None:
-            gathered = list(items)
-            blobs = {sha: text for _, some in gathered for sha, text in some.items()}
-            self.append_streams([append for append, _ in gathered], blobs=blobs)
-            return
+            insert_batches = partial(insert_gathered, self.recorder.insert_events)
         created: dict[str, Cipher] = {}
         current: list[StreamAppend] = []
 
@@ -285,11 +299,13 @@ class RecorderEventStore:
 
     def _encode(self, stream_id: str, first: int, events: Sequence[AnyEvent]) -> list[StoredEvent]:
         """Encode a stream's events from position ``first`` before any write (bad values: the caller's)."""
-        try:
+        with _storable():
             return self.mapper.to_stored_many(stream_id, first, events)
-        except (TypeError, ValueError, msgspec.EncodeError) as error:
-            msg = f"an event holds a value that cannot be stored ({error}); use text, numbers, lists, objects"
-            raise InvalidMessageError(msg) from None
+
+    def _encode_rows(self, stream_id: str, first: int, events: Sequence[AnyEvent]) -> list[Row]:
+        """``_encode`` as ``(stream, position, topic, state)`` rows (``MsgspecMapper.rows_many``)."""
+        with _storable():
+            return self.mapper.rows_many(stream_id, first, events)
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the stream's events with positions in ``(after, upto]``."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from itertools import repeat, starmap
 from typing import Any
 
 import msgspec
@@ -13,7 +14,10 @@ from contextledger.domain.limits import MAX_DEPTH, MAX_STORED_DEPTH, any_too_dee
 from contextledger.domain.topics import TopicRegistry, default_registry
 from eventsourcing.persistence import StoredEvent
 
-__all__ = ["MsgspecMapper"]
+__all__ = ["MsgspecMapper", "Row"]
+
+Row = tuple[str, int, str, bytes]
+"""A stored event as a tuple: ``(stream id, position, topic, state)``, the fields of a ``StoredEvent``."""
 
 
 class MsgspecMapper:
@@ -47,9 +51,23 @@ class MsgspecMapper:
     def to_stored_many(self, stream_id: str, first: int, events: Sequence[LedgerEvent]) -> list[StoredEvent]:
         """Return the rows that store ``events`` at ``first``, ``first + 1``, ... of ``stream_id``.
 
-        The depth of a batch of several events is checked at once (``any_too_deep``); when some event is
-        too deep, the events are checked and encoded one by one, so the first fault met in order is the
-        one raised. One event is checked alone (``too_deep``'s fast path is quicker than the batch walk).
+        The rows of ``rows_many``, each a ``StoredEvent``. One event is checked alone (``too_deep``'s
+        fast path is quicker than the batch walk).
+
+        Raises:
+            InvalidMessageError: an event nests values deeper than the store keeps.
+        """
+        if len(events) == 1:
+            return [_stored_event(*self._checked_row(stream_id, first, events[0]))]
+        return list(starmap(_stored_event, self.rows_many(stream_id, first, events)))
+
+    def rows_many(self, stream_id: str, first: int, events: Sequence[LedgerEvent]) -> list[Row]:
+        """The ``(stream, position, topic, state)`` rows of ``events`` at ``first``, ``first + 1``, ...
+
+        The depth of a batch of several events is checked at once (``any_too_deep``; one event alone with
+        ``too_deep``, whose fast path is quicker than the batch walk); when some event is too deep, the
+        events are checked and encoded one by one, so the first fault met in order is the one raised.
+        Otherwise the rows are zipped in C: per row its topic, then its encoding, in order, as one by one.
 
         Raises:
             InvalidMessageError: an event nests values deeper than the store keeps.
@@ -60,14 +78,23 @@ class MsgspecMapper:
             return [
                 self._checked_row(stream_id, position, event) for position, event in enumerate(events, first)
             ]
-        encode = self._encoder.encode
-        topics = self._topics
-        return [
-            _stored_event(stream_id, position, topics.get(type(event)) or self._topic(event), encode(event))
-            for position, event in enumerate(events, first)
-        ]
+        count = len(events)
+        topics = (
+            repeat(self._topic(events[0]), count)  # one type: its topic, as each event's lookup gives it
+            if len({*map(type, events)}) == 1
+            else map(self._topic, events)
+        )
+        return list(
+            zip(
+                repeat(stream_id, count),
+                range(first, first + count),
+                topics,
+                map(self._encoder.encode, events),
+                strict=True,
+            )
+        )
 
-    def _checked_row(self, stream_id: str, position: int, event: LedgerEvent) -> StoredEvent:
+    def _checked_row(self, stream_id: str, position: int, event: LedgerEvent) -> Row:
         """The row of one event, refused first when it nests too deep."""
         if too_deep(event, MAX_STORED_DEPTH):
             msg = (
@@ -75,7 +102,7 @@ class MsgspecMapper:
                 f"values (metadata, meta, arguments, parameters) may nest at most {MAX_DEPTH} levels"
             )
             raise InvalidMessageError(msg)
-        return _stored_event(stream_id, position, self._topic(event), self._encoder.encode(event))
+        return (stream_id, position, self._topic(event), self._encoder.encode(event))
 
     def _topic(self, event: LedgerEvent) -> str:
         """The registry's topic of the event's type (remembered per type)."""

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 import psycopg
-from contextledger.adapters.store.batch import blob_rows, idempotency_rows
+from contextledger.adapters.store.batch import Extras, blob_rows, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres_append import OneEventAppend
 from contextledger.adapters.store.postgres_erasure import PostgresErasure
@@ -32,6 +32,7 @@ from contextledger.adapters.store.postgres_horizon import (
     persistence_errors,
     stream_key,
 )
+from contextledger.adapters.store.postgres_import import stage_and_append
 from contextledger.adapters.store.postgres_notify import NOTIFY_INTERVAL, CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
@@ -114,6 +115,9 @@ class PostgresRecorder(
         self._notify = notify_statement(self.channel_name)
         self.notifier = CommitNotifier(self._send_notify, interval=notify_interval)
         """Sends the NOTIFY after appends have committed, at most one per interval (ADR 0047)."""
+        self._function = SQL("{}.{}").format(
+            Identifier(datastore.schema), Identifier(f"{events_table_name}_append")
+        )
         self._turns = threading.local()
         """Per thread: the connection holding each stream's writer turn (its appends go through it)."""
 
@@ -261,6 +265,17 @@ class PostgresRecorder(
     def close(self) -> None:
         """Send the NOTIFY still due, before the pool closes (``open_postgres``'s ``on_close``)."""
         self.notifier.close()
+
+    def insert_event_batches(self, batches: Iterable[tuple[Sequence[StoredEvent], Extras]]) -> None:
+        """Stage each batch as it is drawn, then append them all in ONE statement (``postgres_import``).
+
+        Every batch is stored, or none; the client holds one batch at a time. Listeners are woken once,
+        after the append has committed (by the notifier, ADR 0047).
+        """
+        with self.datastore.get_connection() as conn:
+            stored = stage_and_append(conn, self._function, batches)
+        if stored:
+            self.notifier.committed()
 
     def _heads_statement(self) -> Composed:
         """The last position of each stream in an array, each by an index-only backward scan.

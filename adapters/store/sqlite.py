@@ -26,10 +26,12 @@ from contextledger.adapters.store.batch import (
     first_positions,
     gap,
     idempotency_rows,
+    insert_gathered,
     snapshot_rows,
 )
 from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.mapper import Row
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
 from contextledger.domain.errors import ConfigError, StoreUnavailableError
 from eventsourcing.persistence import (
@@ -146,12 +148,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         readers wait for its writer, draws every batch first and then inserts them as one.
         """
         if self.datastore.pool.is_sqlite_memory_mode:
-            drawn = list(batches)
-            self.insert_events(
-                [event for stored, _ in drawn for event in stored],
-                blobs={sha: text for _, extras in drawn for sha, text in blob_rows(extras)},
-                idempotency=[row for _, extras in drawn for row in idempotency_rows(extras)],
-            )
+            insert_gathered(self.insert_events, batches)
             return
         remaining = iter(batches)
         first = next(remaining, None)  # the write lock is taken once the first batch is ready
@@ -181,6 +178,17 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
              s.originator_version, s.topic, s.state)
             for s in stored_events
         ]  # fmt: skip
+        return self._insert_rows(events, **kwargs)
+
+    def insert_rows(self, events: Sequence[Row], **kwargs: Any) -> list[int]:
+        """``insert_events`` of events given as ``(stream as stored, position, topic, state)`` rows.
+
+        The store's append hands its rows so (``MsgspecMapper.rows_many``) when it seals nothing: they are
+        the statement's parameters as they are, with no ``StoredEvent`` built per row.
+        """
+        return self._insert_rows(events, **kwargs)
+
+    def _insert_rows(self, events: Sequence[Row], **kwargs: Any) -> list[int]:
         with self.writing() as c:
             for stream, first in first_positions(events).items():
                 c.execute(
@@ -204,7 +212,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
             snapshots = snapshot_rows(kwargs)
             if snapshots:
                 c.executemany(_SAVE_SNAPSHOT, snapshots)
-        return list(range(last - len(stored_events) + 1, last + 1))
+        return list(range(last - len(events) + 1, last + 1))
 
     def read_blob(self, sha256: str) -> str | None:
         """Return the text stored under ``sha256``, or None."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -59,6 +59,30 @@ class EventDrafter:
     def __init__(self, clock: Clock, blob_threshold: int) -> None:
         self.clock = clock
         self.blob_threshold = blob_threshold
+
+    def events(
+        self,
+        messages: Iterable[UserMessage | AssistantMessage | ToolResult | PlainMessage],
+        state: SessionState,
+        issued: dict[str, str],
+        blobs: dict[str, str],
+    ) -> list[AnyEvent]:
+        """``[self.event(m, state, issued, blobs) for m in messages]``, a batch's events in order.
+
+        A plain user message whose text is inline however it encodes (``text``'s first test) is drafted
+        here without the calls ``event`` makes for it: the same event (its own clock reading, a new
+        empty ``meta``, no media), in the same order of clock readings.
+        """
+        now = self.clock.now
+        short = self.blob_threshold // _MAX_UTF8_BYTES  # len(text) * 4 <= threshold, in integers
+        drafted: list[AnyEvent] = []
+        add = drafted.append
+        for message in messages:
+            if type(message) is tuple and message[0] == "user" and len(message[1]) <= short:
+                add(UserMessageAdded(content=InlineText(message[1]), at=now(), meta={}))
+            else:
+                add(self.event(message, state, issued, blobs))
+        return drafted
 
     def event(
         self,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from typing import Any, Self, Unpack
 
 from contextledger.application.kernel import pins
+from contextledger.application.kernel.collector import collector_paused
 from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.application.kernel.erasure import forget_session
 from contextledger.application.kernel.fork import ForkAwareLog, fork_session
@@ -186,7 +187,7 @@ class Ledger:
         issued: dict[str, str] = {}
         events: list[AnyEvent] = [started]
         parsed = parse_for_append(spec.get("messages", ()))
-        events.extend(self._drafts.event(message, state, issued, blobs) for message in parsed)
+        events.extend(self._drafts.events(parsed, state, issued, blobs))
         return events, blobs
 
     def append(
@@ -214,10 +215,14 @@ class Ledger:
         expected_version: int | None = None,
         idempotency_key: str | None = None,
     ) -> tuple[int, ...]:
-        """Validate and append several messages in one transaction; return their positions."""
+        """Validate and append several messages in one transaction; return their positions.
+
+        A batch runs with the cyclic collector paused (``collector_paused``): its events and rows are
+        young objects, without cycles, that the collector would walk and promote to find nothing.
+        """
         check_stream_id(session_id)
         parsed = parse_for_append(messages)  # a provider message may hold several
-        with self._lock:
+        with self._lock, collector_paused() if len(parsed) > 1 else nullcontext():
             # A cached state the stream is still at (the store checks atomically) is what the turn would
             # read; a conflict, or a check failed on a state maybe behind, stores nothing: the turn decides.
             state = None if idempotency_key is not None else self._rules.cached(session_id)
@@ -237,7 +242,7 @@ class Ledger:
         """Draft ``parsed`` after ``state`` and append them (``options``: of ``_append``); the positions."""
         blobs: dict[str, str] = {}
         issued: dict[str, str] = {}
-        events = [self._drafts.event(m, state, issued, blobs) for m in parsed]
+        events = self._drafts.events(parsed, state, issued, blobs)
         return self._append(session_id, events, blobs, state=state, **options).positions
 
     def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
@@ -409,8 +414,7 @@ class Ledger:
         if due is not None:  # the state the stored snapshot holds: the events are applied to it
             self._rules.remember(due[1], snapshot)
             return outcome
-        for event in events:
-            state.apply(event)
+        state.apply_all(events)
         self._rules.remember(state)
         return outcome
 

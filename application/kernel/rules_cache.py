@@ -67,8 +67,7 @@ class RulesCache:
         after.version = state.version
         after.calls.names = dict(state.calls.names)
         after.calls.pending = dict(state.calls.pending)
-        for event in events:
-            after.apply(event)
+        after.apply_all(events)
         payload = msgspec.msgpack.encode(after.to_snapshot())
         return (_snapshot_name(state.session_id), position, payload), after
 

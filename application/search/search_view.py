@@ -1,17 +1,20 @@
-"""The checkpointed search view: each full chunk's word sketch per session, as ``TextIndex`` builds it."""
+"""The checkpointed search view: each full chunk's sketch and trigram filter, as ``TextIndex`` has them."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.search.text_index import (
     CHUNK,
+    FILTERS,
     SEARCH_VIEW,
     chunk_key,
     event_words,
-    sketch_bytes,
+    trigram_filter,
+    word_list,
 )
 from contextledger.application.views.view_runner import Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
@@ -37,7 +40,7 @@ def chunk_sketches(store: ProjectionRows, session_id: str, *, name: str = SEARCH
 
 
 class SearchView:
-    """Writes a session's chunk sketch when the chunk's last position arrives; nothing before that.
+    """Writes a session's chunk sketch (and its trigram filter) when the chunk's last position arrives.
 
     Nothing is kept or computed per event: when a batch completes a chunk, the chunk's events are
     taken from the batch and the ones before it read back from the ledger (one range read), and
@@ -68,7 +71,7 @@ class SearchView:
         del tracking
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
-        """Return the sketches of the chunks this batch completes."""
+        """Return the sketches of the chunks this batch completes; their filters under ``name + FILTERS``."""
         del after, upto
         completing: dict[str, dict[int, Notification]] = {}
         virtual = self.ledger.forks.virtual_position
@@ -77,18 +80,23 @@ class SearchView:
                 position = virtual(note.stream_id, note.position, note.event)  # a fork's follow its parent's
                 completing.setdefault(note.stream_id, {})[position] = note
         rows: Rows = {}
+        filters: Rows = {}
         for session_id, notes in completing.items():
             if not any(p % self.chunk == 0 for p in notes):
                 continue
             try:
-                rows.update(self._completed(session_id, notes))
+                sketches, bits = self._completed(session_id, notes)
             except ContextLedgerError as error:
                 self.failed[session_id] = str(error)
                 log.warning("search_view_session_failed", view=self.name, session_id=session_id)
-        return {self.name: rows}
+                continue
+            rows.update(sketches)
+            filters.update(bits)
+        return {self.name: rows, self.name + FILTERS: filters} if rows else {self.name: rows}
 
-    def _completed(self, session_id: str, by_position: dict[int, Notification]) -> Rows:
+    def _completed(self, session_id: str, by_position: dict[int, Notification]) -> tuple[Rows, Rows]:
         rows: Rows = {}
+        filters: Rows = {}
         for end in sorted(p for p in by_position if p % self.chunk == 0):
             start = end - self.chunk
             first = end  # the batch's run of positions ending the chunk (a fork's first event stands apart)
@@ -101,5 +109,7 @@ class SearchView:
                     words |= event_words(self.ledger, recorded.event)
             for position in range(first, end + 1):
                 words |= event_words(self.ledger, by_position[position].event)
-            rows[chunk_key(session_id, end // self.chunk - 1)] = (end, sketch_bytes(words))
-        return rows
+            key, sketch = chunk_key(session_id, end // self.chunk - 1), word_list(words)
+            rows[key] = (end, zlib.compress(sketch, 1))  # sketch_bytes(words), the list made once
+            filters[key] = (end, trigram_filter(sketch))
+        return rows, filters

@@ -12,6 +12,11 @@ Memory stays bounded by one chunk whatever the session's length (ADR 0040): a sc
 drops each chunk's sketch in turn, keeps it compressed-then-raw ``bytes`` only while testing it (the
 needles are matched as UTF-8 bytes: a substring of the UTF-8 of a word list is a substring of the
 word list), and builds a missing sketch from one chunk's events.
+
+A question does not read every sketch either (ADR 0050): each full chunk also has a trigram filter,
+a bit per triple of byte classes found in its sketch (4 KiB raw, ~1 KiB compressed), read for the
+whole session in one range read. A needle with a triple the filter lacks cannot be in the sketch,
+so only the chunks whose filters hold every needle's triples have their sketches read.
 """
 
 from __future__ import annotations
@@ -27,13 +32,17 @@ from contextledger.domain.events import AnyEvent, Recorded
 
 __all__ = [
     "CHUNK",
+    "FILTERS",
     "SEARCH_VIEW",
     "TextIndex",
     "chunk_key",
     "event_words",
+    "filter_may_match",
     "may_match",
     "needles",
     "sketch_bytes",
+    "trigram_filter",
+    "word_list",
 ]
 
 CHUNK = 4_096
@@ -44,6 +53,10 @@ FORMAT = 1
 
 SEARCH_VIEW = "search/v1"
 """The rows of the checkpointed search view (``SearchView``), one per full chunk; read before snapshots."""
+
+
+FILTERS = "/trigrams"
+"""Added to the view's name for the rows of its chunks' trigram filters (same keys as the sketches)."""
 
 
 def chunk_key(session_id: str, chunk: int) -> str:
@@ -85,9 +98,62 @@ def event_words(ledger: Ledger, event: AnyEvent) -> set[str]:
     return words
 
 
+def word_list(words: set[str]) -> bytes:
+    """A chunk's uncompressed sketch: its sorted distinct words, one a line, as UTF-8."""
+    return "\n".join(sorted(words)).encode("utf-8")
+
+
 def sketch_bytes(words: set[str]) -> bytes:
-    """A chunk's stored sketch: its sorted distinct words, one a line, compressed at level 1."""
-    return zlib.compress("\n".join(sorted(words)).encode("utf-8"), 1)
+    """A chunk's stored sketch: its ``word_list`` compressed at level 1."""
+    return zlib.compress(word_list(words), 1)
+
+
+def _byte_classes() -> bytes:
+    """64 classes of bytes: a-z (either case), 0-9 and _ each its own; every other byte one of 27."""
+    classes = bytearray(37 + byte % 27 for byte in range(256))
+    for offset, first in ((0, ord("a")), (0, ord("A")), (26, ord("0"))):
+        for i in range(10 if offset else 26):
+            classes[first + i] = offset + i
+    classes[ord("_")] = 36
+    return bytes(classes)
+
+
+_CLASSES = _byte_classes()
+_FILTER_BYTES = 64**3 // 8
+
+
+def _triples(data: bytes) -> set[int]:
+    """The bit numbers of the byte-class triples at every place of ``data`` (none if shorter than 3)."""
+    t = data.translate(_CLASSES)
+    return {a << 12 | b << 6 | c for a, b, c in set(zip(t, t[1:], t[2:], strict=False))}
+
+
+def trigram_filter(sketch: bytes) -> bytes:
+    """A chunk's filter, compressed: the bit of every byte-class triple of its uncompressed ``sketch``."""
+    bits = bytearray(_FILTER_BYTES)
+    for i in _triples(sketch):
+        bits[i >> 3] |= 1 << (i & 7)
+    return zlib.compress(bytes(bits), 1)
+
+
+def filter_may_match(bits: bytes, triples: set[int]) -> bool:
+    """Whether an (uncompressed) filter holds every needle triple: False means the sketch cannot match.
+
+    Every substring of the sketch has its triples in the filter, so a needle with a missing one is
+    not in the sketch. ``triples``: the union of ``_triples`` of every needle.
+    """
+    return all(bits[i >> 3] >> (i & 7) & 1 for i in triples)
+
+
+def _filter_bits(stored: bytes | None) -> bytes | None:
+    """A stored filter uncompressed, or None when there is none or it is unreadable (derived: rebuilt)."""
+    if stored is None:
+        return None
+    try:
+        bits = _decode(stored)
+    except ValueError:
+        return None
+    return bits if len(bits) == _FILTER_BYTES else None
 
 
 class TextIndex:
@@ -100,18 +166,54 @@ class TextIndex:
         self._slot = SnapshotSlot(ledger.ports.snapshots)
         self.built = 0
         """How many chunk sketches this index built (read from the log) rather than loaded."""
+        self.filtered = 0
+        """How many chunks a trigram filter ruled out without their sketch being read."""
 
     def scan(self, session_id: str, query: str, *, regex: bool = False) -> Iterator[Recorded]:
         """Yield, in order, the events of every chunk that may hold ``query`` (a superset of the matches)."""
         head = self.ledger.version(session_id)
         words = [] if regex else needles(query)
+        triples = {i for word in words for i in _triples(word)}
         full = head // CHUNK
+        filters = self._view_filters(session_id) if triples else {}
         for chunk in range(full):
-            if words and not may_match(self._sketch(session_id, chunk), words):
+            if words and not self._may_hold(session_id, chunk, words, triples, filters.get(chunk)):
                 continue
             yield from self.ledger.events(session_id, after=chunk * CHUNK, upto=(chunk + 1) * CHUNK)
         if full * CHUNK < head:
             yield from self.ledger.events(session_id, after=full * CHUNK, upto=head)
+
+    def _may_hold(
+        self, session_id: str, chunk: int, words: list[bytes], triples: set[int], stored: bytes | None
+    ) -> bool:
+        """Whether the chunk may hold every word: its filter first (when it has one), then its sketch."""
+        name = f"search/v{FORMAT}/{session_id}/{chunk}{FILTERS}"
+        upto = (chunk + 1) * CHUNK
+        if triples and stored is None:
+            found = self._slot.load(name, bytes, lambda _, at: at == upto)
+            stored = None if found is None else found[1]
+        bits = _filter_bits(stored)
+        if bits is not None and not filter_may_match(bits, triples):
+            self.filtered += 1
+            return False
+        sketch = self._sketch(session_id, chunk)
+        if triples and bits is None:
+            self._slot.save(name, upto, trigram_filter(sketch))
+        return may_match(sketch, words)
+
+    def _view_filters(self, session_id: str) -> dict[int, bytes]:
+        """The compressed trigram filters of the full chunks that the search view holds, by chunk."""
+        views = self.ledger.ports.projections if self._from_view_rows else None
+        if views is None:
+            return {}
+        prefix = f"{session_id}/"
+        found = views.load_range(SEARCH_VIEW + FILTERS, prefix, f"{session_id}0")  # "0" follows "/"
+        filters: dict[int, bytes] = {}
+        for key, (upto, data) in found.items():
+            index = key[len(prefix) :]
+            if key.startswith(prefix) and index.isdigit() and upto == (int(index) + 1) * CHUNK:
+                filters[int(index)] = data
+        return filters
 
     def _from_view(self, session_id: str, chunk: int, upto: int) -> tuple[int, bytes] | None:
         """The chunk's sketch from the search view's row, when a runner has written it."""

@@ -11,7 +11,6 @@ woken by the store (LISTEN/NOTIFY on PostgreSQL, a cheap poll elsewhere).
 from __future__ import annotations
 
 import functools
-import gc
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -19,6 +18,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Protocol, runtime_checkable
 
 import msgspec
+from contextledger.application.kernel.collector import collector_paused
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.ports import (
@@ -169,24 +169,6 @@ class RunStats(msgspec.Struct):
     batches: int = 0
     events: int = 0
     failed: dict[str, str] = msgspec.field(default_factory=dict)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while folding.
-
-    Decoding allocates millions of objects while thousands of folded states stay alive, so its
-    full passes (walking every live state again and again) measured ~30% of a rebuild; folding
-    creates no reference cycles. Nested, it leaves the collector to the outer one (a caller that
-    lets the folded states go before the collector runs again spares it a pass over all of them).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _past(batch: list[Notification], at: int, after: int) -> list[Notification]:

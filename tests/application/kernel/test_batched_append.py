@@ -16,6 +16,7 @@ from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.events import AssistantMessageAdded, ToolCall, ToolResultRecorded, UserMessageAdded
 from contextledger.domain.session import SessionState
 from contextledger.testing import CountingIds, FixedClock
+from eventsourcing.persistence import StoredEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,7 +218,12 @@ def _rows_or_error(build: object) -> object:
         rows = build()  # type: ignore[operator]
     except (InvalidMessageError, TypeError, ValueError, OverflowError, msgspec.EncodeError) as error:
         return (type(error), str(error))
-    return [(r.originator_id, r.originator_version, r.topic, r.state) for r in rows]
+    return [r if type(r) is tuple else _fields(r) for r in rows]
+
+
+def _fields(stored: StoredEvent) -> tuple[object, ...]:
+    """A ``StoredEvent`` as the ``(stream, position, topic, state)`` row ``rows_many`` gives."""
+    return (stored.originator_id, stored.originator_version, stored.topic, stored.state)
 
 
 @settings(max_examples=200, deadline=None)
@@ -232,7 +238,7 @@ def _rows_or_error(build: object) -> object:
     )
 )
 def test_a_batch_encodes_or_fails_as_its_events_one_by_one(metas: list[dict[str, object]]) -> None:
-    """``to_stored_many`` returns the rows, or raises the first fault met, as the event-by-event path."""
+    """``to_stored_many`` and ``rows_many`` return the rows, or raise the first fault met, as one by one."""
     from contextledger.adapters.store.mapper import MsgspecMapper  # noqa: PLC0415
 
     mapper = MsgspecMapper()
@@ -241,6 +247,7 @@ def test_a_batch_encodes_or_fails_as_its_events_one_by_one(metas: list[dict[str,
         lambda: [mapper._checked_row("s", at, event) for at, event in enumerate(events, 3)]
     )
     assert _rows_or_error(lambda: mapper.to_stored_many("s", 3, events)) == one_by_one
+    assert _rows_or_error(lambda: mapper.rows_many("s", 3, events)) == one_by_one
 
 
 def _nested(depth: int) -> object:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import contextledger
@@ -207,17 +208,41 @@ def test_sketches_of_one_session_only(tmp_path, session):
         assert len(expected) == ledger.version(session) // SMALL
 
 
-def test_text_index_reads_the_rows_a_runner_wrote(tmp_path, monkeypatch):
-    """With the view's rows in place, a search builds no sketch from the log; without them it builds each."""
-    monkeypatch.setattr(text_index, "CHUNK", SMALL)
+@contextmanager
+def _viewed(tmp_path: Path) -> Iterator[tuple[contextledger.Ledger, RecorderProjections]]:
+    """A SQLite ledger of the whole story, with the search view's rows written by a runner (chunk SMALL)."""
     with _open(_sqlite(tmp_path)) as ledger:
         for _ in _story(ledger):
             pass
         store = _store(ledger)
         ViewRunner(store, store, [SearchView(ledger, store, chunk=SMALL)]).run()
+        yield ledger, store
+
+
+def test_text_index_reads_the_rows_a_runner_wrote(tmp_path, monkeypatch):
+    """With the view's rows in place, a search builds no sketch from the log; without them it builds each."""
+    monkeypatch.setattr(text_index, "CHUNK", SMALL)
+    with _viewed(tmp_path) as (ledger, _):
         served = TextIndex(ledger)
         hits = [r.position for r in served.scan("a", "alpha2")]
         assert served.built == 0
         rebuilt = TextIndex(ledger, from_view=False)
         assert [r.position for r in rebuilt.scan("a", "alpha2")] == hits
         assert rebuilt.built == 3
+
+
+def test_each_sketch_row_has_its_trigram_filter_row(tmp_path, monkeypatch):
+    """The view writes, next to each chunk's sketch, the filter of that sketch; questions read them."""
+    monkeypatch.setattr(text_index, "CHUNK", SMALL)
+    with _viewed(tmp_path) as (ledger, store):
+        sketches = _rows(store, SEARCH_VIEW)
+        filters = _rows(store, SEARCH_VIEW + text_index.FILTERS)
+        assert sketches
+        assert sorted(filters) == sorted(sketches)
+        for key, row in sketches.items():
+            assert row is not None
+            assert filters[key] == (row[0], text_index.trigram_filter(zlib.decompress(row[1])))
+        served = TextIndex(ledger)
+        assert [r.position for r in served.scan("a", "zzz-never")] == list(range(49, 54))
+        assert (served.filtered, served.built) == (3, 0)
+        assert ledger.ports.snapshots.load_snapshot(f"search/v{FORMAT}/a/0{text_index.FILTERS}") is None

@@ -84,3 +84,33 @@ def test_why_by_text_uses_the_index_and_agrees_with_position(ledger):
     assert by_text.entered_at == planted
     assert why(ledger, session, "", renderer=renderer, position=planted).entered_at == planted
     assert why(ledger, session, "never said", renderer=renderer).entered_at is None
+
+
+def test_a_later_question_reads_only_the_sketches_its_filters_let_through(ledger, monkeypatch):
+    """The first question saves each chunk's trigram filter; the next reads no sketch a filter rules out."""
+    session, planted = _session(ledger)
+    list(TextIndex(ledger).scan(session, "anything"))
+    read: list[int] = []
+    sketch = TextIndex._sketch
+    monkeypatch.setattr(
+        TextIndex, "_sketch", lambda self, s, chunk: read.append(chunk) or sketch(self, s, chunk)
+    )
+    index = TextIndex(ledger)
+    assert planted in {r.position for r in index.scan(session, "OPS-4471")}
+    assert (read, index.filtered, index.built) == ([1], 1, 0)
+    read.clear()
+    assert min(r.position for r in TextIndex(ledger).scan(session, "zebra-unicorn")) > 2 * CHUNK
+    assert read == []  # "zebra" has triples no chunk holds: no sketch read at all
+
+
+def test_an_unreadable_filter_is_saved_again_and_answers_stay_the_same(ledger):
+    """A corrupt filter snapshot only means reading the sketch (and saving the filter again)."""
+    session, planted = _session(ledger)
+    list(TextIndex(ledger).scan(session, "anything"))
+    ledger.ports.snapshots.save_snapshot(f"search/v1/{session}/0/trigrams", CHUNK, b"not zlib")
+    index = TextIndex(ledger)
+    assert planted in {r.position for r in index.scan(session, "OPS-4471")}
+    assert index.filtered == 0  # chunk 0's filter was unreadable; chunk 1 holds the words
+    again = TextIndex(ledger)
+    list(again.scan(session, "OPS-4471"))
+    assert again.filtered == 1

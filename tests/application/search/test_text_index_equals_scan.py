@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 
 import contextledger
 from contextledger.adapters.store.projections import RecorderProjections
@@ -61,8 +62,14 @@ def test_indexed_search_equals_a_brute_force_scan(monkeypatch, steps, words, cut
         for q in (query, query.upper(), query.swapcase()):
             everything = _matches(ledger, ledger.events(session), q)
             assert _matches(ledger, TextIndex(ledger).scan(session, q), q) == everything
-            # a second index reads the sketches the first one saved
+            # a second index reads the sketches and trigram filters the first one saved
             assert _matches(ledger, TextIndex(ledger).scan(session, q), q) == everything
+        store = RecorderProjections(ledger.ports.log)
+        ViewRunner(store, store, [SearchView(ledger, store, chunk=SMALL)]).run()
+        for q in (query, query.upper()):  # the sketches and filters of the view's rows
+            assert _matches(ledger, TextIndex(ledger).scan(session, q), q) == _matches(
+                ledger, ledger.events(session), q
+            )
 
 
 @settings(max_examples=25, deadline=None)
@@ -84,4 +91,20 @@ def test_incremental_rows_equal_rows_rebuilt_from_scratch(steps, batches):
         ViewRunner(store, store, [scratch]).run()
         rows = {key: store.load_row("search/scratch", key) for key in store.row_keys("search/scratch")}
         assert {key: store.load_row(SEARCH_VIEW, key) for key in store.row_keys(SEARCH_VIEW)} == rows
+        filters = {k: store.load_row("search/scratch/trigrams", k) for k in rows}
+        assert {k: store.load_row(SEARCH_VIEW + "/trigrams", k) for k in rows} == filters
         assert len(rows) == ledger.version(session) // text_index_chunk
+
+
+@settings(max_examples=200, deadline=None)
+@given(words=st.sets(st.text(min_size=1, max_size=12), min_size=1, max_size=30), data=st.data())
+def test_a_filter_rules_out_exactly_the_needles_with_a_triple_the_sketch_lacks(words, data):
+    """Any piece of the sketch passes its filter; a needle passes exactly when the sketch has its triples."""
+    sketch = text_index.word_list(words)
+    bits = zlib.decompress(text_index.trigram_filter(sketch))
+    start = data.draw(st.integers(0, len(sketch)))
+    piece = sketch[start : data.draw(st.integers(start, len(sketch)))]
+    assert text_index.filter_may_match(bits, text_index._triples(piece))
+    other = data.draw(st.text(max_size=8)).casefold().encode("utf-8")
+    wanted = text_index._triples(other)
+    assert text_index.filter_may_match(bits, wanted) == (wanted <= text_index._triples(sketch))
