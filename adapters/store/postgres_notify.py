@@ -53,7 +53,7 @@ class CommitNotifier:
 
     def committed(self) -> None:
         """Note a commit: a NOTIFY sent after this call follows within ``interval`` plus a round trip."""
-        if self._due.is_set():
+        if self._due.is_set() and not self._closed:  # (``close`` sets ``_closed`` before it sets ``_due``)
             return  # a NOTIFY not sent yet covers this commit too
         with self._lock:
             if self._closed:

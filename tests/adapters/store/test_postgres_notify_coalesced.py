@@ -103,6 +103,27 @@ def test_close_sends_what_is_due_and_later_commits_notify_at_once() -> None:
     assert len(sends.started) == 3  # no thread after close: sent in the caller's thread
 
 
+def test_commits_racing_with_close_are_each_followed_by_a_notify() -> None:
+    """Writers that commit while the store closes: every commit still has a NOTIFY started after it."""
+    for _ in range(20):
+        sends = Sends()
+        notifier = CommitNotifier(sends, interval=0.002)
+        commits: list[float] = []
+
+        def write(notifier: CommitNotifier = notifier, commits: list[float] = commits) -> None:
+            for _ in range(200):
+                commits.append(time.monotonic())
+                notifier.committed()
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        time.sleep(0.001)
+        notifier.close()
+        writer.join()
+        last = max(commits)
+        assert any(s >= last for s in sends.started)
+
+
 def test_a_failed_notify_is_dropped_and_the_next_commit_notifies_again() -> None:
     """A NOTIFY that fails is logged, not raised to the writer; the notifier keeps working."""
     sends = Sends()
