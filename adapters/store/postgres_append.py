@@ -20,6 +20,8 @@ from psycopg.sql import SQL, Identifier
 __all__ = ["OneEventAppend"]
 
 _FORMATS = [pq.Format.TEXT, pq.Format.TEXT, pq.Format.TEXT, pq.Format.BINARY]
+_NO_SUCH_STATEMENT = b"26000"
+"""``invalid_sql_statement_name``: the prepared statement does not exist (any more) on the connection."""
 
 
 class OneEventAppend:
@@ -46,14 +48,22 @@ class OneEventAppend:
         encoding = self._encodings.get(conn)
         if encoding is None:
             encoding = self._prepare(conn)
-        pgconn = conn.pgconn
         values = [stream_id.encode(encoding), b"%d" % version, topic.encode(encoding), state]
-        pgconn.send_query_prepared(self.name, values, _FORMATS)
-        result = conn.wait(generators.execute(pgconn))[-1]
+        result = self._send(conn, values)
+        if result.error_field(pq.DiagnosticField.SQLSTATE) == _NO_SUCH_STATEMENT:
+            # psycopg sends DEALLOCATE ALL after a ROLLBACK, DROP or ALTER on the connection (its own cache
+            # is invalid then): the statement is gone. The error comes at Bind, before anything ran: resend.
+            encoding = self._prepare(conn)
+            result = self._send(conn, values)
         if result.status != pq.ExecStatus.TUPLES_OK:
             raise errors.error_from_result(result, encoding=encoding)
         ids = result.get_value(0, 0)
         return [int(i) for i in bytes(ids)[1:-1].split(b",")] if ids and len(ids) > 2 else []  # noqa: PLR2004
+
+    def _send(self, conn: psycopg.Connection[Any], values: list[bytes]) -> pq.abc.PGresult:
+        conn.pgconn.send_query_prepared(self.name, values, _FORMATS)
+        results: list[pq.abc.PGresult] = conn.wait(generators.execute(conn.pgconn))
+        return results[-1]
 
     def _prepare(self, conn: psycopg.Connection[Any]) -> str:
         pgconn = conn.pgconn

@@ -99,6 +99,18 @@ def test_each_connection_prepares_the_statement_once(pg_url: str) -> None:
                 ]
 
 
+def test_a_statement_deallocated_on_the_connection_is_prepared_again(pg_url: str) -> None:
+    """Psycopg sends DEALLOCATE ALL after a ROLLBACK, DROP or ALTER: the next append prepares and lands."""
+    with _ledger_schema(pg_url) as schema, psycopg.connect(PG_BASE.split("?")[0], autocommit=True) as conn:
+        prepared = OneEventAppend(schema, TABLE)
+        prepared.run(conn, "s", 1, "t", b"one")
+        conn.execute("DEALLOCATE ALL")
+        assert prepared.run(conn, "s", 2, "t", b"two")
+        with pytest.raises(psycopg.errors.UniqueViolation):  # a real error is still raised, once
+            prepared.run(conn, "s", 2, "t", b"again")
+        assert [r[0] for r in _rows(conn, schema, "s")] == [1, 2]
+
+
 def test_a_stale_cached_append_through_the_ledger_is_a_conflict(pg_url: str) -> None:
     """Two ledgers on one session: the stale one's append conflicts, then takes the turn and lands."""
     with contextledger.open_ledger(pg_url) as one, contextledger.open_ledger(pg_url) as two:
