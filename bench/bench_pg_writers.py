@@ -45,6 +45,9 @@ from harness import machine, percentile, save
 PG = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test").split("?")[0]
 PAYLOAD = "x" * 300
 INSERT = "INSERT INTO {} (originator_id, originator_version, topic, state) VALUES (%s, %s, %s, %s)"
+WARMUP = int(os.environ.get("BENCH_PG_WARMUP", "20"))
+"""Appends (rows) each writer process makes before it counts: connections, prepared statements and the
+server's plan caches exist by then, for raw and ours alike (``--warmup``)."""
 
 Row = tuple[str, str, float, float, float, str, str]
 """(section, measurement, median, min, max, unit, ratio text)."""
@@ -130,11 +133,14 @@ def _report(queue: Any, done: int, wall: float, cpu: float, before: dict[int, fl
 
 
 def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
-    """Append ``count`` messages (or for ``seconds`` when > 0); report (appends, wall seconds)."""
+    """Append ``count`` messages (or for ``seconds`` when > 0) after ``WARMUP`` uncounted ones; report."""
     import contextledger  # noqa: PLC0415
 
     with contextledger.open_ledger(url) as ledger:
         ledger.version(session_id)
+        for _ in range(WARMUP):
+            ledger.add_user_message(session_id, PAYLOAD)
+        time.sleep(0.05)  # a NOTIFY still due is sent before the CPU is read
         before = _backends()
         _until(start_at)
         start, cpu = time.perf_counter(), time.process_time()
@@ -146,8 +152,10 @@ def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float
 
 
 def _raw(table: str, stream: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
-    """INSERT + COMMIT ``count`` rows (or for ``seconds``); report (rows, wall seconds)."""
+    """INSERT + COMMIT ``count`` rows (or for ``seconds``) after ``WARMUP`` uncounted ones; report."""
     with psycopg.connect(PG, autocommit=True) as conn:
+        for version in range(-WARMUP, 0):
+            conn.execute(INSERT.format(table), (stream, version, "t", PAYLOAD.encode()))
         before = _backends()
         _until(start_at)
         start, cpu = time.perf_counter(), time.process_time()
@@ -473,11 +481,13 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=0.0, help="load run seconds (60; quick 20)")
     parser.add_argument("--load-writers", type=int, default=8)
     parser.add_argument("--only", nargs="*", default=["writers", "append", "load"])
+    parser.add_argument("--warmup", type=int, default=WARMUP, help="uncounted appends per writer (20)")
     parser.add_argument("--child", nargs="*", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         sys.stdout.write(json.dumps(_run_child(args.child)) + "\n")
         return
+    os.environ["BENCH_PG_WARMUP"] = str(args.warmup)  # read by the children
     per_writer = args.per_writer or (60 if args.quick else 200)
     rounds = args.rounds or (3 if args.quick else 5)
     seconds = args.load or (20.0 if args.quick else 60.0)

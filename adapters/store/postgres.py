@@ -13,29 +13,33 @@ Schema setup runs under an advisory lock, so processes opening one schema at onc
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
 from contextledger.adapters.store.batch import Extras, blob_rows, idempotency_rows
 from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.postgres_append import OneEventAppend
 from contextledger.adapters.store.postgres_erasure import PostgresErasure
 from contextledger.adapters.store.postgres_horizon import (
     PostgresNotificationLog,
     append_statement,
     horizon_statements,
     notify_statement,
+    persistence_error,
     persistence_errors,
     stream_key,
 )
 from contextledger.adapters.store.postgres_import import stage_and_append
+from contextledger.adapters.store.postgres_notify import NOTIFY_INTERVAL, CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
 from contextledger.domain.errors import StoreUnavailableError
 from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.sql import SQL, Composable, Composed, Identifier
 
 __all__ = ["SCHEMA_VERSION", "PostgresRecorder", "open_postgres"]
@@ -57,7 +61,13 @@ class PostgresRecorder(
 ):
     """PostgreSQL recorder whose inserts also write blobs and the idempotency key atomically."""
 
-    def __init__(self, datastore: PostgresDatastore, *, events_table_name: str = "stored_events") -> None:
+    def __init__(
+        self,
+        datastore: PostgresDatastore,
+        *,
+        events_table_name: str = "stored_events",
+        notify_interval: float = NOTIFY_INTERVAL,
+    ) -> None:
         """Create the recorder and register the side tables it needs."""
         super().__init__(datastore, events_table_name=events_table_name)
         prefix = events_table_name.removesuffix("_events")
@@ -101,8 +111,10 @@ class PostgresRecorder(
             ]
         )
         self._append = append_statement(datastore.schema, events_table_name).as_bytes(None)
-        self._append_one = append_statement(datastore.schema, events_table_name, one=True).as_bytes(None)
+        self._append_one = OneEventAppend(datastore.schema, events_table_name).run
         self._notify = notify_statement(self.channel_name)
+        self.notifier = CommitNotifier(self._send_notify, interval=notify_interval)
+        """Sends the NOTIFY after appends have committed, at most one per interval (ADR 0047)."""
         self._function = SQL("{}.{}").format(
             Identifier(datastore.schema), Identifier(f"{events_table_name}_append")
         )
@@ -205,15 +217,16 @@ class PostgresRecorder(
         # writer turn (ADR 0035), checks each stream's head, claims the transaction's id and notification
         # ids, then writes the events, blobs and idempotency keys. Within a writer turn it runs on the
         # connection holding the turn. Once it has committed, a NOTIFY of its own wakes live tails (inside
-        # the append it would serialize every writer's commit, ADR 0042).
+        # the append it would serialize every writer's commit, ADR 0042), sent by the notifier's thread
+        # with those of other commits made meanwhile (ADR 0047).
         only = stored_events[0].originator_id
         one = all(s.originator_id == only for s in stored_events)
+        append: Callable[[psycopg.Connection[Any]], list[int]]
         if len(stored_events) == 1 and not blobs and not keys:
             event = stored_events[0]
-            statement = self._append_one
-            params: tuple[Any, ...] = (str(only), event.originator_version, event.topic, event.state)
+            append = partial(self._append_one, stream_id=str(only), version=event.originator_version,
+                             topic=event.topic, state=event.state)  # fmt: skip
         else:
-            statement = self._append
             params = (
                 [str(s.originator_id) for s in stored_events],
                 [s.originator_version for s in stored_events],
@@ -223,23 +236,46 @@ class PostgresRecorder(
                 [text.encode("utf-8") for _, text in blobs],
                 *key_columns,
             )
-        with self._connection(str(only) if one else None) as conn, conn.cursor() as curs:
-            curs.execute(statement, params, prepare=True)
-            row = curs.fetchone()
-            with suppress(psycopg.Error):  # the append has committed: a lost wake-up must not undo that
-                curs.execute(self._notify, prepare=True)
-        return [] if row is None else [int(i) for i in row["ids"]]
+            append = partial(_append_on, statement=self._append, params=params)
+        held: dict[str, psycopg.Connection[DictRow]] | None = self._turns.__dict__.get("held")
+        turn = held.get(str(only)) if held and one else None
+        try:
+            if turn is not None:
+                ids = append(turn)
+            elif self.datastore.pool.closed:  # not opened yet: ``get_connection`` opens it
+                with self.datastore.get_connection() as conn:
+                    ids = append(conn)
+            else:  # straight from the pool: ``get_connection``'s wrappers cost more than the rest here
+                pool = self.datastore.pool
+                conn = pool.getconn()
+                try:
+                    ids = append(conn)
+                finally:
+                    pool.putconn(conn)
+        except psycopg.Error as error:  # mapped as ``get_connection`` maps them (a gap: IntegrityError)
+            raise persistence_error(error) from error
+        self.notifier.committed()
+        return ids
+
+    def _send_notify(self) -> None:
+        """One NOTIFY on the recorder's channel, a transaction of its own (the notifier's ``send``)."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(self._notify, prepare=True)
+
+    def close(self) -> None:
+        """Send the NOTIFY still due, before the pool closes (``open_postgres``'s ``on_close``)."""
+        self.notifier.close()
 
     def insert_event_batches(self, batches: Iterable[tuple[Sequence[StoredEvent], Extras]]) -> None:
         """Stage each batch as it is drawn, then append them all in ONE statement (``postgres_import``).
 
         Every batch is stored, or none; the client holds one batch at a time. Listeners are woken once,
-        after the append has committed.
+        after the append has committed (by the notifier, ADR 0047).
         """
         with self.datastore.get_connection() as conn:
-            if stage_and_append(conn, self._function, batches):
-                with suppress(psycopg.Error):  # the append has committed: a lost wake-up must not undo that
-                    conn.execute(self._notify, prepare=True)
+            stored = stage_and_append(conn, self._function, batches)
+        if stored:
+            self.notifier.committed()
 
     def _heads_statement(self) -> Composed:
         """The last position of each stream in an array, each by an index-only backward scan.
@@ -382,6 +418,14 @@ class PostgresRecorder(
         return {str(row["originator_id"]): int(row["head"]) for row in rows}
 
 
+def _append_on(conn: psycopg.Connection[Any], *, statement: bytes, params: Sequence[Any]) -> list[int]:
+    """Run the append statement on ``conn`` (autocommit: its own transaction); the notification ids."""
+    with conn.cursor(row_factory=tuple_row) as curs:
+        curs.execute(statement, params, prepare=True)
+        row = curs.fetchone()
+    return [] if row is None else [int(i) for i in row[0]]
+
+
 def _field(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, Mapping) else row[0]
 
@@ -411,7 +455,9 @@ def open_postgres(url: str) -> RecorderEventStore:
             )
             # Opened (and waited for) once, here: concurrent first waits race inside psycopg_pool.
             datastore.pool.open(wait=True, timeout=options.pool_timeout)
-            recorder = PostgresRecorder(datastore, events_table_name="contextledger_events")
+            recorder = PostgresRecorder(
+                datastore, events_table_name="contextledger_events", notify_interval=options.notify_interval
+            )
             recorder.setup(probe)
         datastore.register_type_adapters()
     except (psycopg.Error, PersistenceError) as error:
@@ -419,4 +465,9 @@ def open_postgres(url: str) -> RecorderEventStore:
             datastore.close()
         msg = f"cannot open PostgreSQL ledger at {where} (schema {schema}): {error}"
         raise StoreUnavailableError(msg) from error
-    return RecorderEventStore(recorder, url=url, on_close=datastore.close)
+
+    def close() -> None:
+        recorder.close()
+        datastore.close()
+
+    return RecorderEventStore(recorder, url=url, on_close=close)

@@ -51,6 +51,7 @@ __all__ = [
     "append_statement",
     "horizon_statements",
     "notify_statement",
+    "persistence_error",
     "persistence_errors",
     "stream_key",
 ]
@@ -76,13 +77,18 @@ _ERRORS: tuple[tuple[type[psycopg.Error], type[PersistenceError]], ...] = (
 """psycopg's errors and eventsourcing's, in the order ``PostgresDatastore.get_connection`` maps them."""
 
 
+def persistence_error(error: psycopg.Error) -> PersistenceError:
+    """Psycopg's ``error`` as eventsourcing's, as ``PostgresDatastore.get_connection`` maps it."""
+    return next(ours for theirs, ours in _ERRORS if isinstance(error, theirs))(str(error))
+
+
 @contextmanager
 def persistence_errors() -> Iterator[None]:
     """Raise psycopg's errors as eventsourcing's, as ``PostgresDatastore.get_connection`` does."""
     try:
         yield
     except psycopg.Error as error:
-        raise next(ours for theirs, ours in _ERRORS if isinstance(error, theirs))(str(error)) from error
+        raise persistence_error(error) from error
 
 
 _SAFE = SQL("tx_id < pg_snapshot_xmin(pg_current_snapshot())")

@@ -13,13 +13,18 @@ __all__ = ["PostgresOptions", "connection_settings"]
 
 @dataclass(frozen=True)
 class PostgresOptions:
-    """Bounds on every wait, in seconds; each can be set in the URL (``?statement_timeout=120``)."""
+    """Bounds on every wait, in seconds; each can be set in the URL (``?statement_timeout=120``).
+
+    ``notify_interval``: at most one NOTIFY per this many seconds announces a writer's commits to live
+    tails (ADR 0047); the first commit after a quiet interval is announced at once.
+    """
 
     connect_timeout: float = 5.0
     pool_timeout: float = 10.0
     statement_timeout: float = 60.0
     lock_timeout: float = 5.0
     idle_in_transaction_timeout: float = 60.0
+    notify_interval: float = 0.05
 
     @classmethod
     def parse(cls, url: str, query: dict[str, list[str]]) -> PostgresOptions:
