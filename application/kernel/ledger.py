@@ -238,11 +238,7 @@ class Ledger:
         # A cached state the stream is still at (the store checks atomically) is what the turn would
         # read; a conflict, or a check failed on a state maybe behind, stores nothing: the turn decides.
         state = None if idempotency_key is not None else self._rules.cached(session_id)
-        if (
-            state is not None
-            and state.exists
-            and (expected_version is None or expected_version == state.version)
-        ):
+        if state is not None and state.exists and expected_version in {None, state.version}:
             try:  # (``suppress`` as a ``try``: one context manager less per append)
                 return self._append_parsed(session_id, parsed, state, expected_version=expected_version)
             except (ConcurrencyConflictError, ValidationError):
