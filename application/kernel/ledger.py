@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import nullcontext, suppress
 from typing import Any, Self, Unpack
 
 from contextledger.application.kernel import pins
@@ -222,19 +221,34 @@ class Ledger:
         """
         check_stream_id(session_id)
         parsed = parse_for_append(messages)  # a provider message may hold several
-        with self._lock, collector_paused() if len(parsed) > 1 else nullcontext():
-            # A cached state the stream is still at (the store checks atomically) is what the turn would
-            # read; a conflict, or a check failed on a state maybe behind, stores nothing: the turn decides.
-            state = None if idempotency_key is not None else self._rules.cached(session_id)
-            if state is not None and state.exists and expected_version in {None, state.version}:
-                with suppress(ConcurrencyConflictError, ValidationError):
-                    return self._append_parsed(session_id, parsed, state, expected_version=expected_version)
-            with self.log.writer_turn(session_id):  # writers of one session take turns
-                state = self._state(session_id)
-                if not state.exists:
-                    raise SessionNotFoundError(session_id)
-                options = {"expected_version": expected_version, "idempotency_key": idempotency_key}
-                return self._append_parsed(session_id, parsed, state, **options)
+        if len(parsed) > 1:
+            with self._lock, collector_paused():
+                return self._append_locked(session_id, parsed, expected_version, idempotency_key)
+        with self._lock:  # one message: no pause, no ``nullcontext`` entered in its place (ADR 0052)
+            return self._append_locked(session_id, parsed, expected_version, idempotency_key)
+
+    def _append_locked(
+        self,
+        session_id: str,
+        parsed: Sequence[ParsedMessage],
+        expected_version: int | None,
+        idempotency_key: str | None,
+    ) -> tuple[int, ...]:
+        """``append_many``'s work under the lock: on the cached state when it holds, else in the turn."""
+        # A cached state the stream is still at (the store checks atomically) is what the turn would
+        # read; a conflict, or a check failed on a state maybe behind, stores nothing: the turn decides.
+        state = None if idempotency_key is not None else self._rules.cached(session_id)
+        if state is not None and state.exists and expected_version in {None, state.version}:
+            try:  # (``suppress`` as a ``try``: one context manager less per append)
+                return self._append_parsed(session_id, parsed, state, expected_version=expected_version)
+            except (ConcurrencyConflictError, ValidationError):
+                pass
+        with self.log.writer_turn(session_id):  # writers of one session take turns
+            state = self._state(session_id)
+            if not state.exists:
+                raise SessionNotFoundError(session_id)
+            options = {"expected_version": expected_version, "idempotency_key": idempotency_key}
+            return self._append_parsed(session_id, parsed, state, **options)
 
     def _append_parsed(
         self, session_id: str, parsed: Sequence[ParsedMessage], state: SessionState, **options: Any
@@ -246,8 +260,16 @@ class Ledger:
         return self._append(session_id, events, blobs, state=state, **options).positions
 
     def add_user_message(self, session_id: str, content: str, **options: Any) -> int:
-        """Append what the user said; return its position."""
-        return self.append(session_id, UserMessage(content=content), **options)
+        """Append what the user said; return its position.
+
+        Text given as an exact ``str`` is passed as the plain dict ``{"role": "user", "content": ...}``,
+        which ``parse_for_append`` keeps as a plain message (no model validated: a ``str`` is valid as
+        it is, ADR 0052); anything else is validated by ``UserMessage`` as before.
+        """
+        message = (
+            {"role": "user", "content": content} if type(content) is str else UserMessage(content=content)
+        )
+        return self.append(session_id, message, **options)
 
     def add_assistant_message(
         self,
