@@ -8,18 +8,16 @@ from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from typing import Protocol
 
-import msgspec
 from contextledger.adapters.store.batch import Extras, insert_gathered
+from contextledger.adapters.store.guards import refuse_nul, refuse_nul_in, storable, translated
 from contextledger.adapters.store.mapper import MsgspecMapper, Row
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC, Sealer
 from contextledger.application.kernel.logs import get_logger
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ContextLedgerError,
-    InvalidMessageError,
     SessionForgottenError,
     StoreError,
-    StoreUnavailableError,
 )
 from contextledger.domain.events import AnyEvent, Recorded, SessionForgotten, SessionStarted, topic_of
 from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
@@ -27,9 +25,6 @@ from eventsourcing.persistence import (
     ApplicationRecorder,
     Cipher,
     IntegrityError,
-    InterfaceError,
-    OperationalError,
-    PersistenceError,
     StoredEvent,
 )
 
@@ -72,82 +67,6 @@ class LedgerRecorder(Protocol):
         ...
 
 
-class _translated:  # noqa: N801  # used as the function it was: ``with _translated(action):``
-    """Re-raise driver and eventsourcing errors as ``StoreError`` subclasses.
-
-    A class, not a ``@contextmanager`` generator: every append enters one, and a generator context
-    manager costs a generator, its frame and two ``next`` calls per use (ADR 0052). The mapping is the
-    generator's, clause for clause (``test_translated_maps_as_the_generator_did``).
-    """
-
-    __slots__ = ("action",)
-
-    def __init__(self, action: str) -> None:
-        self.action = action
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: object) -> None:
-        if error is None or isinstance(error, ContextLedgerError):
-            return
-        action = self.action
-        if isinstance(error, (OperationalError, InterfaceError)):
-            msg = f"{action}: database unavailable: {error}"
-            raise StoreUnavailableError(msg) from error
-        if isinstance(error, PersistenceError):
-            msg = f"{action}: {error}"
-            raise StoreError(msg) from error
-        if isinstance(error, OSError):
-            msg = f"{action}: {error}"
-            raise StoreUnavailableError(msg) from error
-        if isinstance(error, UnicodeEncodeError):
-            where = f"({error.reason} at {error.start})"
-            msg = f"{action}: a text is not valid Unicode {where}; nothing was written"
-            raise InvalidMessageError(msg) from None
-
-
-class _Storable:
-    """Re-raise a value the encoder refuses as the caller's ``InvalidMessageError`` (nothing was written).
-
-    A class for the reason ``_translated`` is one; ``_storable()`` returns its one instance (it holds no
-    state).
-    """
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: object) -> None:
-        if isinstance(error, (TypeError, ValueError, msgspec.EncodeError)):
-            msg = f"an event holds a value that cannot be stored ({error}); use text, numbers, lists, objects"
-            raise InvalidMessageError(msg) from None
-
-
-_STORABLE = _Storable()
-
-
-def _storable() -> _Storable:
-    """The context in which encoding runs (``_Storable``)."""
-    return _STORABLE
-
-
-def _refuse_nul(stream_ids: Iterable[str], keys: Iterable[str | None]) -> None:
-    """Session ids and idempotency keys are names: a NUL in one is refused alike on every backend."""
-    for name, values in (("session id", stream_ids), ("idempotency key", keys)):
-        for value in values:
-            if value is not None and "\x00" in value:
-                msg = f"a {name} may not contain NUL (\\x00): {value!r}"
-                raise InvalidMessageError(msg)
-
-
-def _refuse_nul_in(stream_id: str, key: str | None, snapshot: tuple[str, int, bytes] | None) -> None:
-    """``_refuse_nul`` of an append's names, its lists built only when a name could be refused (ADR 0052)."""
-    if snapshot is not None or "\x00" in stream_id or (key is not None and "\x00" in key):
-        _refuse_nul([stream_id] if snapshot is None else [stream_id, snapshot[0]], [key])
-
-
 class RecorderEventStore:
     """Session streams stored through an eventsourcing ``ApplicationRecorder``.
 
@@ -181,7 +100,7 @@ class RecorderEventStore:
         Raises:
             LedgerKeyError: the ledger is encrypted under another key, or holds plaintext events.
         """
-        with _translated("check the ledger's key"):
+        with translated("check the ledger's key"):
             sealer.check_key(bool(self.recorder.max_notification_id()))
         self.sealer = sealer
         self.mapper.unseal = sealer.open_event
@@ -204,7 +123,7 @@ class RecorderEventStore:
         """
         if not events:
             return AppendOutcome(())
-        _refuse_nul_in(stream_id, idempotency_key, snapshot)
+        refuse_nul_in(stream_id, idempotency_key, snapshot)
         first = expected_version + 1
         last = expected_version + len(events)
         idempotency = [] if idempotency_key is None else [(stream_id, idempotency_key, first, last)]
@@ -224,7 +143,7 @@ class RecorderEventStore:
         extras: dict[str, object] = {"blobs": rows, "idempotency": idempotency}
         if joined and snapshot is not None:
             extras["snapshots"] = [(snapshot[0], snapshot[1], self._sealed_bytes(snapshot[2]))]
-        with _translated(f"append to {stream_id!r}"):
+        with translated(f"append to {stream_id!r}"):
             try:
                 insert(stored, **extras)
             except IntegrityError as error:
@@ -269,7 +188,7 @@ class RecorderEventStore:
         self, appends: Sequence[StreamAppend], *, blobs: Mapping[str, str] | None = None
     ) -> None:
         """Append to several streams in one transaction: all of it is stored, or none of it."""
-        _refuse_nul([a.stream_id for a in appends], [a.idempotency_key for a in appends])
+        refuse_nul([a.stream_id for a in appends], [a.idempotency_key for a in appends])
         stored: list[StoredEvent] = []
         keys: list[tuple[str, str, int, int]] = []
         for append in appends:
@@ -281,7 +200,7 @@ class RecorderEventStore:
             return
         heads = {a.stream_id: a.expected_version for a in appends}
         stored, rows, keys, created = self._sealed(stored, heads, blobs, keys)
-        with _translated(f"append to {len(appends)} streams"):
+        with translated(f"append to {len(appends)} streams"):
             try:
                 self.recorder.insert_events(stored, blobs=rows, idempotency=keys)
             except IntegrityError as error:
@@ -309,7 +228,7 @@ class RecorderEventStore:
 
         def batches() -> Iterator[tuple[list[StoredEvent], Extras]]:
             for append, blobs in items:
-                _refuse_nul([append.stream_id], [append.idempotency_key])
+                refuse_nul([append.stream_id], [append.idempotency_key])
                 current[:] = [append]
                 first = append.expected_version + 1
                 stored = self._encode(append.stream_id, first, append.events)
@@ -323,7 +242,7 @@ class RecorderEventStore:
                 created.update(made)
                 yield stored, {"blobs": rows, "idempotency": keys}
 
-        with _translated("append streamed"):
+        with translated("append streamed"):
             try:
                 insert_batches(batches())
             except IntegrityError as error:
@@ -337,19 +256,19 @@ class RecorderEventStore:
 
     def _encode(self, stream_id: str, first: int, events: Sequence[AnyEvent]) -> list[StoredEvent]:
         """Encode a stream's events from position ``first`` before any write (bad values: the caller's)."""
-        with _storable():
+        with storable():
             return self.mapper.to_stored_many(stream_id, first, events)
 
     def _encode_rows(self, stream_id: str, first: int, events: Sequence[AnyEvent]) -> list[Row]:
         """``_encode`` as ``(stream, position, topic, state)`` rows (``MsgspecMapper.rows_many``)."""
-        with _storable():
+        with storable():
             return self.mapper.rows_many(stream_id, first, events)
 
     def read(self, stream_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the stream's events with positions in ``(after, upto]``."""
         if "\x00" in stream_id:
             return []  # no stream can be named so (appends refuse it)
-        with _translated(f"read {stream_id!r}"):
+        with translated(f"read {stream_id!r}"):
             rows = self.recorder.select_events(stream_id, gt=after or None, lte=upto)
         if self.sealer is not None and rows and rows[-1].topic == TOMBSTONE_TOPIC:
             raise self.forgotten_error(stream_id)
@@ -366,7 +285,7 @@ class RecorderEventStore:
 
     def forgotten_error(self, session_id: str) -> SessionForgottenError:
         """The error of a forgotten session, naming who forgot it, when and why (from its tombstone)."""
-        with _translated(f"read the tombstone of {session_id!r}"):
+        with translated(f"read the tombstone of {session_id!r}"):
             rows = self.recorder.select_events(session_id, desc=True, limit=1)
         if rows and self.sealer is not None:
             event = self.mapper.to_recorded(rows[0]).event
@@ -378,14 +297,14 @@ class RecorderEventStore:
         """Return the last position of the stream, 0 when it is empty."""
         if "\x00" in stream_id:
             return 0
-        with _translated(f"version of {stream_id!r}"):
+        with translated(f"version of {stream_id!r}"):
             rows = self.recorder.select_events(stream_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
 
     def sessions(self) -> list[SessionInfo]:
         """Return every started session in the order they were stored."""
         started: list[SessionStarted] = []
-        with _translated("list sessions"):
+        with translated("list sessions"):
             start = 1
             while True:
                 page = self.recorder.select_notifications(start, _PAGE, topics=[self._started_topic])
@@ -413,7 +332,7 @@ class RecorderEventStore:
 
     def read_blob(self, sha256: str) -> str:
         """Return the text stored under ``sha256``."""
-        with _translated(f"read blob {sha256[:12]}"):
+        with translated(f"read blob {sha256[:12]}"):
             text = self.extras.read_blob(self._index(sha256))
         if text is None:
             msg = f"blob {sha256} is missing from the store"
@@ -424,7 +343,7 @@ class RecorderEventStore:
         """Return the positions an earlier append with ``key`` stored, or None."""
         if "\x00" in stream_id + key:
             return None
-        with _translated(f"look up idempotency key of {stream_id!r}"):
+        with translated(f"look up idempotency key of {stream_id!r}"):
             found = self.extras.lookup_idempotency(stream_id, self._index(key))
         return None if found is None else tuple(range(found[0], found[1] + 1))
 
@@ -438,7 +357,7 @@ class RecorderEventStore:
         if take is None or "\x00" in stream_id or stream_id in held:
             yield  # no lock to take, or this thread holds it already (a nested write)
             return
-        with _translated(f"writer turn of {stream_id!r}"), take(stream_id):
+        with translated(f"writer turn of {stream_id!r}"), take(stream_id):
             held.add(stream_id)
             try:
                 yield
@@ -448,21 +367,21 @@ class RecorderEventStore:
     def load_token_counts(self, tokenizer: str, keys: Iterable[str]) -> dict[str, int]:
         """Return cached token counts of content hashes."""
         wanted = {self._index(key): key for key in keys}
-        with _translated("load token counts"):
+        with translated("load token counts"):
             found = self.extras.load_token_counts(tokenizer, list(wanted))
         return {wanted[key]: count for key, count in found.items()}
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
         """Cache token counts of content hashes."""
         if counts:
-            with _translated("save token counts"):
+            with translated("save token counts"):
                 self.extras.save_token_counts(tokenizer, {self._index(k): v for k, v in counts.items()})
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
         """Return the position and bytes of a projection snapshot, or None."""
         if "\x00" in name:
             return None
-        with _translated(f"load snapshot {name}"):
+        with translated(f"load snapshot {name}"):
             found = self.extras.load_snapshot(name)
         if found is None or self.sealer is None:
             return found
@@ -471,8 +390,8 @@ class RecorderEventStore:
 
     def save_snapshot(self, name: str, position: int, state: bytes) -> None:
         """Store (replace) a projection snapshot."""
-        _refuse_nul([name], [])
-        with _translated(f"save snapshot {name}"):
+        refuse_nul([name], [])
+        with translated(f"save snapshot {name}"):
             self.extras.save_snapshot(name, position, self._sealed_bytes(state))
 
     def _sealed_bytes(self, state: bytes) -> bytes:

@@ -12,7 +12,8 @@ from contextledger.adapters.store.cipher import (
     Keyring,
     master_key,
 )
-from contextledger.adapters.store.event_store import RecorderEventStore, _translated
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.guards import translated
 from contextledger.adapters.store.memory import MemoryRecorder
 from contextledger.adapters.store.sealing import Sealer
 from contextledger.adapters.store.sqlite import open_sqlite
@@ -53,7 +54,7 @@ def encryption(store: RecorderEventStore, keyring: Keyring | None) -> RecorderEv
 
 def _refuse_locked(store: RecorderEventStore) -> None:
     """Opening an encrypted ledger without a key is refused before anything is read or written."""
-    with _translated("check the ledger's key"):
+    with translated("check the ledger's key"):
         locked = store.extras.read_blob(CHECK_BLOB) is not None
     if locked:
         msg = (

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from contextledger.adapters.store.cipher import Keyring, session_of_stream
-from contextledger.adapters.store.event_store import _translated
+from contextledger.adapters.store.guards import translated
 from contextledger.adapters.store.projection_tables import ProjectionTables
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC
 from contextledger.domain.errors import (
@@ -60,7 +60,7 @@ def _blob_owners(store: RecorderEventStore, session_id: str) -> tuple[set[str], 
     others: set[str] = set()
     after = 0
     while True:
-        with _translated("scan the log for shared texts"):
+        with translated("scan the log for shared texts"):
             rows = tables.notification_rows(after, _PAGE)
         for _, stream, _, topic, state in rows:
             if topic == TOMBSTONE_TOPIC or sealer.forgotten(stream):
@@ -93,7 +93,7 @@ def forget_session(
         version = store.version(session_id)
         if version == 0:
             raise SessionNotFoundError(session_id)
-        with _translated(f"read the head of {session_id!r}"):
+        with translated(f"read the head of {session_id!r}"):
             head = store.recorder.select_events(session_id, desc=True, limit=1)
         last = store.mapper.to_recorded(head[0]).event if head[0].topic == TOMBSTONE_TOPIC else None
         if isinstance(last, SessionForgotten):
@@ -112,7 +112,7 @@ def forget_session(
             store.append(session_id, version, [tombstone])
         keys = [sealer.keyring.index(sha) for sha in sorted(mine)]
         keys.append(sealer.keyring.index(Keyring.key_blob(session_id)))
-        with _translated(f"erase session {session_id!r}"):
+        with translated(f"erase session {session_id!r}"):
             store.recorder.erase_session(session_id, keys)  # type: ignore[attr-defined]  # the recorders of this package
         sealer.keyring.forget_cached(session_id)
     return tombstone

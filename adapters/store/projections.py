@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from contextledger.adapters.store.event_store import RecorderEventStore, _translated
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.guards import translated
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC
 from contextledger.domain.ports import LeaseHolder, Notification, NotificationBatch, ProjectionCommit
@@ -25,7 +26,7 @@ class _Lease:
         """Give the lease up (idempotent)."""
         if self._held:
             self._held = False
-            with _translated(f"release projection {self._projection}"):
+            with translated(f"release projection {self._projection}"):
                 self._tables.projection_release(self._projection, self._owner)
 
 
@@ -50,7 +51,7 @@ class RecorderProjections:
         self, after: int, limit: int, keep: Callable[[str], bool] | None = None
     ) -> NotificationBatch:
         """Scan up to ``limit`` notifications after ``after``; decode only the streams ``keep`` accepts."""
-        with _translated("read notifications"):
+        with translated("read notifications"):
             rows = self._tables.notification_rows(after, limit)
         decode = self.store.mapper.decode
         sealer = self.store.sealer
@@ -65,27 +66,27 @@ class RecorderProjections:
 
     def head(self) -> int:
         """Return the id of the newest notification, 0 when the store holds none."""
-        with _translated("read the newest notification id"):
+        with translated("read the newest notification id"):
             return int(self.store.recorder.max_notification_id() or 0)
 
     def schema_version(self) -> int | None:
         """The schema version the database records (None: a memory store keeps none)."""
-        with _translated("read the schema version"):
+        with translated("read the schema version"):
             return self._tables.stored_schema_version()
 
     def leases(self) -> list[LeaseHolder]:
         """Every projection lease held (or left by a holder that died, then not alive)."""
-        with _translated("list projection leases"):
+        with translated("list projection leases"):
             return self._tables.projection_leases()
 
     def checkpoints(self) -> dict[str, int]:
         """Return every checkpoint (views and their shards) with its position."""
-        with _translated("list checkpoints"):
+        with translated("list checkpoints"):
             return self._tables.projection_checkpoints()
 
     def load_tracking(self, projection: str) -> int:
         """Return the last notification id folded into ``projection``, 0 when none."""
-        with _translated(f"load tracking of {projection}"):
+        with translated(f"load tracking of {projection}"):
             return self._tables.projection_tracking(projection)
 
     def commit(self, projection: str, tracking: int, rows: Mapping[str, tuple[int, bytes]]) -> None:
@@ -106,23 +107,23 @@ class RecorderProjections:
                 )
                 for c in commits
             ]
-        with _translated(f"commit projections {names}"):
+        with translated(f"commit projections {names}"):
             self._tables.projection_commit(commits, self.owner)
 
     def load_range(self, projection: str, after_key: str, upto_key: str) -> dict[str, tuple[int, bytes]]:
         """Return the rows with ``after_key < key <= upto_key``."""
-        with _translated(f"load rows of {projection}"):
+        with translated(f"load rows of {projection}"):
             return self._opened(self._tables.projection_range(projection, after_key, upto_key))
 
     def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row of ``projection``, or None."""
-        with _translated(f"load row of {projection}"):
+        with translated(f"load row of {projection}"):
             found = self._tables.projection_row(projection, key)
         return None if found is None else self._opened({key: found}).get(key)
 
     def load_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """Return the rows of ``keys`` that exist, in one read."""
-        with _translated(f"load rows of {projection}"):
+        with translated(f"load rows of {projection}"):
             return self._opened(self._tables.projection_rows(projection, keys)) if keys else {}
 
     def _opened(self, rows: dict[str, tuple[int, bytes]]) -> dict[str, tuple[int, bytes]]:
@@ -139,31 +140,31 @@ class RecorderProjections:
 
     def row_keys(self, projection: str) -> list[str]:
         """Return every row key of ``projection``, sorted."""
-        with _translated(f"list rows of {projection}"):
+        with translated(f"list rows of {projection}"):
             return self._tables.projection_keys(projection)
 
     def drop(self, projection: str) -> None:
         """Delete the rows and tracking of ``projection``."""
-        with _translated(f"drop projection {projection}"):
+        with translated(f"drop projection {projection}"):
             self._tables.projection_drop(projection)
 
     def activate(self, name: str, version: str) -> None:
         """Make ``version`` the active projection serving ``name``."""
-        with _translated(f"activate {version} for {name}"):
+        with translated(f"activate {version} for {name}"):
             self._tables.projection_activate(name, version)
 
     def active(self, name: str) -> str | None:
         """Return the active version of ``name``, or None."""
-        with _translated(f"read active version of {name}"):
+        with translated(f"read active version of {name}"):
             return self._tables.projection_active(name)
 
     def acquire(self, projection: str) -> _Lease:
         """Take the one-writer lease of ``projection`` (``ProjectionLockedError`` when held elsewhere)."""
-        with _translated(f"lock projection {projection}"):
+        with translated(f"lock projection {projection}"):
             self._tables.projection_acquire(projection, self.owner)
         return _Lease(self._tables, projection, self.owner)
 
     def renew(self, projection: str) -> None:
         """Extend the held lease (a runner idling in its live tail calls this)."""
-        with _translated(f"renew lease of {projection}"):
+        with translated(f"renew lease of {projection}"):
             self._tables.projection_acquire(projection, self.owner)

@@ -10,7 +10,8 @@ import contextledger
 import msgspec
 import psycopg
 import pytest
-from contextledger.adapters.store.event_store import RecorderEventStore, _refuse_nul, _storable, _translated
+from contextledger.adapters.store.event_store import RecorderEventStore
+from contextledger.adapters.store.guards import refuse_nul, storable, translated
 from contextledger.adapters.store.postgres import PostgresRecorder, _append_on
 from contextledger.domain.content import InlineText
 from contextledger.domain.errors import (
@@ -36,7 +37,7 @@ from tests.conftest import PG_BASE
 
 @contextmanager
 def _translated_before(action: str) -> Iterator[None]:
-    """``_translated`` as a generator context manager, as it was defined before ADR 0052."""
+    """``translated`` as a generator context manager, as it was defined before ADR 0052."""
     try:
         yield
     except ContextLedgerError:
@@ -57,7 +58,7 @@ def _translated_before(action: str) -> Iterator[None]:
 
 @contextmanager
 def _storable_before() -> Iterator[None]:
-    """``_storable`` as it was defined before ADR 0052."""
+    """``storable`` as it was defined before ADR 0052."""
     try:
         yield
     except (TypeError, ValueError, msgspec.EncodeError) as error:
@@ -107,9 +108,9 @@ def _outcome(context: Any, error: BaseException | None) -> tuple[Any, ...]:
 @settings(max_examples=100, deadline=None)
 @given(error=st.one_of(st.none(), st.sampled_from(_ERRORS)), action=st.text(max_size=12))
 def test_translated_maps_as_the_generator_did(error: BaseException | None, action: str) -> None:
-    """Each error leaves ``_translated`` (and ``_storable``) as the same type, message, cause and context."""
-    assert _outcome(_translated(action), error) == _outcome(_translated_before(action), error)
-    assert _outcome(_storable(), error) == _outcome(_storable_before(), error)
+    """Each error leaves ``translated`` (and ``storable``) as the same type, message, cause and context."""
+    assert _outcome(translated(action), error) == _outcome(_translated_before(action), error)
+    assert _outcome(storable(), error) == _outcome(_storable_before(), error)
 
 
 @settings(max_examples=200, deadline=None)
@@ -118,9 +119,9 @@ def test_translated_maps_as_the_generator_did(error: BaseException | None, actio
     key=st.one_of(st.none(), st.text(st.sampled_from("k\x00"), max_size=3)),
 )
 def test_an_append_refuses_a_nul_exactly_when_refuse_nul_does(stream: str, key: str | None) -> None:
-    """The store's guarded check raises what ``_refuse_nul`` raises, and only then (memory backend)."""
+    """The store's guarded check raises what ``refuse_nul`` raises, and only then (memory backend)."""
     try:
-        _refuse_nul([stream], [key])
+        refuse_nul([stream], [key])
         expected = None
     except InvalidMessageError as error:
         expected = str(error)
