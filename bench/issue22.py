@@ -10,7 +10,8 @@ inside each bench, so every ratio is to a floor measured in the same run):
 - ``scale``: ``BENCH_TURNS=1000 bench_scale.py --quick --before REF --only turn simulate append render
   import`` (turn cost at turns 1-50 vs 951-1,000 on memory and SQLite, simulate, batched append, warm
   render, import RSS);
-- ``pg_writers``: ``bench_pg_writers.py --before REF`` (1, 4 and 16 writer processes vs raw INSERT + COMMIT,
+- ``pg_writers``: ``bench_pg_writers.py --before REF --rounds 3 --per-writer 500`` (1, 4 and 16 writer
+  processes vs raw INSERT + COMMIT,
   single append at 1k and 40k events, the load run with a following view);
 - ``rebuild_cli``: ``bench_rebuild_cli.py --before REF`` (first rebuild vs tiktoken, rebuild after a config
   change in one process vs the raw scan + decode).
@@ -45,7 +46,7 @@ def _commands(before: str, quick: bool) -> dict[str, list[str]]:
     pg = (
         ["--rounds", "2", "--per-writer", "60", "--load", "20"]
         if quick
-        else ["--rounds", "3", "--per-writer", "100"]
+        else ["--rounds", "3", "--per-writer", "500"]  # with 100, one writer's timed run lasts ~50 ms: noise
     )
     runs = ["--runs", "1", "--copies", "5"] if quick else ["--runs", "3"]
     only = ["--only", "turn", "simulate", "append", "render", "import"]
