@@ -13,7 +13,7 @@ Schema setup runs under an advisory lock, so processes opening one schema at onc
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -164,24 +164,7 @@ class PostgresRecorder(
         )
         append = partial(_append_on, statement=self._append, params=params)
         held: dict[str, psycopg.Connection[DictRow]] | None = self._turns.__dict__.get("held")
-        turn = held.get(str(only)) if held and one else None
-        try:
-            if turn is not None:
-                ids = append(turn)
-            elif self.datastore.pool.closed:  # not opened yet: ``get_connection`` opens it
-                with self.datastore.get_connection() as conn:
-                    ids = append(conn)
-            else:  # straight from the pool: ``get_connection``'s wrappers cost more than the rest here
-                pool = self.datastore.pool
-                conn = pool.getconn()
-                try:
-                    ids = append(conn)
-                finally:
-                    pool.putconn(conn)
-        except psycopg.Error as error:  # mapped as ``get_connection`` maps them (a gap: IntegrityError)
-            raise persistence_error(error) from error
-        self.notifier.committed()
-        return ids
+        return self._appended(held.get(str(only)) if held and one else None, append)
 
     def _insert_one(self, event: StoredEvent) -> list[int]:
         """``insert_events`` of one event without blobs or keys: the same statement, connection and errors.
@@ -192,22 +175,33 @@ class PostgresRecorder(
         stream_id = str(event.originator_id)
         held: dict[str, psycopg.Connection[DictRow]] | None = self._turns.__dict__.get("held")
         turn = held.get(stream_id) if held else None
-        run = self._append_one
+        return self._appended(
+            turn, self._append_one, stream_id, event.originator_version, event.topic, event.state
+        )
+
+    def _appended(
+        self, turn: psycopg.Connection[DictRow] | None, run: Callable[..., list[int]], *args: Any
+    ) -> list[int]:
+        """``run(conn, *args)`` on the connection holding the writer turn, else a pooled one; then NOTIFY.
+
+        psycopg's errors are mapped as ``get_connection`` maps them (a gap: ``IntegrityError``). The pool's
+        ``getconn``/``putconn`` are used directly: ``get_connection``'s wrappers cost more than the rest here.
+        """
         try:
             if turn is not None:
-                ids = run(turn, stream_id, event.originator_version, event.topic, event.state)
+                ids = run(turn, *args)
             else:
                 pool = self.datastore.pool
                 if pool.closed:  # not opened yet: ``get_connection`` opens it
                     with self.datastore.get_connection() as conn:
-                        ids = run(conn, stream_id, event.originator_version, event.topic, event.state)
+                        ids = run(conn, *args)
                 else:
                     conn = pool.getconn()
                     try:
-                        ids = run(conn, stream_id, event.originator_version, event.topic, event.state)
+                        ids = run(conn, *args)
                     finally:
                         pool.putconn(conn)
-        except psycopg.Error as error:  # mapped as ``get_connection`` maps them (a gap: IntegrityError)
+        except psycopg.Error as error:
             raise persistence_error(error) from error
         self.notifier.committed()
         return ids

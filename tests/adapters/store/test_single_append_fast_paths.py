@@ -32,6 +32,7 @@ from eventsourcing.persistence import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.adapters.store.test_postgres_append_prepared import _rows
 from tests.conftest import PG_BASE
 
 
@@ -136,14 +137,6 @@ def test_an_append_refuses_a_nul_exactly_when_refuse_nul_does(stream: str, key: 
         except InvalidMessageError as error:
             found = str(error)
     assert found == expected
-
-
-def _rows(conn: psycopg.Connection[Any], schema: str, stream: str) -> list[tuple[Any, ...]]:
-    return conn.execute(
-        f"SELECT originator_version, topic, state, tx_id <> '0' FROM \"{schema}\".contextledger_events "
-        "WHERE originator_id = %s ORDER BY originator_version",
-        (stream,),
-    ).fetchall()
 
 
 def test_one_event_insert_stores_what_the_general_statement_stores(pg_url: str) -> None:
