@@ -9,7 +9,7 @@ import psycopg
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composable, Composed, Identifier
 
-__all__ = ["SCHEMA_VERSION", "PostgresSchema", "field_of"]
+__all__ = ["SCHEMA_VERSION", "PostgresSchema"]
 
 SCHEMA_VERSION = 7
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
@@ -19,7 +19,7 @@ active versions); 4: row keys ``COLLATE "C"``; 5: each event's transaction id an
 before are migrated on open."""
 
 
-def field_of(row: Any, name: str) -> Any:
+def _field(row: Any, name: str) -> Any:
     """A column of a row, whether the connection's rows are dicts or tuples (one column read)."""
     return row[name] if isinstance(row, Mapping) else row[0]
 
@@ -72,12 +72,12 @@ class PostgresSchema:
     def _version(self, conn: psycopg.Connection[Any]) -> int | None:
         name = self._table(self.meta_table).as_string(conn)
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (name,)).fetchone()
-        if not row or not field_of(row, "present"):
+        if not row or not _field(row, "present"):
             return None
         found = conn.execute(
             SQL("SELECT value FROM {} WHERE key = 'schema'").format(self._table(self.meta_table))
         ).fetchone()
-        return None if found is None else int(field_of(found, "value"))
+        return None if found is None else int(_field(found, "value"))
 
     def _type_exists(self, conn: psycopg.Connection[Any]) -> bool:
         row = conn.execute(
@@ -85,7 +85,7 @@ class PostgresSchema:
             "WHERE n.nspname = %s AND t.typname = %s",
             (self.datastore.schema, self.stored_event_type_name),
         ).fetchone()
-        return bool(row and field_of(row, "n"))
+        return bool(row and _field(row, "n"))
 
     def _migrate_blobs(self, conn: psycopg.Connection[Any]) -> None:
         """Schema 1 kept blobs in a ``text`` column (no NUL possible): convert it to UTF-8 bytes."""
@@ -94,7 +94,7 @@ class PostgresSchema:
             "WHERE table_schema = %s AND table_name = %s AND column_name = 'text'",
             (self.datastore.schema, self.blobs_table),
         ).fetchone()
-        if row and field_of(row, "n"):
+        if row and _field(row, "n"):
             table = self._table(self.blobs_table)
             conn.execute(SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS utf8 bytea").format(table))
             conn.execute(SQL("UPDATE {} SET utf8 = convert_to(text, 'UTF8')").format(table))
