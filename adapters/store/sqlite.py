@@ -248,11 +248,11 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         return found
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
-        """Store counts for content hashes (existing ones are kept)."""
+        """Store counts for content hashes (existing ones are kept), in key order (each page once)."""
         with self.writing() as c:
             c.executemany(
                 "INSERT OR IGNORE INTO ledger_token_counts VALUES (?, ?, ?)",
-                [(tokenizer, key, value) for key, value in counts.items()],
+                [(tokenizer, key, counts[key]) for key in sorted(counts)],
             )
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
+from contextledger.application.kernel.token_cache import UNSAVED_COUNTS
 from contextledger.application.rebuild.card_facts import CardFacts
 from contextledger.application.rebuild.render_digest import RenderDigest, digest_of, digests_of, encode_digest
 from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
@@ -89,7 +90,7 @@ class ContextView:
         self.tokens = TokenRows(store, self.projector.tokenizer, shard or Shard())
         self.card_facts = CardFacts(store) if self.projector.policy.card.enabled else None
         """The card's facts of each message, kept per session (read, or found and written, per batch)."""
-        self.renderer.counter.defer_saves = True  # the token cache is written once per batch (``fold``)
+        self.renderer.counter.defer_saves = True  # the token cache is written in large groups (``fold``)
         self.failed: dict[str, str] = {}
         self.known = KnownRows()
         self._texts: dict[int, list[Text]] = {}
@@ -155,8 +156,12 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 digests[session_id] = (at, encode_digest(self._digest(session_id)))
-        self.renderer.counter.flush()
+        self.renderer.counter.flush(at_least=UNSAVED_COUNTS)  # the rest when the catch-up ends (``finish``)
         return {self.name: rows, self.digests: digests, **fresh}
+
+    def finish(self) -> None:
+        """Write the fresh token counts kept back (the batches write them only in large groups)."""
+        self.renderer.counter.flush()
 
     def _digest(self, session_id: str) -> RenderDigest:
         """The comparison's digest of the session's render, from the state just folded (nothing is read)."""

@@ -34,16 +34,18 @@ class RecordingStore:
     batches=st.lists(st.lists(_TEXTS, max_size=12), min_size=1, max_size=4),
     defer=st.booleans(),
     memory_limit=st.sampled_from([3, 200_000]),
+    at_least=st.sampled_from([1, 4, 10**6]),
 )
-def test_batched_counts_equal_counting_each_text_alone(batches, defer, memory_limit):
-    """Repeated texts, a small or large memory, deferred saves or not: the one-by-one counts."""
+def test_batched_counts_equal_counting_each_text_alone(batches, defer, memory_limit, at_least):
+    """Repeated texts, a small or large memory, saves deferred (in groups) or not: the one-by-one counts."""
     plain = get_counter("cl100k_base")
     store = RecordingStore()
     cache = CachedTokenCounter(plain, store, blobs=None, memory_limit=memory_limit)  # type: ignore[arg-type]
     cache.defer_saves = defer
     for batch in batches:
         assert cache.count_texts([InlineText(t) for t in batch]) == [plain.count(t) for t in batch]
-        cache.flush()
+        cache.flush(at_least=at_least)
+    cache.flush()
     distinct = {t for batch in batches for t in batch}
     assert {k: v for (_, k), v in store.rows.items()} == {
         contextledger.domain.content.content_address(t): plain.count(t) for t in distinct
@@ -77,3 +79,18 @@ def test_deferred_counts_are_written_once_at_flush(tmp_path):
     assert first == [plain.count("a b"), plain.count("word " * 10_000), plain.count("a b")]
     assert second == [plain.count("c"), first[1]]
     assert len(store.rows) == 3
+
+
+def test_a_flush_with_at_least_waits_for_that_many_counts():
+    """``flush(at_least=n)`` writes nothing while fewer than n counts wait, then all of them in one write."""
+    store = RecordingStore()
+    cache = CachedTokenCounter(get_counter("cl100k_base"), store, blobs=None)  # type: ignore[arg-type]
+    cache.defer_saves = True
+    cache.count_texts([InlineText("one"), InlineText("two")])
+    cache.flush(at_least=3)
+    assert store.writes == 0
+    cache.count_texts([InlineText("three"), InlineText("one")])
+    cache.flush(at_least=3)
+    assert (store.writes, len(store.rows)) == (1, 3)
+    cache.flush()
+    assert store.writes == 1  # nothing was left

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import contextledger
 from contextledger.adapters.tokenizers import get_counter
+from contextledger.application.rebuild import projection_runner
 from contextledger.application.rebuild.audit_views import AUDIT_VIEWS, audit_views
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
 
@@ -58,3 +59,41 @@ def test_a_first_rebuild_reading_ahead_equals_one_counting_in_place(full_db, tmp
             assert counter.handed > 3  # the batches were counted ahead
     assert dumps["ahead"] == dumps["in place"]
     assert dumps["ahead"]["ledger_token_counts"]
+
+
+class Writes:
+    """The ledger's token count store, recording the size of each write."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.sizes: list[int] = []
+
+    def load_token_counts(self, tokenizer, keys):
+        return self.inner.load_token_counts(tokenizer, keys)
+
+    def save_token_counts(self, tokenizer, counts):
+        self.sizes.append(len(counts))
+        self.inner.save_token_counts(tokenizer, counts)
+
+
+def test_a_rebuild_writes_fresh_counts_in_large_groups_and_the_rest_when_it_ends(
+    full_db,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """Groups of at least ``UNSAVED_COUNTS`` while folding, the rest at the end: every count is stored."""
+    monkeypatch.setattr(projection_runner, "UNSAVED_COUNTS", 2_000)
+    copy = tmp_path / "groups.db"
+    shutil.copy(full_db, copy)
+    with contextledger.open_ledger(f"sqlite:///{copy}") as ledger:
+        views = _views(ledger)
+        runner = ProjectionRunner(ledger, views, views, batch_size=300)
+        counter = runner.renderer.counter
+        writes = counter.counts = Writes(counter.counts)
+        stats = runner.run()
+        assert stats.failed == {}
+        assert stats.batches > len(writes.sizes) > 2
+        assert all(size >= 2_000 for size in writes.sizes[:-1])
+        assert sum(writes.sizes) == counter.tokenized
+    with sqlite3.connect(copy) as db:
+        assert db.execute("SELECT COUNT(*) FROM ledger_token_counts").fetchone()[0] == counter.tokenized
