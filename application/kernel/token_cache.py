@@ -14,7 +14,7 @@ AHEAD_BLOB_CHARS = 1 << 24
 """Characters of blobs one ``prefetch`` reads and hands to the background at most (others are read later)."""
 
 UNSAVED_COUNTS = 1 << 16
-"""Fresh counts a rebuild keeps back before it writes them (``flush(at_least=...)``): ~6 MiB at most."""
+"""Fresh counts a rebuild keeps back before it writes them (``flush(at_least=...)``): ~10 MiB at most."""
 
 
 @runtime_checkable

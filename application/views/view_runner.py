@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import time
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Protocol, runtime_checkable
@@ -24,7 +23,6 @@ from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.ports import (
     Notification,
-    NotificationBatch,
     NotificationReader,
     NotificationWaiter,
     ProjectionCommit,
@@ -50,10 +48,6 @@ BATCH_SIZE = 5_000
 """Notifications folded and committed per transaction (one per event measured ~20x slower; 5,000
 measured ~5% faster than 1,000 on the rebuild benchmark, and a session touched by every batch has
 its state written once a batch)."""
-
-READ_AHEAD = 2
-"""Batches read (and handed to ``ReadsAhead`` views) before the one being folded: a first rebuild's
-tokenizer thread counts them meanwhile, and two smooth out batches of very unequal texts."""
 
 Rows = dict[str, tuple[int, bytes]]
 """A view's rows: key -> (position folded to, bytes)."""
@@ -284,18 +278,11 @@ class ViewRunner:
         tracking = min(positions.values())
         stats = RunStats(started_at=tracking, tracking=tracking)
         keep = None if self.shard.count == 1 else self.shard.holds
-        pages: deque[NotificationBatch] = deque()
-        last = tracking
-        while True:
-            if len(pages) <= READ_AHEAD and (not pages or pages[-1].last_id):
-                read = self.reader.read_batch(last, self.batch_size, keep)
-                self._ahead(last, read.last_id, read.notifications, positions)
-                pages.append(read)
-                last = read.last_id or last
-                continue
-            page = pages.popleft()
-            if not page.last_id:
-                break
+        page = self.reader.read_batch(tracking, self.batch_size, keep)
+        self._ahead(tracking, page.last_id, page.notifications, positions)
+        while page.last_id:
+            following = self.reader.read_batch(page.last_id, self.batch_size, keep)
+            self._ahead(page.last_id, following.last_id, following.notifications, positions)
             commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
             self.store.commit_many(commits)
             for name in names:
@@ -305,6 +292,7 @@ class ViewRunner:
             if self.on_batch is not None:
                 self.on_batch(BatchDone(tracking + 1, page.last_id, len(page.notifications), written))
             tracking = stats.tracking = page.last_id
+            page = following
         for view in self.views:
             stats.failed.update(view.failed)
             if isinstance(view, Finishes):

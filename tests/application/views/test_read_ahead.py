@@ -1,4 +1,4 @@
-"""The view runner hands views batches ``READ_AHEAD`` ahead and ends each catch-up with ``finish``."""
+"""The view runner hands views each batch one fold early, and ends each catch-up with ``finish``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import contextledger
 import pytest
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.application.views.view_runner import READ_AHEAD, Rows, ViewRunner
+from contextledger.application.views.view_runner import Rows, ViewRunner
 from contextledger.domain.ports import Notification
 
 
@@ -45,8 +45,8 @@ def ledger(tmp_path):
         yield opened
 
 
-def test_each_batch_is_handed_ahead_in_order_before_the_folds_it_waits_behind(ledger):
-    """ahead(b0..b2) come first, then ahead(b[k+2]) just before fold(b[k]); finish after the last fold."""
+def test_each_batch_is_handed_ahead_in_order_before_the_fold_of_the_one_before_it(ledger):
+    """ahead(b0), then ahead(b[k+1]) just before fold(b[k]); finish after the last fold."""
     views = RecorderProjections(ledger.ports.log)  # type: ignore[arg-type]
     view = Recording()
     stats = ViewRunner(views, views, [view], batch_size=5).run()
@@ -54,10 +54,10 @@ def test_each_batch_is_handed_ahead_in_order_before_the_folds_it_waits_behind(le
     assert view.folded == list(range(1, 24))  # every event once, in order
     bounds = [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
     expected = [("begin", 0, 0)]
-    expected += [("ahead", *bounds[k]) for k in range(READ_AHEAD + 1)]
+    expected.append(("ahead", *bounds[0]))
     for k, bound in enumerate(bounds):
-        if k > 0 and k + READ_AHEAD < len(bounds):
-            expected.append(("ahead", *bounds[k + READ_AHEAD]))
+        if k + 1 < len(bounds):
+            expected.append(("ahead", *bounds[k + 1]))
         expected.append(("fold", *bound))
     expected.append(("finish", 0, 0))
     assert view.calls == expected
