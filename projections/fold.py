@@ -204,12 +204,18 @@ class Projector:
             state.compactions += 1  # a deliberate prefix change
 
     def render(
-        self, state: RenderState, resolve: Callable[[Text], str], *, memo: MessageMemo | None = None
+        self,
+        state: RenderState,
+        resolve: Callable[[Text], str],
+        *,
+        memo: MessageMemo | None = None,
+        with_decisions: bool = True,
     ) -> RenderedContext:
         """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only.
 
         ``memo`` (the last render's messages by entry) lets a render after new events reuse the
         messages of entries still shown; the output is the same with or without it.
+        ``with_decisions=False`` leaves the context's ``decisions`` empty (``projections.render``).
         """
         return render(
             state,
@@ -219,6 +225,7 @@ class Projector:
             tokenizer=self.tokenizer,
             card_tail=self.policy.card.placement == "tail",
             memo=memo,
+            with_decisions=with_decisions,
         )
 
     # -- folding messages ------------------------------------------------------------------

@@ -17,12 +17,13 @@ from contextledger.projections.context import (
 )
 from contextledger.projections.groups import pin_reason
 from contextledger.projections.ingest import PENDING_TEXT
-from contextledger.projections.state import Entry, Group, RenderState, SummaryRef, WorkingContext
+from contextledger.projections.state import Entry, Group, Removed, RenderState, SummaryRef, WorkingContext
 from contextledger.projections.wire import REQUEST_OVERHEAD
 
 __all__ = [
     "MessageMemo",
     "decisions",
+    "eviction_counts",
     "render",
     "summary_header",
 ]
@@ -40,6 +41,7 @@ def render(
     tokenizer: str,
     card_tail: bool = False,
     memo: MessageMemo | None = None,
+    with_decisions: bool = True,
 ) -> RenderedContext:
     """Assemble the context of ``state``: system, pinned head, summaries, card, verbatim history.
 
@@ -57,6 +59,8 @@ def render(
         memo: The messages the previous render of this session built, by entry: an entry (frozen)
             renders to the same message every time, so an entry shown again reuses it (and the
             caller sees the same message object, unchanged). Left holding this render's messages.
+        with_decisions: False leaves ``decisions`` empty (a caller that needs only the evictions
+            counts them from the state: ``eviction_counts``).
 
     Raises:
         PinnedOverBudgetError: The pinned items alone exceed the budget's target.
@@ -103,7 +107,7 @@ def render(
         stable_prefix=stable,
         tokens=state.system_tokens + state.tools_tokens + sum([m.tokens for m in messages]),
         budget=budget.prompt_limit,
-        decisions=decisions(state),
+        decisions=decisions(state) if with_decisions else (),
         summary_id=state.window.summaries[-1].summary_id if state.window.summaries else None,
     )
 
@@ -215,58 +219,78 @@ def _group_action(group: Group, pinned: str | None) -> tuple[DecisionAction, str
     return action, rule, changed, group.tokens
 
 
+_Range = tuple[int, int, DecisionAction, str, "Removed | SummaryRef | list[_Item] | None"]
+"""A decision before its detail is written: first, last, action, rule, and what the detail is made of."""
+_Item = tuple[Group, DecisionAction, str, int, int]
+"""A shown group with its action, rule, messages changed and tokens (``_group_action``)."""
+
+
+def _ranges(state: RenderState) -> list[_Range]:
+    """The decisions of ``decisions`` without their details, in the same order."""
+    out: list[_Range] = []
+    if state.system:
+        out.append((1, 1, "pinned", "system", None))
+    out += [(r.first, r.last, r.action, r.rule, r) for r in state.window.removed]
+    out += [(s.covers_from, s.covers_through, "summarized", "summary", s) for s in state.window.summaries]
+    items = [(g, *_group_action(g, pin_reason(g, state))) for g in state.window.groups]
+    _absorb_kept(items)
+    run: list[_Item] = []
+    for item in items:
+        if run and (run[-1][1], run[-1][2]) != (item[1], item[2]):
+            out.append(_run_range(run))
+            run = []
+        run.append(item)
+    if run:
+        out.append(_run_range(run))
+    out.sort(key=lambda r: (r[0], r[1]))
+    return out
+
+
 def decisions(state: RenderState) -> tuple[Decision, ...]:
     """Return what happened to every logged position, as short ranges sorted by position.
 
     Shown groups are described whole (a step group whose result was stubbed is ``stubbed``; the
     messages' ``kind`` says which one), and consecutive groups with the same action and rule merge.
     """
-    out: list[Decision] = []
-    if state.system:
-        out.append(
-            Decision(
-                first=1,
-                last=1,
-                action="pinned",
-                rule="system",
-                detail=f"{state.system_tokens:,} tokens with {REQUEST_OVERHEAD} of request framing",
-            )
-        )
-    out += [
-        Decision(
-            first=r.first,
-            last=r.last,
-            action=r.action,
-            rule=r.rule,
-            detail=_size(r.messages, r.tokens) if r.messages else "",
-        )
-        for r in state.window.removed
-    ]
-    out += [
-        Decision(
-            first=s.covers_from,
-            last=s.covers_through,
-            action="summarized",
-            rule="summary",
-            detail=f"shown as summary {s.summary_id} ({s.tokens:,} tokens)",
-        )
-        for s in state.window.summaries
-    ]
-    items = [(g, *_group_action(g, pin_reason(g, state))) for g in state.window.groups]
-    _absorb_kept(items)
-    run: list[tuple[Group, DecisionAction, str, int, int]] = []
-    for item in items:
-        if run and (run[-1][1], run[-1][2]) != (item[1], item[2]):
-            out.append(_run_decision(run))
-            run = []
-        run.append(item)
-    if run:
-        out.append(_run_decision(run))
-    out.sort(key=lambda d: (d.first, d.last))
-    return tuple(out)
+    return tuple(
+        Decision(first=first, last=last, action=action, rule=rule, detail=_detail(state, action, source))
+        for first, last, action, rule, source in _ranges(state)
+    )
 
 
-def _absorb_kept(items: list[tuple[Group, DecisionAction, str, int, int]]) -> None:
+def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, int]:
+    """Events taken out, by rule: ``last - first + 1`` over ``decisions(state)`` of an ``evicting`` action.
+
+    In the order of the decisions (a rule's first eviction first), without writing their details.
+    """
+    counts: dict[str, int] = {}
+    for first, last, action, rule, _ in _ranges(state):
+        if action in evicting:
+            counts[rule] = counts.get(rule, 0) + last - first + 1
+    return counts
+
+
+def _detail(
+    state: RenderState, action: DecisionAction, source: Removed | SummaryRef | list[_Item] | None
+) -> str:
+    if source is None:
+        return f"{state.system_tokens:,} tokens with {REQUEST_OVERHEAD} of request framing"
+    if isinstance(source, Removed):
+        return _size(source.messages, source.tokens) if source.messages else ""
+    if isinstance(source, SummaryRef):
+        return f"shown as summary {source.summary_id} ({source.tokens:,} tokens)"
+    messages = changed = tokens = 0
+    for group, _, _, group_changed, group_tokens in source:
+        messages += group.messages
+        changed += group_changed
+        tokens += group_tokens
+    detail = _size(messages, tokens)
+    if changed and action != "kept":
+        detail += f"; {changed} {'stubbed or truncated' if action == 'pinned' else action}"
+    return detail
+
+
+def _absorb_kept(items: list[_Item]) -> None:
     """Relabel kept groups lying between two groups of the same stub/truncation rule, so ranges stay few.
 
     A compaction stubs the results of a span of steps, but results smaller than their stub stay
@@ -289,16 +313,8 @@ def _size(messages: int, tokens: int) -> str:
     return f"{messages} message{'' if messages == 1 else 's'}, {tokens:,} tokens"
 
 
-def _run_decision(run: list[tuple[Group, DecisionAction, str, int, int]]) -> Decision:
+def _run_range(run: list[_Item]) -> _Range:
     seqs: list[int] = []
-    messages = changed = tokens = 0
-    for group, _, _, group_changed, group_tokens in run:  # one loop: a render decides every group
-        seqs += [e.position for e in group.entries]
-        messages += group.messages
-        changed += group_changed
-        tokens += group_tokens
-    action = run[0][1]
-    detail = _size(messages, tokens)
-    if changed and action != "kept":
-        detail += f"; {changed} {'stubbed or truncated' if action == 'pinned' else action}"
-    return Decision(first=min(seqs), last=max(seqs), action=action, rule=run[0][2], detail=detail)
+    for item in run:
+        seqs += [e.position for e in item[0].entries]
+    return (min(seqs), max(seqs), run[0][1], run[0][2], run)

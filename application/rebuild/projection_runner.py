@@ -10,7 +10,12 @@ from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
 from contextledger.application.kernel.token_cache import UNSAVED_COUNTS
 from contextledger.application.rebuild.card_facts import CardFacts
-from contextledger.application.rebuild.render_digest import RenderDigest, digest_of, digests_of, encode_digest
+from contextledger.application.rebuild.render_digest import (
+    RenderDigest,
+    digests_of,
+    encode_digest,
+    state_digest,
+)
 from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.views.token_rows import TokenRows
@@ -169,7 +174,7 @@ class ContextView:
         if state is None:
             return RenderDigest(failed="no state held")  # not reached: a folded state is held
         try:
-            return digest_of(self.projector.render(state, self.renderer.reader.resolve))
+            return state_digest(self.projector, state, self.renderer.reader.resolve)
         except ContextLedgerError as error:
             return RenderDigest(failed=str(error))
 

@@ -12,11 +12,24 @@ rendered from its row as before.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import msgspec
+from contextledger.domain.content import Text
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.fold import Projector
+from contextledger.projections.render import eviction_counts
+from contextledger.projections.state import RenderState
 
-__all__ = ["EVICTING", "RenderDigest", "decode_digest", "digest_of", "digests_of", "encode_digest"]
+__all__ = [
+    "EVICTING",
+    "RenderDigest",
+    "decode_digest",
+    "digest_of",
+    "digests_of",
+    "encode_digest",
+    "state_digest",
+]
 
 EVICTING = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 """Decision actions that take an event out of the context verbatim (counted per rule)."""
@@ -47,6 +60,23 @@ def digest_of(context: RenderedContext) -> RenderDigest:
     for decision in context.decisions:
         if decision.action in EVICTING:
             evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
+    return _digest(context, evictions)
+
+
+def state_digest(projector: Projector, state: RenderState, resolve: Callable[[Text], str]) -> RenderDigest:
+    """``digest_of(projector.render(state, resolve))``, without writing the render's decisions.
+
+    The evictions are counted from the state's ranges (``eviction_counts``): the decisions' details,
+    about half of a render, are never read by a digest.
+
+    Raises:
+        PinnedOverBudgetError: as ``render`` does.
+    """
+    context = projector.render(state, resolve, with_decisions=False)
+    return _digest(context, eviction_counts(state, EVICTING))
+
+
+def _digest(context: RenderedContext, evictions: dict[str, int]) -> RenderDigest:
     encoded = _ENCODER.encode(context.messages)
     return RenderDigest(context.tokens, evictions, hashlib.blake2b(encoded, digest_size=16).digest())
 

@@ -11,10 +11,14 @@ from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.blue_green import RebuildSpec, build_version, compare_versions
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
 from contextledger.application.rebuild.rebuild import rebuild
-from contextledger.application.rebuild.render_digest import digests_of
+from contextledger.application.rebuild.render_digest import digest_of, digests_of, encode_digest, state_digest
+from contextledger.domain.errors import PinnedOverBudgetError
+from contextledger.projections.fold import Projector
 from contextledger.projections.presets import get_preset
+from hypothesis import HealthCheck, event, given, settings
 
 from tests.conftest import TRANSCRIPTS
+from tests.projections.projection_helpers import Words, count_all, policies, resolve, sessions
 
 FILES = (
     "mini-swe-agent__psf__requests-1142.traj.json",
@@ -73,3 +77,24 @@ def test_a_rebuild_without_comparison_builds_and_switches(ledger):
     assert result.comparison is None
     assert views.active(CONTEXT_VIEW) == result.version
     assert len(views.row_keys(result.version)) == 2
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), policy=policies())
+def test_the_digest_of_a_state_equals_the_digest_of_its_render(session, policy):
+    """At every position: the same digest bytes as ``digest_of(render(state))``, or the same refusal."""
+    words = Words()
+    projector = Projector(policy, words)
+    state = projector.start()
+    evicted = False
+    for counted in count_all(session, words):
+        state = projector.evolve(state, counted)
+        try:
+            expected = digest_of(projector.render(state, resolve))
+        except PinnedOverBudgetError:
+            with pytest.raises(PinnedOverBudgetError):
+                state_digest(projector, state, resolve)
+            continue
+        assert encode_digest(state_digest(projector, state, resolve)) == encode_digest(expected)
+        evicted = evicted or bool(expected.evictions)
+    event(f"evicted: {evicted}")
