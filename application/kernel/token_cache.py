@@ -8,10 +8,13 @@ from typing import Protocol, runtime_checkable
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
 from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore, TokenFloor
 
-__all__ = ["AHEAD_BLOB_CHARS", "UNSAVED_COUNTS", "CachedTokenCounter", "CountsAhead"]
+__all__ = ["AHEAD_BLOB_CHARS", "PROBE", "UNSAVED_COUNTS", "CachedTokenCounter", "CountsAhead"]
 
 AHEAD_BLOB_CHARS = 1 << 24
 """Characters of blobs one ``prefetch`` reads and hands to the background at most (others are read later)."""
+
+PROBE = 64
+"""Inline texts of a batch looked up first (``prefetch``): when none is stored, the rest are not looked up."""
 
 UNSAVED_COUNTS = 1 << 16
 """Fresh counts a rebuild keeps back before it writes them (``flush(at_least=...)``): ~10 MiB at most."""
@@ -102,8 +105,9 @@ class CachedTokenCounter:
     def prefetch(self, texts: Sequence[Text]) -> None:
         """Start counting in the background the texts of a coming batch that no process counted.
 
-        Each new distinct text is hashed and looked up in the store here, once (``count_texts`` finds
-        it by the text afterwards); the inline texts left are handed to the tokenizer's ``count_ahead``
+        Each new distinct text is hashed and looked up in the store here, once (``_stored``: a batch
+        whose sample is not stored is not looked up further; ``count_texts`` finds each text by the
+        text afterwards); the inline texts left are handed to the tokenizer's ``count_ahead``
         in one call, each blob left is read and handed on alone (up to ``AHEAD_BLOB_CHARS`` characters
         a batch; ``count_texts`` counts the others), and ``count_texts`` waits for a count only when
         it meets its text. Does nothing unless the tokenizer counts ahead.
@@ -115,7 +119,7 @@ class CachedTokenCounter:
         if not new and not blobs:
             return
         inline = {content_address(text): text for text in new}
-        stored = self.counts.load_token_counts(counter.name, [*inline, *blobs])
+        stored = self._stored(list(inline), list(blobs))
         if stored:
             self._remember({inline[k]: n for k, n in stored.items() if k in inline}, stored)
         keys = [key for key in inline if key not in stored]
@@ -129,6 +133,25 @@ class CachedTokenCounter:
                 text = self.blobs.read_blob(key)
                 budget -= len(text)
                 self._ahead_blobs[key] = _Ahead([], [key], counter.count_ahead([text]))
+
+    def _stored(self, inline: list[str], blobs: list[str]) -> dict[str, int]:
+        """The stored counts of a coming batch's keys; its inline texts are looked up only if a sample hits.
+
+        A first rebuild of an imported log finds none of its texts counted, and looking each one up
+        cost a twentieth of its main thread. So ``PROBE`` inline keys spread over the batch are looked
+        up first, and the others only when one of them is found. A count missed this way is counted
+        again, the same (blobs, which would be read, are always looked up).
+        """
+        name = self.counter.name
+        if len(inline) > PROBE:
+            sample = inline[:: len(inline) // PROBE][:PROBE]
+            found = self.counts.load_token_counts(name, [*sample, *blobs])
+            if not any(key in found for key in sample):
+                return found
+            sampled = set(sample)
+            rest = [key for key in inline if key not in sampled]
+            return {**found, **self.counts.load_token_counts(name, rest)}
+        return self.counts.load_token_counts(name, [*inline, *blobs])
 
     def _unknown(self, texts: Sequence[Text]) -> tuple[dict[str, None], dict[str, None]]:
         """The distinct inline texts and blob addresses of ``texts`` neither in memory nor being counted."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextledger
 import pytest
 from contextledger.adapters.tokenizers import TiktokenCounter, _token_bytes, get_counter
-from contextledger.application.kernel.token_cache import CachedTokenCounter, CountsAhead
+from contextledger.application.kernel.token_cache import PROBE, CachedTokenCounter, CountsAhead
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
 from contextledger.domain.errors import TokenizerError
 from hypothesis import given, settings
@@ -163,3 +163,36 @@ def test_the_token_buffer_and_the_token_list_give_the_same_counts(texts):
     TiktokenCounter._count_group(encoding, separator, texts, group, buffered)
     TiktokenCounter._count_group(ListOnly(encoding), separator, texts, group, listed)
     assert buffered == listed == [len(encoding.encode_ordinary(t)) for t in texts]
+
+
+class Lookups(RecordingStore):
+    """A count store recording how many keys each lookup asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[int] = []
+
+    def load_token_counts(self, tokenizer, keys):
+        self.asked.append(len(keys))
+        return super().load_token_counts(tokenizer, keys)
+
+
+@pytest.mark.parametrize("stored_share", [0, 1, 2])
+def test_a_batch_is_looked_up_whole_only_when_a_sample_of_it_is_stored(stored_share):
+    """None stored: one lookup of ``PROBE`` keys. Half or all: each stored count found, none counted again."""
+    plain = get_counter("cl100k_base")
+    texts = [f"text number {i} " * (i % 7 + 1) for i in range(10 * PROBE)]
+    store = Lookups()
+    stored = texts[: len(texts) * stored_share // 2]
+    for text in stored:
+        store.rows[plain.name, content_address(text)] = plain.count(text)
+    cache = CachedTokenCounter(plain, store, Blobs({}))  # type: ignore[arg-type]
+    batch: list[Text] = [InlineText(t) for t in texts]
+    cache.prefetch(batch)
+    assert cache.count_texts(batch) == [plain.count(t) for t in texts]
+    if not stored:
+        assert store.asked == [PROBE]
+    else:
+        assert store.asked[0] == PROBE
+        assert sum(store.asked) == len(texts)  # the sample, then the rest once
+    assert cache.tokenized == len(texts) - len(stored)
