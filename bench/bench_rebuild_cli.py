@@ -14,7 +14,9 @@ even where ``PYTHONDONTWRITEBYTECODE`` is set):
 - ``tiktoken``: tiktoken's own ``encode_ordinary`` over every distinct text the first rebuild counts
   (the time of the loop alone, in a process of its own);
 - ``first rebuild``: ``contextledger rebuild --policy default --switch --workers 1`` on the fresh
-  ledger (no token counts stored: every distinct text is tokenized);
+  ledger (no token counts stored: every distinct text is tokenized), ``--runs`` times, each on a fresh copy
+  and right after a ``tiktoken`` run of its own (its ratio is to that run: this machine's speed moves by
+  ~20 % within minutes, more than a ratio to a floor measured minutes apart can bear);
 - ``rebuild after a config change``: ``contextledger rebuild --policy threshold --workers 1`` on a
   copy of the ledger the first rebuild left (the default version live: the comparison renders both);
   the same with ``--no-compare`` when the code has that flag.
@@ -126,11 +128,26 @@ def _has_no_compare(pythonpath: str | None) -> bool:
 
 
 def _code(label: str, pythonpath: str | None, base: Path, work: Path, runs: int) -> dict[str, Any]:
-    """The first rebuild once, then ``runs`` rebuilds after a config change (each on a fresh copy)."""
+    """``runs`` first rebuilds, then ``runs`` rebuilds after a config change (each on a fresh copy).
+
+    ``first`` holds the median run's figures (``seconds`` the median) and every run's seconds.
+    """
     cold = work / f"{label}-cold.db"
-    shutil.copy(base, cold)
     no_compare = _has_no_compare(pythonpath)  # first, so that the first rebuild finds compiled modules
-    first = _cli(pythonpath, cold, "--policy", "default", "--switch")
+    firsts: list[dict[str, Any]] = []
+    ratios: list[float] = []
+    for _ in range(runs):
+        shutil.copy(base, cold)
+        floor = _phase("tiktoken", base)["seconds"]  # just before: the machine's speed drifts within minutes
+        firsts.append(_cli(pythonpath, cold, "--policy", "default", "--switch"))
+        ratios.append(firsts[-1]["seconds"] / floor)
+    seconds = sorted(r["seconds"] for r in firsts)
+    first = {
+        **firsts[0],
+        "seconds": statistics.median(seconds),
+        "runs": seconds,
+        "paired_ratios": sorted(ratios),
+    }
     warm: list[dict[str, Any]] = []
     quick: list[dict[str, Any]] = []
     for _ in range(runs):
@@ -153,11 +170,19 @@ def _rows(code: dict[str, Any], raw_rate: float, tiktoken_s: float) -> list[tupl
     """(measurement, median (min-max), ratio) rows of one code's runs."""
     rows = []
     first = code["first"]
+    spread = first.get("runs", [first["seconds"]])
+    paired = first.get("paired_ratios")
+    ratio = f"{first['seconds'] / tiktoken_s:.2f}x tiktoken"
+    if paired:
+        ratio = (
+            f"{statistics.median(paired):.2f}x ({min(paired):.2f}-{max(paired):.2f}) the tiktoken run just "
+            f"before each; {ratio} (median of all)"
+        )
     rows.append(
         (
             "first rebuild (tokenizes every text), s",
-            f"{first['seconds']:.2f}",
-            f"{first['seconds'] / tiktoken_s:.2f}x tiktoken",
+            f"{first['seconds']:.2f} ({min(spread):.2f}-{max(spread):.2f})",
+            ratio,
         )
     )
     for key, name in (("warm", "rebuild after a config change"), ("no_compare", "same, --no-compare")):
