@@ -13,8 +13,9 @@ inside each bench, so every ratio is to a floor measured in the same run):
 - ``pg_writers``: ``bench_pg_writers.py --before REF --rounds 3 --per-writer 500`` (1, 4 and 16 writer
   processes vs raw INSERT + COMMIT,
   single append at 1k and 40k events, the load run with a following view);
-- ``rebuild_cli``: ``bench_rebuild_cli.py --before REF`` (first rebuild vs tiktoken, rebuild after a config
-  change in one process vs the raw scan + decode).
+- ``rebuild_cli``: ``bench_rebuild_cli.py --before REF`` (first rebuild vs tiktoken: the median of each run's
+  ratio to a tiktoken run just before it; rebuild after a config change in one process vs the raw scan +
+  decode).
 
 ``--quick`` gives the PostgreSQL and rebuild benches fewer rounds (for a smoke run; the figures of record use
 the defaults). The summary reads the benches' result files back (``bench/results/{scale,pg_writers,
