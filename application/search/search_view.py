@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 
 from contextledger.application.kernel.ledger import Ledger
@@ -13,6 +12,7 @@ from contextledger.application.search.text_index import (
     SEARCH_VIEW,
     chunk_key,
     event_words,
+    stored_sketch,
     trigram_filter,
     word_list,
 )
@@ -110,6 +110,6 @@ class SearchView:
             for position in range(first, end + 1):
                 words |= event_words(self.ledger, by_position[position].event)
             key, sketch = chunk_key(session_id, end // self.chunk - 1), word_list(words)
-            rows[key] = (end, zlib.compress(sketch, 1))  # sketch_bytes(words), the list made once
+            rows[key] = (end, stored_sketch(sketch))
             filters[key] = (end, trigram_filter(sketch))
         return rows, filters

@@ -40,7 +40,7 @@ __all__ = [
     "filter_may_match",
     "may_match",
     "needles",
-    "sketch_bytes",
+    "stored_sketch",
     "trigram_filter",
     "word_list",
 ]
@@ -103,9 +103,9 @@ def word_list(words: set[str]) -> bytes:
     return "\n".join(sorted(words)).encode("utf-8")
 
 
-def sketch_bytes(words: set[str]) -> bytes:
-    """A chunk's stored sketch: its ``word_list`` compressed at level 1."""
-    return zlib.compress(word_list(words), 1)
+def stored_sketch(sketch: bytes) -> bytes:
+    """A chunk's sketch as stored: its ``word_list`` compressed at level 1."""
+    return zlib.compress(sketch, 1)
 
 
 def _byte_classes() -> bytes:
@@ -238,7 +238,7 @@ class TextIndex:
         words: set[str] = set()
         for recorded in self.ledger.events(session_id, after=chunk * CHUNK, upto=upto):
             words |= event_words(self.ledger, recorded.event)
-        raw = sketch_bytes(words)
-        self._slot.save(name, upto, raw)
+        sketch = word_list(words)
+        self._slot.save(name, upto, stored_sketch(sketch))
         self.built += 1
-        return zlib.decompress(raw)
+        return sketch
