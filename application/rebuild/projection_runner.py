@@ -208,15 +208,15 @@ class ContextView:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
         read: dict[str, list[CountedEvent]] = {}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
-        if self.card_facts is None or not mains:
-            for note, _ in mains:
-                read.setdefault(note.stream_id, []).append(counted[note.id])
-            return read, produced
-        facts = self.card_facts.batch((note.stream_id, position) for note, position in mains)
+        cards = self.card_facts
+        facts = cards.batch((n.stream_id, p) for n, p in mains) if cards is not None and mains else None
         for note, _ in mains:
-            read.setdefault(note.stream_id, []).append(facts.attach(note.stream_id, counted[note.id]))
-        if written := facts.rows():
-            produced[self.card_facts.name] = written
+            event = counted[note.id]
+            read.setdefault(note.stream_id, []).append(
+                event if facts is None else facts.attach(note.stream_id, event)
+            )
+        if cards is not None and facts is not None and (written := facts.rows()):
+            produced[cards.name] = written
         return read, produced
 
     def _fold_session(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import msgspec
+from contextledger.application.kernel.collector import collector_paused
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.blue_green import (
     Comparison,
@@ -16,7 +17,7 @@ from contextledger.application.rebuild.lease_wait import lease_names, wait_for_l
 from contextledger.application.rebuild.projection_runner import BatchDone
 from contextledger.application.rebuild.render_digest import digests_of
 from contextledger.application.render.context_versions import CONTEXT_VIEW
-from contextledger.application.views.view_runner import RunStats, collector_paused
+from contextledger.application.views.view_runner import RunStats
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, ValidationError
 from contextledger.domain.ports import NotificationReader, ProjectionStore, VersionRegistry
 

@@ -39,7 +39,6 @@ __all__ = [
     "Shard",
     "View",
     "ViewRunner",
-    "collector_paused",
     "session_of",
     "split_stream",
 ]
