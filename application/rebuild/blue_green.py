@@ -10,7 +10,12 @@ import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.audit_views import audit_views
 from contextledger.application.rebuild.projection_runner import BatchDone, ProjectionRunner
-from contextledger.application.rebuild.render_digest import RenderDigest, decode_digest, digest_of, digests_of
+from contextledger.application.rebuild.render_digest import (
+    RenderDigest,
+    decode_digest,
+    digests_of,
+    state_digest,
+)
 from contextledger.application.render.context_rows import row_state
 from contextledger.application.render.context_versions import (
     CONFIG_PREFIX,
@@ -163,7 +168,7 @@ def _digests(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[Vers
             if row is None:
                 continue
             try:
-                digests[key] = digest_of(projector.render(row_state(ledger, key, row[1]), ledger.text))
+                digests[key] = state_digest(projector, row_state(ledger, key, row[1]), ledger.text)
             except ContextLedgerError as error:
                 digests[key] = RenderDigest(failed=str(error))
     tokens = 0

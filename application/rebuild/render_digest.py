@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 import msgspec
 from contextledger.domain.content import Text
-from contextledger.projections.context import RenderedContext
 from contextledger.projections.fold import Projector
 from contextledger.projections.render import eviction_counts
 from contextledger.projections.state import RenderState
@@ -25,7 +24,6 @@ __all__ = [
     "EVICTING",
     "RenderDigest",
     "decode_digest",
-    "digest_of",
     "digests_of",
     "encode_digest",
     "state_digest",
@@ -54,31 +52,21 @@ class RenderDigest(msgspec.Struct, frozen=True, array_like=True):
     failed: str = ""
 
 
-def digest_of(context: RenderedContext) -> RenderDigest:
-    """The digest of one rendered context."""
-    evictions: dict[str, int] = {}  # by first eviction, as a Counter kept them
-    for decision in context.decisions:
-        if decision.action in EVICTING:
-            evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
-    return _digest(context, evictions)
-
-
 def state_digest(projector: Projector, state: RenderState, resolve: Callable[[Text], str]) -> RenderDigest:
-    """``digest_of(projector.render(state, resolve))``, without writing the render's decisions.
+    """The digest of ``projector.render(state, resolve)``: its tokens, evictions by rule, messages hashed.
 
-    The evictions are counted from the state's ranges (``eviction_counts``): the decisions' details,
-    about half of a render, are never read by a digest.
+    The evictions are those of the render's decisions with an ``EVICTING`` action (``last - first + 1``
+    per rule, by first eviction), counted from the state's ranges (``eviction_counts``): the decisions'
+    details, about half of a render, are never written for a digest.
 
     Raises:
         PinnedOverBudgetError: as ``render`` does.
     """
     context = projector.render(state, resolve, with_decisions=False)
-    return _digest(context, eviction_counts(state, EVICTING))
-
-
-def _digest(context: RenderedContext, evictions: dict[str, int]) -> RenderDigest:
     encoded = _ENCODER.encode(context.messages)
-    return RenderDigest(context.tokens, evictions, hashlib.blake2b(encoded, digest_size=16).digest())
+    return RenderDigest(
+        context.tokens, eviction_counts(state, EVICTING), hashlib.blake2b(encoded, digest_size=16).digest()
+    )
 
 
 _ENCODER = msgspec.msgpack.Encoder()
