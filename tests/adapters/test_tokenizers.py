@@ -11,7 +11,7 @@ from unittest import mock
 
 import contextledger
 import pytest
-from contextledger.adapters import tokenizers
+from contextledger.adapters import heuristic_tokens
 from contextledger.adapters.importers.service import parse_file
 from contextledger.adapters.tokenizers import HeuristicCounter, get_counter
 from contextledger.application.kernel.token_cache import CachedTokenCounter
@@ -232,7 +232,7 @@ def test_heuristic_is_an_upper_bound_on_scripts_data_and_runs(kind):
 def test_heuristic_gives_the_same_estimate_however_the_text_is_sliced(text, size):
     """The estimate classifies bounded slices; runs continued across slices are counted once."""
     whole = HeuristicCounter(margin=0).count(text)
-    with mock.patch.object(tokenizers, "_HEURISTIC_CHUNK", size):
+    with mock.patch.object(heuristic_tokens, "_HEURISTIC_CHUNK", size):
         assert HeuristicCounter(margin=0).count(text) == whole
 
 
