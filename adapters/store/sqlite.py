@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 from uuid import UUID
 
+import msgspec
 from contextledger.adapters.store.batch import (
     Extras,
     blob_rows,
@@ -248,11 +249,19 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         return found
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
-        """Store counts for content hashes (existing ones are kept), in key order (each page once)."""
+        """Store counts for content hashes (existing ones are kept), in key order (each page once).
+
+        The counts go in as one JSON object that SQLite walks itself (``json_each``): one statement
+        instead of a Python row and three bound parameters per count, ~30 % less CPU for the
+        135,000 counts of a first rebuild (ADR 0055).
+        """
+        if not counts:
+            return
+        ordered = msgspec.json.encode({key: counts[key] for key in sorted(counts)}).decode()
         with self.writing() as c:
-            c.executemany(
-                "INSERT OR IGNORE INTO ledger_token_counts VALUES (?, ?, ?)",
-                [(tokenizer, key, counts[key]) for key in sorted(counts)],
+            c.execute(
+                "INSERT OR IGNORE INTO ledger_token_counts SELECT ?, key, value FROM json_each(?)",
+                (tokenizer, ordered),
             )
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
