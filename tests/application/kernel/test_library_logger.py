@@ -33,7 +33,7 @@ print(json.dumps({"before": before, "after": "structlog" in sys.modules, "seen":
 
 
 def test_structlog_loads_only_when_a_record_is_written():
-    """Calls below the effective level (WARNING by default) import no structlog; enabled ones write records."""
+    """Calls below the effective level (WARNING by default) load no structlog; enabled ones write records."""
     done = subprocess.run([sys.executable, "-c", _HOST], capture_output=True, text=True, check=True)
     out = json.loads(done.stdout)
     assert out["before"] is False
