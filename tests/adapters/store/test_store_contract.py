@@ -264,6 +264,15 @@ class EventStoreContract(ABC):
         assert store.load_token_counts("tok-a", ["h1", "h2", "h3"]) == {"h1": 5, "h2": 7}
         assert store.load_token_counts("tok-b", ["h1"]) == {}
 
+    def test_token_counts_keep_the_first_count_of_a_key(self, ledger):
+        """A key saved again keeps its first count; any key text round-trips; an empty save writes nothing."""
+        store: RecorderEventStore = ledger.ports.log
+        odd = ['quote"back\\slash', "ünï\ncode 🙂", "", "h1"]
+        store.save_token_counts("tok-a", {"h1": 5})
+        store.save_token_counts("tok-a", dict.fromkeys(odd, 9))
+        store.save_token_counts("tok-a", {})
+        assert store.load_token_counts("tok-a", odd) == {**dict.fromkeys(odd, 9), "h1": 5}
+
     def test_started_event_keeps_its_fields(self, ledger):
         """The session start carries system prompt, model, tools and metadata."""
         session_id = ledger.start_session(
