@@ -35,6 +35,7 @@ class EntryBuilder:
         self.budget = budget
         self.truncation = truncation
         self.counter = counter
+        self._pending: int | None = None
 
     def needs_text(self, counted: CountedEvent) -> bool:
         """Return whether ``counted.full_text`` must carry the blob's text (to cap or shorten it)."""
@@ -143,8 +144,10 @@ class EntryBuilder:
         )
 
     def pending_tokens(self) -> int:
-        """Return the rendered size of a pending-result placeholder."""
-        return self.counter.count(PENDING_TEXT) + MESSAGE_OVERHEAD
+        """Return the rendered size of a pending-result placeholder (counted once: each session asks)."""
+        if self._pending is None:
+            self._pending = self.counter.count(PENDING_TEXT) + MESSAGE_OVERHEAD
+        return self._pending
 
     @staticmethod
     def _text(content: Text, full_text: str | None) -> str | None:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
 from contextledger.application.kernel.token_cache import UNSAVED_COUNTS
 from contextledger.application.rebuild.card_facts import CardFacts
@@ -28,7 +29,6 @@ from contextledger.application.views.view_runner import (
     Shard,
     View,
     ViewRunner,
-    split_stream,
 )
 from contextledger.domain.content import Text
 from contextledger.domain.errors import ContextLedgerError
@@ -119,7 +119,7 @@ class ContextView:
         counter = self.renderer.counter
         if not counter.counts_ahead:
             return
-        mains = [note for note in batch if not split_stream(note.stream_id)[1]]
+        mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
         known = self.tokens.peek(after, upto) if mains else {}
         texts = {note.id: counted_texts(note.event) for note in mains if note.id not in known}
         self._texts.update(texts)
@@ -133,7 +133,7 @@ class ContextView:
         forks = self.renderer.ledger.forks
         roots: set[str] = set()  # sessions without a fork parent (it never changes): positions are their own
         for note in batch:
-            stream, kind = split_stream(note.stream_id)
+            stream, _, kind = note.stream_id.partition(SIDE_STREAM_SEPARATOR)  # split_stream, inlined
             if not kind:
                 if stream in roots:
                     position = note.position

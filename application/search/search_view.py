@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.search.text_index import (
     CHUNK,
     FILTERS,
@@ -16,7 +17,7 @@ from contextledger.application.search.text_index import (
     trigram_filter,
     word_list,
 )
-from contextledger.application.views.view_runner import Rows, split_stream
+from contextledger.application.views.view_runner import Rows
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import Notification, ProjectionRows
 
@@ -76,7 +77,7 @@ class SearchView:
         completing: dict[str, dict[int, Notification]] = {}
         virtual = self.ledger.forks.virtual_position
         for note in batch:
-            if not split_stream(note.stream_id)[1]:
+            if SIDE_STREAM_SEPARATOR not in note.stream_id:  # a session's own stream (split_stream's kind "")
                 position = virtual(note.stream_id, note.position, note.event)  # a fork's follow its parent's
                 completing.setdefault(note.stream_id, {})[position] = note
         rows: Rows = {}

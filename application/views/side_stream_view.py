@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextledger.application.kernel.logs import get_logger
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.views.view_runner import KnownRows, Rows, split_stream
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.ports import Notification, ProjectionRows
@@ -46,10 +47,12 @@ class SideStreamView:
         del after
         self.known.folded_upto = upto
         touched: dict[str, list[Notification]] = {}
+        suffix = SIDE_STREAM_SEPARATOR + self.kind
         for note in batch:
-            session_id, kind = split_stream(note.stream_id)
-            if kind == self.kind:
-                touched.setdefault(session_id, []).append(note)
+            if suffix in note.stream_id:  # most notes are a session's own: one scan rules them out
+                session_id, kind = split_stream(note.stream_id)
+                if kind == self.kind:
+                    touched.setdefault(session_id, []).append(note)
         keys = sorted(
             {
                 key
