@@ -22,7 +22,8 @@ even where ``PYTHONDONTWRITEBYTECODE`` is set):
   the same with ``--no-compare`` when the code has that flag.
 
 ``--before REF`` runs the same CLI of git ``REF`` (assembled from ``git archive``) interleaved with
-the current code on copies of the same ledger, and prints one before/after table: medians,
+the current code on copies of the same ledger, round by round (each round a first rebuild and the rebuilds
+after a config change, the order of the two codes alternating), and prints one before/after table: medians,
 min-max, and the rates as a fraction of raw (rebuild) or multiples of tiktoken (first rebuild).
 Results land in ``bench/results/rebuild_cli.json``.
 """
@@ -127,39 +128,46 @@ def _has_no_compare(pythonpath: str | None) -> bool:
     return "--no-compare" in done.stdout
 
 
-def _code(label: str, pythonpath: str | None, base: Path, work: Path, runs: int) -> dict[str, Any]:
-    """``runs`` first rebuilds, then ``runs`` rebuilds after a config change (each on a fresh copy).
+def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compare: bool) -> dict[str, Any]:
+    """One round of one code: a first rebuild after a tiktoken run of its own, then the later rebuilds.
 
-    ``first`` holds the median run's figures (``seconds`` the median) and every run's seconds.
+    The rebuild after a config change runs on a copy of what the first left (and the same with
+    ``--no-compare`` when the code has that flag).
     """
     cold = work / f"{label}-cold.db"
-    no_compare = _has_no_compare(pythonpath)  # first, so that the first rebuild finds compiled modules
-    firsts: list[dict[str, Any]] = []
-    ratios: list[float] = []
-    for _ in range(runs):
-        shutil.copy(base, cold)
-        floor = _phase("tiktoken", base)["seconds"]  # just before: the machine's speed drifts within minutes
-        firsts.append(_cli(pythonpath, cold, "--policy", "default", "--switch"))
-        ratios.append(firsts[-1]["seconds"] / floor)
-    seconds = sorted(r["seconds"] for r in firsts)
+    shutil.copy(base, cold)
+    floor = _phase("tiktoken", base)["seconds"]  # just before: the machine's speed drifts within minutes
+    first = _cli(pythonpath, cold, "--policy", "default", "--switch")
+    copy = work / f"{label}-warm.db"
+    shutil.copy(cold, copy)
+    warm = _cli(pythonpath, copy, "--policy", "threshold")
+    quick = None
+    if no_compare:
+        shutil.copy(cold, copy)
+        quick = _cli(pythonpath, copy, "--policy", "threshold", "--no-compare")
+    copy.unlink()
+    cold.unlink()
+    return {"first": first, "ratio": first["seconds"] / floor, "warm": warm, "no_compare": quick}
+
+
+def _code(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One code's rounds gathered.
+
+    ``first`` holds the median run's figures (``seconds`` the median), every run's seconds and the paired
+    ratios; ``warm`` and ``no_compare`` hold every run.
+    """
+    seconds = sorted(r["first"]["seconds"] for r in rounds)
     first = {
-        **firsts[0],
+        **rounds[0]["first"],
         "seconds": statistics.median(seconds),
         "runs": seconds,
-        "paired_ratios": sorted(ratios),
+        "paired_ratios": sorted(r["ratio"] for r in rounds),
     }
-    warm: list[dict[str, Any]] = []
-    quick: list[dict[str, Any]] = []
-    for _ in range(runs):
-        copy = work / f"{label}-warm.db"
-        shutil.copy(cold, copy)
-        warm.append(_cli(pythonpath, copy, "--policy", "threshold"))
-        if no_compare:
-            shutil.copy(cold, copy)
-            quick.append(_cli(pythonpath, copy, "--policy", "threshold", "--no-compare"))
-        copy.unlink()
-    cold.unlink()
-    return {"first": first, "warm": warm, "no_compare": quick}
+    return {
+        "first": first,
+        "warm": [r["warm"] for r in rounds],
+        "no_compare": [r["no_compare"] for r in rounds if r["no_compare"] is not None],
+    }
 
 
 def _stats(values: list[float]) -> tuple[float, float, float]:
@@ -226,14 +234,19 @@ def main() -> None:
         old = str(_package_of(args.before, work)) if args.before else None
         raw = [_phase("raw", base)]
         tiktoken_runs = [_phase("tiktoken", base)]
-        codes: dict[str, dict[str, Any]] = {}
-        for label, path in ([("before", old)] if args.before else []) + [("after", None)]:
-            codes[label] = _code(label, path, base, work, args.runs)
-            # kept if a later step fails
-            save("rebuild_cli.partial", {"raw": raw, "tiktoken": tiktoken_runs, **codes})
+        labels = [("before", old)] if args.before else []
+        labels.append(("after", None))
+        flags = {label: _has_no_compare(path) for label, path in labels}  # also compiles their modules
+        rounds: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in labels}
+        for index in range(args.runs):
+            # interleaved, the order alternating: a drift of the machine's speed falls on both codes
+            for label, path in labels if index % 2 == 0 else labels[::-1]:
+                rounds[label].append(_round(label, path, base, work, flags[label]))
+                print(f"# {label} round {index + 1} done", file=sys.stderr, flush=True)
             raw.append(_phase("raw", base))
             tiktoken_runs.append(_phase("tiktoken", base))
-            print(f"# {label} done", file=sys.stderr, flush=True)
+            save("rebuild_cli.partial", {"raw": raw, "tiktoken": tiktoken_runs, "rounds": rounds})
+        codes = {label: _code(runs) for label, runs in rounds.items()}
     raw_rate = statistics.median(r["events_per_s"] for r in raw)
     tiktoken_s = statistics.median(r["seconds"] for r in tiktoken_runs)
     raw_med, raw_low, raw_high = _stats([r["events_per_s"] for r in raw])
