@@ -65,30 +65,29 @@ class LibraryLogger:
             )
         return self._bound
 
+    def _write(self, level: int, method: str, event: str, pairs: dict[str, Any]) -> None:
+        if self._std.isEnabledFor(level):
+            getattr(self._logger(), method)(event, **pairs)
+
     def debug(self, event: str, **pairs: Any) -> None:
         """Log ``event`` with ``pairs`` at DEBUG."""
-        if self._std.isEnabledFor(logging.DEBUG):
-            self._logger().debug(event, **pairs)
+        self._write(logging.DEBUG, "debug", event, pairs)
 
     def info(self, event: str, **pairs: Any) -> None:
         """Log ``event`` with ``pairs`` at INFO."""
-        if self._std.isEnabledFor(logging.INFO):
-            self._logger().info(event, **pairs)
+        self._write(logging.INFO, "info", event, pairs)
 
     def warning(self, event: str, **pairs: Any) -> None:
         """Log ``event`` with ``pairs`` at WARNING."""
-        if self._std.isEnabledFor(logging.WARNING):
-            self._logger().warning(event, **pairs)
+        self._write(logging.WARNING, "warning", event, pairs)
 
     def error(self, event: str, **pairs: Any) -> None:
         """Log ``event`` with ``pairs`` at ERROR."""
-        if self._std.isEnabledFor(logging.ERROR):
-            self._logger().error(event, **pairs)
+        self._write(logging.ERROR, "error", event, pairs)
 
     def exception(self, event: str, **pairs: Any) -> None:
         """Log ``event`` with ``pairs`` at ERROR, with the exception being handled."""
-        if self._std.isEnabledFor(logging.ERROR):
-            self._logger().exception(event, **pairs)
+        self._write(logging.ERROR, "exception", event, pairs)
 
 
 def get_logger(name: str) -> LibraryLogger:
