@@ -262,12 +262,31 @@ def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, i
     """Events taken out, by rule: ``last - first + 1`` over ``decisions(state)`` of an ``evicting`` action.
 
     In the order of the decisions (a rule's first eviction first), without writing their details.
+    When no shown entry is stubbed or truncated, every shown group's decision is ``kept`` or
+    ``pinned`` (``_group_action``), so unless those count, only the removed ranges and the summaries
+    can: they alone are sorted as ``_ranges`` sorts (a stable sort, so ties keep its order), without
+    the action of every group (most sessions of a rebuild evict nothing).
     """
+    window = state.window
+    if evicting.isdisjoint(_SHOWN) and not any(
+        entry.kind in _CHANGED for group in window.groups for entry in group.entries
+    ):
+        ranges: list[_Range] = [(r.first, r.last, r.action, r.rule, r) for r in window.removed]
+        ranges += [(s.covers_from, s.covers_through, "summarized", "summary", s) for s in window.summaries]
+        ranges.sort(key=lambda r: (r[0], r[1]))
+    else:
+        ranges = _ranges(state)
     counts: dict[str, int] = {}
-    for first, last, action, rule, _ in _ranges(state):
+    for first, last, action, rule, _ in ranges:
         if action in evicting:
             counts[rule] = counts.get(rule, 0) + last - first + 1
     return counts
+
+
+_CHANGED = frozenset({"stub", "truncated"})
+"""Entry kinds that make a shown group's decision ``stubbed`` or ``truncated`` (``_group_action``)."""
+_SHOWN = frozenset({"kept", "pinned"})
+"""The decisions of shown groups whose entries are all whole (and of the system prompt)."""
 
 
 def _detail(

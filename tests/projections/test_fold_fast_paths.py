@@ -9,8 +9,9 @@ from contextledger.application.render.context_rows import ContextRow, encode_row
 from contextledger.domain.content import InlineText
 from contextledger.projections import card_state
 from contextledger.projections.fold import Projector
-from contextledger.projections.state import Entry, Group, RenderState
-from hypothesis import HealthCheck, given, settings
+from contextledger.projections.render import decisions, eviction_counts
+from contextledger.projections.state import Entry, Group, Removed, RenderState, SummaryRef
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from projection_helpers import Words, count_all, policies, sessions
 
@@ -151,3 +152,60 @@ def test_a_row_is_encoded_as_defined(session, policy):
     for counted in count_all(session, WORDS):
         state = projector.evolve(state, counted)
         assert encode_row(state, {"s2", "s1"}, {"t"}) == _row_by_definition(state, {"s2", "s1"}, {"t"})
+
+
+_EVICTING_SETS = (
+    frozenset({"stubbed", "truncated", "summarized", "dropped"}),
+    frozenset({"summarized"}),
+    frozenset({"dropped", "stubbed"}),
+    frozenset({"kept", "truncated"}),
+    frozenset({"pinned", "dropped"}),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), policy=policies(), evicting=st.sampled_from(_EVICTING_SETS))
+def test_eviction_counts_are_the_decisions_counted(session, policy, evicting):
+    """At every position, ``eviction_counts`` equals the decisions of an evicting action counted per rule.
+
+    In the decisions' order, whether or not a shown entry is stubbed or truncated (ADR 55's fast path).
+    """
+    projector = Projector(policy, WORDS)
+    state = projector.start()
+    fast = slow = 0
+    for counted in count_all(session, WORDS):
+        state = projector.evolve(state, counted)
+        expected: dict[str, int] = {}
+        for decision in decisions(state):
+            if decision.action in evicting:
+                expected[decision.rule] = expected.get(decision.rule, 0) + decision.last - decision.first + 1
+        counts = eviction_counts(state, evicting)
+        assert list(counts.items()) == list(expected.items())
+        changed = any(e.kind in ("stub", "truncated") for g in state.window.groups for e in g.entries)
+        slow += changed
+        fast += not changed and bool(expected)
+    event(f"fast path with evictions: {fast > 0}; stubbed or truncated shown: {slow > 0}")
+
+
+def test_eviction_counts_follow_the_decisions_order_across_removed_ranges_and_summaries():
+    """A summary before a dropped range counts first, as the decisions sort them (not removed ones first)."""
+    state = RenderState()
+    state.window.removed = [
+        Removed(first=30, last=31, action="dropped", rule="window", messages=2, tokens=0),
+        Removed(first=40, last=40, action="dropped", rule="orphan-result", messages=1, tokens=0),
+    ]
+    summary = SummaryRef(
+        summary_id="s1", covers_from=2, covers_through=9, produced_at=12, content=InlineText("x"), tokens=5
+    )
+    state.window.summaries = (summary,)
+    evicting = frozenset({"stubbed", "truncated", "summarized", "dropped"})
+    counts = eviction_counts(state, evicting)
+    expected: dict[str, int] = {}
+    for decision in decisions(state):
+        if decision.action in evicting:
+            expected[decision.rule] = expected.get(decision.rule, 0) + decision.last - decision.first + 1
+    assert (
+        list(counts.items())
+        == list(expected.items())
+        == [("summary", 8), ("window", 2), ("orphan-result", 1)]
+    )
