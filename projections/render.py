@@ -227,11 +227,8 @@ _Item = tuple[Group, DecisionAction, str, int, int]
 
 def _ranges(state: RenderState) -> list[_Range]:
     """The decisions of ``decisions`` without their details, in the same order."""
-    out: list[_Range] = []
-    if state.system:
-        out.append((1, 1, "pinned", "system", None))
-    out += [(r.first, r.last, r.action, r.rule, r) for r in state.window.removed]
-    out += [(s.covers_from, s.covers_through, "summarized", "summary", s) for s in state.window.summaries]
+    out: list[_Range] = [(1, 1, "pinned", "system", None)] if state.system else []
+    out += _left_out(state.window)
     items = [(g, *_group_action(g, pin_reason(g, state))) for g in state.window.groups]
     _absorb_kept(items)
     run: list[_Item] = []
@@ -243,6 +240,13 @@ def _ranges(state: RenderState) -> list[_Range]:
     if run:
         out.append(_run_range(run))
     out.sort(key=lambda r: (r[0], r[1]))
+    return out
+
+
+def _left_out(window: WorkingContext) -> list[_Range]:
+    """The ranges of the events out of the shown groups: removed ranges, then summaries' spans (unsorted)."""
+    out: list[_Range] = [(r.first, r.last, r.action, r.rule, r) for r in window.removed]
+    out += [(s.covers_from, s.covers_through, "summarized", "summary", s) for s in window.summaries]
     return out
 
 
@@ -271,8 +275,7 @@ def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, i
     if evicting.isdisjoint(_SHOWN) and not any(
         entry.kind in _CHANGED for group in window.groups for entry in group.entries
     ):
-        ranges: list[_Range] = [(r.first, r.last, r.action, r.rule, r) for r in window.removed]
-        ranges += [(s.covers_from, s.covers_through, "summarized", "summary", s) for s in window.summaries]
+        ranges = _left_out(window)
         ranges.sort(key=lambda r: (r[0], r[1]))
     else:
         ranges = _ranges(state)
