@@ -260,6 +260,17 @@ class Checkpoints(Protocol):
         """Store several views' rows and checkpoints in ONE transaction, or nothing."""
         ...
 
+    def commit_aside(self, commits: Sequence[ProjectionCommit]) -> None:
+        """Start ``commit_many(commits)`` and return at once; the caller's reads see its rows already.
+
+        The previous commit set aside is settled first. A store may also commit before returning.
+        """
+        ...
+
+    def settle(self) -> None:
+        """Wait for the commit set aside, if any; raise its error (then none of its rows was written)."""
+        ...
+
 
 class ProjectionRows(Protocol):
     """Reading a view's rows back (key -> position, bytes), and dropping a view."""

@@ -22,6 +22,9 @@ class MemoryProjectionTables:
 
     database_lock: RLock
 
+    commits_aside = False
+    """Nothing to overlap: a commit here holds the GIL throughout."""
+
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
         """Return stored events after ``after`` through the recorder's own notification read."""
         return rows_of_recorder(self, after, limit)

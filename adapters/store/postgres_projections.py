@@ -47,6 +47,9 @@ class PostgresProjectionTables:
     datastore: PostgresDatastore
     meta_table: str
 
+    commits_aside = True
+    """A commit runs on a pooled connection of its own; readers never wait for it."""
+
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
         """Return stored events after ``after`` through the recorder's notification read (gaps skipped)."""
         return rows_of_recorder(self, after, limit)

@@ -90,6 +90,11 @@ def rows_of_recorder(recorder: object, after: int, limit: int) -> list[Notificat
 class ProjectionTables(Protocol):
     """What ``RecorderProjections`` needs of a recorder."""
 
+    @property
+    def commits_aside(self) -> bool:
+        """Whether a commit may run on another thread while this one reads (readers never wait for it)."""
+        ...
+
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
         """Return up to ``limit`` stored events with notification ids above ``after``, in id order."""
         ...
@@ -163,6 +168,11 @@ class SQLiteProjectionTables:
     def writing(self, *, durable: bool = True) -> AbstractContextManager[Any]:
         """A write transaction (provided by the recorder)."""
         raise NotImplementedError
+
+    @property
+    def commits_aside(self) -> bool:
+        """A file under WAL: yes; a database in memory shares one cache, whose readers wait for the writer."""
+        return not self.datastore.pool.is_sqlite_memory_mode
 
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:
         """Return stored events after ``after`` as plain tuples (rebuilds read millions)."""

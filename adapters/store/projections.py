@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from contextledger.adapters.store.commit_aside import AsideCommit
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.guards import translated
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
@@ -42,6 +43,8 @@ class RecorderProjections:
         self.store = store
         self._tables: ProjectionTables = store.recorder  # type: ignore[assignment]  # the recorders of this package
         self.owner = new_owner()
+        self._aside: AsideCommit | None = None
+        """The commit running on its own thread (``commit_aside``), until ``settle``."""
 
     def read_notifications(self, after: int, limit: int) -> list[Notification]:
         """Return up to ``limit`` notifications with ids greater than ``after``, in id order."""
@@ -94,7 +97,29 @@ class RecorderProjections:
         self.commit_many([ProjectionCommit(projection, projection, tracking, rows)])
 
     def commit_many(self, commits: Sequence[ProjectionCommit]) -> None:
-        """Store several views' rows and checkpoints in one transaction."""
+        """Store several views' rows and checkpoints in one transaction (after the commit set aside)."""
+        self.settle()
+        self._commit(commits)
+
+    def commit_aside(self, commits: Sequence[ProjectionCommit]) -> None:
+        """Start ``commit_many(commits)`` on a thread of its own once the previous one is settled.
+
+        This thread reads the rows as written from now on; ``settle`` waits and raises the commit's
+        error. A store whose readers would wait for the writer (memory, SQLite in memory) commits now.
+        """
+        self.settle()
+        if self._tables.commits_aside:
+            self._aside = AsideCommit(self._commit, commits)
+        else:
+            self._commit(commits)
+
+    def settle(self) -> None:
+        """Wait for the commit started by ``commit_aside``, if any; raise its error."""
+        aside, self._aside = self._aside, None
+        if aside is not None:
+            aside.settle()
+
+    def _commit(self, commits: Sequence[ProjectionCommit]) -> None:
         names = ", ".join(c.tracking_of for c in commits)
         sealer = self.store.sealer
         if sealer is not None:
@@ -113,18 +138,31 @@ class RecorderProjections:
     def load_range(self, projection: str, after_key: str, upto_key: str) -> dict[str, tuple[int, bytes]]:
         """Return the rows with ``after_key < key <= upto_key``."""
         with translated(f"load rows of {projection}"):
-            return self._opened(self._tables.projection_range(projection, after_key, upto_key))
+            found = self._opened(self._tables.projection_range(projection, after_key, upto_key))
+        return self._written(projection, found, lambda key: after_key < key <= upto_key)
 
     def load_row(self, projection: str, key: str) -> tuple[int, bytes] | None:
         """Return one row of ``projection``, or None."""
         with translated(f"load row of {projection}"):
-            found = self._tables.projection_row(projection, key)
-        return None if found is None else self._opened({key: found}).get(key)
+            row = self._tables.projection_row(projection, key)
+        found = {} if row is None else self._opened({key: row})
+        return self._written(projection, found, lambda k: k == key).get(key)
 
     def load_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
         """Return the rows of ``keys`` that exist, in one read."""
+        if not keys:
+            return {}
         with translated(f"load rows of {projection}"):
-            return self._opened(self._tables.projection_rows(projection, keys)) if keys else {}
+            found = self._opened(self._tables.projection_rows(projection, keys))
+        wanted = set(keys)
+        return self._written(projection, found, wanted.__contains__)
+
+    def _written(
+        self, projection: str, found: dict[str, tuple[int, bytes]], keys: Callable[[str], bool]
+    ) -> dict[str, tuple[int, bytes]]:
+        """``found`` with the rows of the commit set aside, when this thread set it aside."""
+        aside = self._aside
+        return found if aside is None else aside.overlay(projection, found, keys)
 
     def _opened(self, rows: dict[str, tuple[int, bytes]]) -> dict[str, tuple[int, bytes]]:
         """Rows as read: decrypted when the ledger is encrypted (a row that does not is left out: rebuilt)."""
@@ -141,15 +179,19 @@ class RecorderProjections:
     def row_keys(self, projection: str) -> list[str]:
         """Return every row key of ``projection``, sorted."""
         with translated(f"list rows of {projection}"):
-            return self._tables.projection_keys(projection)
+            keys = self._tables.projection_keys(projection)
+        added = self._written(projection, {}, lambda _: True)
+        return sorted({*keys, *added}) if added else keys
 
     def drop(self, projection: str) -> None:
-        """Delete the rows and tracking of ``projection``."""
+        """Delete the rows and tracking of ``projection`` (after the commit set aside)."""
+        self.settle()
         with translated(f"drop projection {projection}"):
             self._tables.projection_drop(projection)
 
     def activate(self, name: str, version: str) -> None:
-        """Make ``version`` the active projection serving ``name``."""
+        """Make ``version`` the active projection serving ``name`` (after the commit set aside)."""
+        self.settle()
         with translated(f"activate {version} for {name}"):
             self._tables.projection_activate(name, version)
 

@@ -279,24 +279,34 @@ class ViewRunner:
         keep = None if self.shard.count == 1 else self.shard.holds
         page = self.reader.read_batch(tracking, self.batch_size, keep)
         self._ahead(tracking, page.last_id, page.notifications, positions)
-        while page.last_id:
-            following = self.reader.read_batch(page.last_id, self.batch_size, keep)
-            self._ahead(page.last_id, following.last_id, following.notifications, positions)
-            commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
-            self.store.commit_many(commits)
-            for name in names:
-                positions[name] = max(positions[name], page.last_id)
-            stats.batches += 1
-            stats.events += len(page.notifications)
-            if self.on_batch is not None:
-                self.on_batch(BatchDone(tracking + 1, page.last_id, len(page.notifications), written))
-            tracking = stats.tracking = page.last_id
-            page = following
+        landing: BatchDone | None = None  # the batch committing while the next one folds
+        try:
+            while page.last_id:
+                following = self.reader.read_batch(page.last_id, self.batch_size, keep)
+                self._ahead(page.last_id, following.last_id, following.notifications, positions)
+                commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
+                self.store.commit_aside(commits)  # the previous batch's commit has landed first
+                self._landed(landing)
+                landing = BatchDone(tracking + 1, page.last_id, len(page.notifications), written)
+                for name in names:
+                    positions[name] = max(positions[name], page.last_id)
+                stats.batches += 1
+                stats.events += len(page.notifications)
+                tracking = stats.tracking = page.last_id
+                page = following
+        finally:
+            self.store.settle()  # every batch folded is committed (or its error raised) before returning
+        self._landed(landing)
         for view in self.views:
             stats.failed.update(view.failed)
             if isinstance(view, Finishes):
                 view.finish()
         return stats
+
+    def _landed(self, batch: BatchDone | None) -> None:
+        """Report a batch once its commit has landed (``on_batch``: progress, committed positions)."""
+        if batch is not None and self.on_batch is not None:
+            self.on_batch(batch)
 
     def _ahead(self, after: int, upto: int, batch: list[Notification], positions: Mapping[str, int]) -> None:
         """Hand the views that read ahead the batch they fold next (``ReadsAhead``)."""

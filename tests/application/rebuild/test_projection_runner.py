@@ -6,10 +6,13 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import contextledger
 import psycopg
@@ -18,9 +21,11 @@ from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.application.kernel.token_cache import CachedTokenCounter
+from contextledger.application.rebuild.card_facts import CARD_FACTS
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW, BatchDone, ProjectionRunner
 from contextledger.application.render.context_rows import row_state
 from contextledger.application.render.renderer import Renderer
+from contextledger.application.views.token_rows import token_rows
 from contextledger.projections.counting import counted_texts
 
 from tests.conftest import TRANSCRIPTS
@@ -279,3 +284,60 @@ def test_a_rebuild_leaves_every_count_in_the_token_cache(full_url):
         fresh = CachedTokenCounter(plain, ledger.ports.token_counts, ledger.ports.blobs)
         assert fresh.count_texts(texts) == [plain.count(ledger.text(t)) for t in texts]
         assert fresh.tokenized == 0
+
+
+def _all_rows(path: Path) -> list[tuple[str, str, int, bytes]]:
+    with sqlite3.connect(path) as db:
+        return db.execute(
+            "SELECT projection, key, position, state FROM ledger_projection_rows ORDER BY projection, key"
+        ).fetchall()
+
+
+def test_commits_landing_while_the_next_batch_folds_write_what_commits_in_turn_write(full_db, tmp_path):
+    """Each batch commits on its own thread while the next folds, reading its rows back before they land.
+
+    Every commit is held back 20 ms, so the next batch reads token blocks, card facts and session
+    rows the previous batch has not committed yet; the rows and checkpoints equal those of a run
+    that commits each batch before folding the next (batches of 37: blocks span batches). A batch
+    is reported only once another thread reads its checkpoint.
+    """
+    dumps = []
+    for aside in (True, False):
+        path = tmp_path / f"aside-{aside}.db"
+        shutil.copy(full_db, path)
+        with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
+            views = _views(ledger)
+            tables: Any = views._tables
+            commit = tables.projection_commit
+
+            def held(commits: Any, owner: str, commit: Any = commit) -> None:
+                time.sleep(0.02)
+                commit(commits, owner)
+
+            tables.projection_commit = held
+            if not aside:
+                views.commit_aside = views.commit_many  # type: ignore[method-assign]
+            runner = ProjectionRunner(ledger, views, views, batch_size=37)
+            reported: list[tuple[int, int]] = []
+
+            def committed(
+                done: BatchDone,
+                views: RecorderProjections = views,
+                name: str = runner.projection,
+                reported: list[tuple[int, int]] = reported,
+            ) -> None:
+                seen: list[int] = []
+                reader = threading.Thread(target=lambda: seen.append(views.load_tracking(name)))
+                reader.start()
+                reader.join(30)
+                reported.append((done.tracking, seen[0]))
+
+            runner.on_batch = committed
+            stats = runner.run()
+            assert stats.failed == {}
+            assert stats.batches == len(reported) > 20
+            assert all(tracking <= seen for tracking, seen in reported)
+        dumps.append(_all_rows(path))
+    assert dumps[0] == dumps[1]
+    names = {row[0] for row in dumps[0]}
+    assert {CARD_FACTS, token_rows("cl100k_base")} < names  # and the context view's rows and digests
