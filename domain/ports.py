@@ -158,6 +158,11 @@ class TokenCountStore(Protocol):
         """Cache token counts of content addresses under ``tokenizer``."""
         ...
 
+    @property
+    def writes_aside(self) -> bool:
+        """Whether ``save_token_counts`` may run on another thread while this one reads counts."""
+        ...
+
 
 class SnapshotStore(Protocol):
     """Named snapshots of folded projection state: derived data, never the log."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
+from contextledger.application.kernel.aside import Aside
 from contextledger.domain.ports import ProjectionCommit
 
 __all__ = ["AsideCommit"]
@@ -29,26 +30,11 @@ class AsideCommit:
         self.rows: dict[str, Rows] = {}
         for each in commits:
             self.rows.setdefault(each.rows_of, {}).update(each.rows)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(commit, commits), name="contextledger-commit", daemon=False
-        )
-        self._thread.start()
-
-    def _run(
-        self, commit: Callable[[Sequence[ProjectionCommit]], None], commits: Sequence[ProjectionCommit]
-    ) -> None:
-        try:
-            commit(commits)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller by ``settle``
-            self._error = error
+        self._aside = Aside(lambda: commit(commits), name="contextledger-commit")
 
     def settle(self) -> None:
         """Wait for the commit; raise what it raised (then nothing of it was written)."""
-        self._thread.join()
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
+        self._aside.settle()
 
     def overlay(self, projection: str, found: Rows, keys: Callable[[str], bool]) -> Rows:
         """``found`` (as read) with the rows of ``projection`` this commit writes that ``keys`` accepts.

@@ -54,6 +54,11 @@ class LedgerRecorder(Protocol):
         """Store token counts."""
         ...
 
+    @property
+    def commits_aside(self) -> bool:
+        """Whether a write may run on another thread while this one reads (readers never wait for it)."""
+        ...
+
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream."""
         ...
@@ -370,6 +375,11 @@ class RecorderEventStore:
         with translated("load token counts"):
             found = self.extras.load_token_counts(tokenizer, list(wanted))
         return {wanted[key]: count for key, count in found.items()}
+
+    @property
+    def writes_aside(self) -> bool:
+        """Whether counts may be saved on another thread while this one reads (SQLite files, PostgreSQL)."""
+        return self.extras.commits_aside
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
         """Cache token counts of content hashes."""

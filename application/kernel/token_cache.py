@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from contextledger.application.kernel.aside import Aside
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
 from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore, TokenFloor
 
@@ -73,6 +74,8 @@ class CachedTokenCounter:
         self.defer_saves = False
         """Keep fresh counts until ``flush`` (one write per batch of a rebuild) instead of at once."""
         self._unsaved: dict[str, int] = {}
+        self._saving: Aside | None = None
+        """The write ``flush(aside=True)`` started, until the next flush."""
         self._ahead: dict[str, _Ahead] = {}
         """Inline texts being counted in the background (``prefetch``), by the text itself."""
         self._ahead_blobs: dict[str, _Ahead] = {}
@@ -201,8 +204,12 @@ class CachedTokenCounter:
             for t, n in zip(texts, found, strict=True)
         ]
 
-    def flush(self, *, at_least: int = 1) -> None:
+    def flush(self, *, at_least: int = 1, aside: bool = False) -> None:
         """Write the counts kept back by ``defer_saves`` to the store (one write), if ``at_least`` wait.
+
+        ``aside`` writes them on a thread of its own when the store allows it (a caller folds on
+        meanwhile; counts looked up before it lands are only counted again); a flush without it
+        waits for that write, then writes the rest.
 
         A rebuild passes a large ``at_least`` after each batch and flushes the rest when it is done:
         the counts are keyed by hash, so each write touches pages all over the table, and one write
@@ -210,9 +217,23 @@ class CachedTokenCounter:
         Counts not yet written when a process dies are only counted again (the token rows, committed
         with each batch, keep every event's counts).
         """
-        if self._unsaved and len(self._unsaved) >= at_least:
-            unsaved, self._unsaved = self._unsaved, {}
-            self.counts.save_token_counts(self.counter.name, unsaved)
+        if not aside:
+            self._landed()
+        if not self._unsaved or len(self._unsaved) < at_least:
+            return
+        unsaved, self._unsaved = self._unsaved, {}
+        name, save = self.counter.name, self.counts.save_token_counts
+        if aside and self.counts.writes_aside:
+            self._landed()  # one write at a time
+            self._saving = Aside(lambda: save(name, unsaved), name="contextledger-counts")
+        else:
+            save(name, unsaved)
+
+    def _landed(self) -> None:
+        """Wait for the write ``flush(aside=True)`` started, if any; raise its error."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            saving.settle()
 
     def _settle(self, texts: Sequence[Text]) -> None:
         """Wait for the background counts of ``texts`` and keep them (and save them, as fresh counts)."""

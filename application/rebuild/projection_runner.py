@@ -161,7 +161,8 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 digests[session_id] = (at, encode_digest(self._digest(session_id)))
-        self.renderer.counter.flush(at_least=UNSAVED_COUNTS)  # the rest when the catch-up ends (``finish``)
+        # written while the next batch folds; the rest when the catch-up ends (``finish``)
+        self.renderer.counter.flush(at_least=UNSAVED_COUNTS, aside=True)
         return {self.name: rows, self.digests: digests, **fresh}
 
     def finish(self) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import contextledger
+import pytest
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.domain.content import BlobText, InlineText, Text
+from contextledger.domain.errors import StoreError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,9 +20,10 @@ _TEXTS = st.lists(_WORDS, max_size=8).map("".join)
 class RecordingStore:
     """A TokenCountStore in memory that records each write."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, aside: bool = False) -> None:
         self.rows: dict[tuple[str, str], int] = {}
         self.writes = 0
+        self.writes_aside = aside
 
     def load_token_counts(self, tokenizer, keys):
         return {k: self.rows[tokenizer, k] for k in keys if (tokenizer, k) in self.rows}
@@ -35,16 +40,17 @@ class RecordingStore:
     defer=st.booleans(),
     memory_limit=st.sampled_from([3, 200_000]),
     at_least=st.sampled_from([1, 4, 10**6]),
+    aside=st.booleans(),
 )
-def test_batched_counts_equal_counting_each_text_alone(batches, defer, memory_limit, at_least):
-    """Repeated texts, a small or large memory, saves deferred (in groups) or not: the one-by-one counts."""
+def test_batched_counts_equal_counting_each_text_alone(batches, defer, memory_limit, at_least, aside):
+    """Repeated texts, small or large memory, saves deferred (grouped, aside or not) or not: as one by one."""
     plain = get_counter("cl100k_base")
-    store = RecordingStore()
+    store = RecordingStore(aside=aside)
     cache = CachedTokenCounter(plain, store, blobs=None, memory_limit=memory_limit)  # type: ignore[arg-type]
     cache.defer_saves = defer
     for batch in batches:
         assert cache.count_texts([InlineText(t) for t in batch]) == [plain.count(t) for t in batch]
-        cache.flush(at_least=at_least)
+        cache.flush(at_least=at_least, aside=True)
     cache.flush()
     distinct = {t for batch in batches for t in batch}
     assert {k: v for (_, k), v in store.rows.items()} == {
@@ -94,3 +100,39 @@ def test_a_flush_with_at_least_waits_for_that_many_counts():
     assert (store.writes, len(store.rows)) == (1, 3)
     cache.flush()
     assert store.writes == 1  # nothing was left
+
+
+def test_a_write_aside_lands_before_the_next_and_its_error_is_raised_once():
+    """``flush(aside=True)`` writes on its own thread, one write at a time; a plain flush waits for it.
+
+    A failed write aside raises from the next flush, once; the counts it held are counted again.
+    """
+    store = RecordingStore(aside=True)
+    started, release = threading.Event(), threading.Event()
+    save = store.save_token_counts
+
+    def slow(tokenizer, counts):
+        started.set()
+        assert release.wait(30)
+        if "boom" in counts:
+            raise StoreError("the disk is full")
+        save(tokenizer, counts)
+
+    store.save_token_counts = slow
+    plain = get_counter("cl100k_base")
+    cache = CachedTokenCounter(plain, store, blobs=None)  # type: ignore[arg-type]
+    cache.defer_saves = True
+    cache.count_texts([InlineText("one"), InlineText("two")])
+    cache.flush(aside=True)
+    assert started.wait(30)
+    assert store.writes == 0  # still writing, the caller went on
+    cache.count_texts([InlineText("three")])
+    release.set()
+    cache.flush()  # waits for the first write, then writes the second
+    assert store.writes == 2
+    assert len(store.rows) == 3
+    cache._unsaved["boom"] = 1
+    cache.flush(aside=True)
+    with pytest.raises(StoreError, match="disk is full"):
+        cache.flush()
+    cache.flush()  # raised once

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import contextledger
@@ -67,11 +68,17 @@ class Writes:
     def __init__(self, inner) -> None:
         self.inner = inner
         self.sizes: list[int] = []
+        self.threads: set[str] = set()
+
+    @property
+    def writes_aside(self):
+        return self.inner.writes_aside
 
     def load_token_counts(self, tokenizer, keys):
         return self.inner.load_token_counts(tokenizer, keys)
 
     def save_token_counts(self, tokenizer, counts):
+        self.threads.add(threading.current_thread().name)
         self.sizes.append(len(counts))
         self.inner.save_token_counts(tokenizer, counts)
 
@@ -81,7 +88,7 @@ def test_a_rebuild_writes_fresh_counts_in_large_groups_and_the_rest_when_it_ends
     tmp_path,
     monkeypatch,
 ):
-    """Groups of at least ``UNSAVED_COUNTS`` while folding, the rest at the end: every count is stored."""
+    """Groups of at least ``UNSAVED_COUNTS`` while folding (written aside), the rest at the end: all kept."""
     monkeypatch.setattr(projection_runner, "UNSAVED_COUNTS", 2_000)
     copy = tmp_path / "groups.db"
     shutil.copy(full_db, copy)
@@ -95,5 +102,6 @@ def test_a_rebuild_writes_fresh_counts_in_large_groups_and_the_rest_when_it_ends
         assert stats.batches > len(writes.sizes) > 2
         assert all(size >= 2_000 for size in writes.sizes[:-1])
         assert sum(writes.sizes) == counter.tokenized
+        assert writes.threads == {"MainThread", "contextledger-counts"}  # groups aside, the rest at the end
     with sqlite3.connect(copy) as db:
         assert db.execute("SELECT COUNT(*) FROM ledger_token_counts").fetchone()[0] == counter.tokenized
