@@ -80,6 +80,12 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
     WRITES_SNAPSHOTS = True
     """``insert_events`` writes the ``snapshots`` rows it is given in its own transaction."""
 
+    def __init__(self, datastore: SQLiteDatastore, *, events_table_name: str) -> None:
+        """Record into ``datastore``'s ``events_table_name``."""
+        super().__init__(datastore, events_table_name=events_table_name)
+        self._writers = threading.RLock()
+        """Held by the thread of this process that writes (re-entered by a nested write)."""
+
     def construct_create_table_statements(self) -> list[str]:
         """Create the events table plus the ledger's side tables."""
         return [
@@ -117,7 +123,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         if joined is not None:  # inside insert_event_batches on this thread: its transaction
             yield joined
             return
-        with self.datastore.get_connection(commit=True) as conn:
+        with self._writer_turn(), self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
             if not durable:
                 cursor.execute("PRAGMA synchronous=NORMAL")
@@ -135,6 +141,22 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                 if not durable:
                     cursor.execute("PRAGMA synchronous=FULL")
                 cursor.sqlite_cursor.close()
+
+    @contextmanager
+    def _writer_turn(self) -> Iterator[None]:
+        """This process's writers take turns in order (a batch's commit and a count write set aside).
+
+        They would otherwise meet at SQLite's write lock, whose busy handler polls with growing sleeps.
+        The wait is bounded by the same busy timeout, and ends in the same error.
+        """
+        timeout = self.datastore.pool.lock_timeout
+        if not self._writers.acquire(timeout=-1 if timeout is None else timeout):
+            msg = f"another writer of this process held the ledger for over {timeout} s"
+            raise StoreUnavailableError(msg)
+        try:
+            yield
+        finally:
+            self._writers.release()
 
     @cached_property
     def _joined(self) -> threading.local:

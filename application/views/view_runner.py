@@ -286,7 +286,7 @@ class ViewRunner:
                 self._ahead(page.last_id, following.last_id, following.notifications, positions)
                 commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
                 self.store.commit_aside(commits)  # the previous batch's commit has landed first
-                self._landed(landing)
+                self._report(landing)
                 landing = BatchDone(tracking + 1, page.last_id, len(page.notifications), written)
                 for name in names:
                     positions[name] = max(positions[name], page.last_id)
@@ -296,14 +296,14 @@ class ViewRunner:
                 page = following
         finally:
             self.store.settle()  # every batch folded is committed (or its error raised) before returning
-        self._landed(landing)
+        self._report(landing)
         for view in self.views:
             stats.failed.update(view.failed)
             if isinstance(view, Finishes):
                 view.finish()
         return stats
 
-    def _landed(self, batch: BatchDone | None) -> None:
+    def _report(self, batch: BatchDone | None) -> None:
         """Report a batch once its commit has landed (``on_batch``: progress, committed positions)."""
         if batch is not None and self.on_batch is not None:
             self.on_batch(batch)

@@ -11,7 +11,7 @@ import pytest
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.factory import open_store
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.domain.errors import StoreError
+from contextledger.domain.errors import StoreError, StoreUnavailableError
 from contextledger.domain.ports import ProjectionCommit
 
 
@@ -129,3 +129,37 @@ def test_later_writes_wait_for_the_commit_set_aside(store):
     views.activate("context", "p")
     assert views.active("context") == "p"
     assert views.load_tracking("p") == 8
+
+
+def test_writers_of_one_sqlite_process_take_turns_within_the_busy_timeout(tmp_path):
+    """A second thread's write waits for the first one's turn, no longer than the busy timeout.
+
+    A commit set aside and a count write set aside meet here instead of polling SQLite's write lock;
+    past the timeout the wait ends in ``StoreUnavailableError``, as SQLite's own wait does.
+    """
+    store = open_store(f"sqlite:///{tmp_path / 'turns.db'}?timeout=0.3")
+    recorder: Any = store.recorder
+    entered, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with recorder.writing():
+            entered.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert entered.wait(30)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="another writer of this process"):
+        store.save_token_counts("t", {"k": 1})
+    assert time.monotonic() - started >= 0.3
+    views = RecorderProjections(store)
+    views.commit_aside(_batch(5, {"s1": (1, b"one")}))  # waits its turn on its own thread
+    time.sleep(0.1)
+    release.set()
+    holder.join(30)
+    views.settle()
+    store.save_token_counts("t", {"k": 1})
+    assert views.load_tracking("p") == 5
+    assert store.load_token_counts("t", ["k"]) == {"k": 1}
+    store.close()
