@@ -55,7 +55,7 @@ class LedgerRecorder(Protocol):
         ...
 
     @property
-    def commits_aside(self) -> bool:
+    def writes_aside(self) -> bool:
         """Whether a write may run on another thread while this one reads (readers never wait for it)."""
         ...
 
@@ -379,7 +379,7 @@ class RecorderEventStore:
     @property
     def writes_aside(self) -> bool:
         """Whether counts may be saved on another thread while this one reads (SQLite files, PostgreSQL)."""
-        return self.extras.commits_aside
+        return self.extras.writes_aside
 
     def save_token_counts(self, tokenizer: str, counts: Mapping[str, int]) -> None:
         """Cache token counts of content hashes."""

@@ -22,7 +22,7 @@ class MemoryProjectionTables:
 
     database_lock: RLock
 
-    commits_aside = False
+    writes_aside = False
     """Nothing to overlap: a commit here holds the GIL throughout."""
 
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:

@@ -47,7 +47,7 @@ class PostgresProjectionTables:
     datastore: PostgresDatastore
     meta_table: str
 
-    commits_aside = True
+    writes_aside = True
     """A commit runs on a pooled connection of its own; readers never wait for it."""
 
     def notification_rows(self, after: int, limit: int) -> list[NotificationRow]:

@@ -91,7 +91,7 @@ class ProjectionTables(Protocol):
     """What ``RecorderProjections`` needs of a recorder."""
 
     @property
-    def commits_aside(self) -> bool:
+    def writes_aside(self) -> bool:
         """Whether a commit may run on another thread while this one reads (readers never wait for it)."""
         ...
 
@@ -170,7 +170,7 @@ class SQLiteProjectionTables:
         raise NotImplementedError
 
     @property
-    def commits_aside(self) -> bool:
+    def writes_aside(self) -> bool:
         """A file under WAL: yes; a database in memory shares one cache, whose readers wait for the writer."""
         return not self.datastore.pool.is_sqlite_memory_mode
 

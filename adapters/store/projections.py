@@ -108,7 +108,7 @@ class RecorderProjections:
         error. A store whose readers would wait for the writer (memory, SQLite in memory) commits now.
         """
         self.settle()
-        if self._tables.commits_aside:
+        if self._tables.writes_aside:
             self._aside = AsideCommit(self._commit, commits)
         else:
             self._commit(commits)

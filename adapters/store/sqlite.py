@@ -147,7 +147,8 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         """This process's writers take turns in order (a batch's commit and a count write set aside).
 
         They would otherwise meet at SQLite's write lock, whose busy handler polls with growing sleeps.
-        The wait is bounded by the same busy timeout, and ends in the same error.
+        The turn is waited for up to the busy timeout, past which it ends in ``StoreUnavailableError``
+        as SQLite's wait does; a writer of another process is then waited for as before.
         """
         timeout = self.datastore.pool.lock_timeout
         if not self._writers.acquire(timeout=-1 if timeout is None else timeout):
