@@ -110,7 +110,7 @@ class ContextView:
             self.renderer.forget()
 
     def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
-        """Start counting the next batch's new texts in the background while this one folds.
+        """Start counting a coming batch's new texts in the background while an earlier one folds.
 
         Only the texts of events without token rows, as ``fold`` will count them (``prefetch``: a
         no-op unless the tokenizer counts ahead). ``fold`` reads the token rows again: this writer's

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Protocol, runtime_checkable
@@ -23,6 +24,7 @@ from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.ports import (
     Notification,
+    NotificationBatch,
     NotificationReader,
     NotificationWaiter,
     ProjectionCommit,
@@ -47,6 +49,11 @@ BATCH_SIZE = 5_000
 """Notifications folded and committed per transaction (one per event measured ~20x slower; 5,000
 measured ~5% faster than 1,000 on the rebuild benchmark, and a session touched by every batch has
 its state written once a batch)."""
+
+READ_AHEAD = 2
+"""Batches read and handed to the views' ``ahead`` before the batch they fold now (``ReadsAhead``). A first
+rebuild's tokenizer thread counts them meanwhile; with one batch queued it waited for the main thread
+~17 % of the run, and the main thread for it whenever a batch's texts took longer than the fold before."""
 
 Rows = dict[str, tuple[int, bytes]]
 """A view's rows: key -> (position folded to, bytes)."""
@@ -117,10 +124,10 @@ class View(Protocol):
 
 @runtime_checkable
 class ReadsAhead(Protocol):
-    """A view that starts work on the next batch while the current one folds (optional, next to ``View``)."""
+    """A view that starts work on coming batches while the current one folds (optional, next to ``View``)."""
 
     def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
-        """Called with the batch that ``fold`` gets next (the same arguments), before the current fold."""
+        """Called with each batch ``READ_AHEAD`` folds before ``fold`` gets it (same arguments), in order."""
         ...
 
 
@@ -277,13 +284,21 @@ class ViewRunner:
         tracking = min(positions.values())
         stats = RunStats(started_at=tracking, tracking=tracking)
         keep = None if self.shard.count == 1 else self.shard.holds
-        page = self.reader.read_batch(tracking, self.batch_size, keep)
-        self._ahead(tracking, page.last_id, page.notifications, positions)
+        queued: deque[NotificationBatch] = deque()  # the batches read and handed to ``ahead``, in order
+        read_upto: int | None = tracking  # None once the reader had nothing more
         landing: BatchDone | None = None  # the batch committing while the next one folds
         try:
-            while page.last_id:
-                following = self.reader.read_batch(page.last_id, self.batch_size, keep)
-                self._ahead(page.last_id, following.last_id, following.notifications, positions)
+            while True:
+                while read_upto is not None and len(queued) <= READ_AHEAD:
+                    following = self.reader.read_batch(read_upto, self.batch_size, keep)
+                    self._ahead(read_upto, following.last_id, following.notifications, positions)
+                    queued.append(following)
+                    read_upto = following.last_id or None
+                if not queued:
+                    break
+                page = queued.popleft()
+                if not page.last_id:
+                    break
                 commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
                 self.store.commit_aside(commits)  # the previous batch's commit has landed first
                 self._report(landing)
@@ -293,7 +308,6 @@ class ViewRunner:
                 stats.batches += 1
                 stats.events += len(page.notifications)
                 tracking = stats.tracking = page.last_id
-                page = following
         finally:
             self.store.settle()  # every batch folded is committed (or its error raised) before returning
         self._report(landing)

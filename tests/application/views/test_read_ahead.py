@@ -1,4 +1,4 @@
-"""The view runner hands views each batch one fold early, and ends each catch-up with ``finish``."""
+"""The view runner hands views each batch ``READ_AHEAD`` folds early; each catch-up ends with ``finish``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import contextledger
 import pytest
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.application.views.view_runner import Rows, ViewRunner
-from contextledger.domain.ports import Notification
+from contextledger.application.views.view_runner import READ_AHEAD, Rows, ViewRunner
+from contextledger.domain.ports import Notification, ProjectionCommit
 
 
 class Recording:
@@ -45,23 +45,43 @@ def ledger(tmp_path):
         yield opened
 
 
-def test_each_batch_is_handed_ahead_in_order_before_the_fold_of_the_one_before_it(ledger):
-    """ahead(b0), then ahead(b[k+1]) just before fold(b[k]); finish after the last fold."""
+def test_each_batch_is_handed_ahead_in_order_read_ahead_folds_before_its_own(ledger):
+    """ahead(b0..b2), then ahead(b[k+3]) just before fold(b[k]) (READ_AHEAD 2); finish after the last."""
+    assert READ_AHEAD == 2  # the order below is written out for two batches queued
     views = RecorderProjections(ledger.ports.log)  # type: ignore[arg-type]
     view = Recording()
     stats = ViewRunner(views, views, [view], batch_size=5).run()
     assert stats.events == 23
     assert view.folded == list(range(1, 24))  # every event once, in order
-    bounds = [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
-    expected = [("begin", 0, 0)]
-    expected.append(("ahead", *bounds[0]))
-    for k, bound in enumerate(bounds):
-        if k + 1 < len(bounds):
-            expected.append(("ahead", *bounds[k + 1]))
-        expected.append(("fold", *bound))
-    expected.append(("finish", 0, 0))
-    assert view.calls == expected
+    assert view.calls == [
+        ("begin", 0, 0),
+        ("ahead", 0, 5),
+        ("ahead", 5, 10),
+        ("ahead", 10, 15),
+        ("fold", 0, 5),
+        ("ahead", 15, 20),
+        ("fold", 5, 10),
+        ("ahead", 20, 23),
+        ("fold", 10, 15),
+        ("fold", 15, 20),
+        ("fold", 20, 23),
+        ("finish", 0, 0),
+    ]
     assert views.load_tracking("recording") == 23
+
+
+def test_a_view_past_the_others_is_handed_ahead_only_what_it_has_not_folded(ledger):
+    """A view checkpointed at 12 beside one at 0: handed (and folding) only the events after 12, once each."""
+    views = RecorderProjections(ledger.ports.log)  # type: ignore[arg-type]
+    behind, past = Recording(), Recording()
+    past.name = "past"
+    views.commit_many([ProjectionCommit("past", "past", 12, {})])
+    ViewRunner(views, views, [behind, past], batch_size=5).run()
+    assert behind.folded == list(range(1, 24))
+    assert past.folded == list(range(13, 24))
+    handed = [(after, upto) for kind, after, upto in past.calls if kind == "ahead"]
+    assert handed == [(12, 15), (15, 20), (20, 23)]
+    assert [(a, u) for kind, a, u in past.calls if kind == "fold"] == handed
 
 
 def test_finish_ends_every_catch_up_even_one_with_nothing_to_fold(ledger):
