@@ -286,20 +286,24 @@ class ViewRunner:
         keep = None if self.shard.count == 1 else self.shard.holds
         queued: deque[NotificationBatch] = deque()  # the batches read and handed to ``ahead``, in order
         read_upto: int | None = tracking  # None once the reader had nothing more
+
+        def fill() -> None:
+            nonlocal read_upto
+            while read_upto is not None and len(queued) <= READ_AHEAD:
+                following = self.reader.read_batch(read_upto, self.batch_size, keep)
+                self._ahead(read_upto, following.last_id, following.notifications, positions)
+                queued.append(following)
+                read_upto = following.last_id or None
+
         landing: BatchDone | None = None  # the batch committing while the next one folds
         try:
-            while True:
-                while read_upto is not None and len(queued) <= READ_AHEAD:
-                    following = self.reader.read_batch(read_upto, self.batch_size, keep)
-                    self._ahead(read_upto, following.last_id, following.notifications, positions)
-                    queued.append(following)
-                    read_upto = following.last_id or None
-                if not queued:
-                    break
+            fill()
+            while queued and queued[0].last_id:
                 page = queued.popleft()
-                if not page.last_id:
-                    break
                 commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
+                # Read before this batch's commit starts: a commit on another thread takes the GIL back
+                # after every row it writes, and a read beside it waited for it at every row it fetched.
+                fill()
                 self.store.commit_aside(commits)  # the previous batch's commit has landed first
                 self._report(landing)
                 landing = BatchDone(tracking + 1, page.last_id, len(page.notifications), written)
