@@ -11,10 +11,12 @@ import pytest
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.factory import open_store
 from contextledger.adapters.store.postgres import SCHEMA_VERSION
+from contextledger.adapters.store.projection_tables import ROWS_PER_INSERT
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.domain.content import InlineText
 from contextledger.domain.errors import ConcurrencyConflictError, ProjectionLockedError, StoreError
 from contextledger.domain.events import SessionStarted, UserMessageAdded
+from contextledger.domain.ports import ProjectionCommit
 from contextledger.testing import FixedClock
 
 
@@ -67,6 +69,24 @@ def test_rows_and_tracking_commit_together_and_never_move_back(store):
     assert views.load_tracking("p") == 9
     assert views.load_tracking("other") == 0
     assert views.row_keys("other") == []
+
+
+def test_a_commit_of_many_rows_writes_each_once_and_a_later_commit_of_a_key_wins(store):
+    """More rows than one SQLite INSERT holds (ROWS_PER_INSERT) land; a key written twice keeps the last."""
+    views = RecorderProjections(store)
+    many = {f"k{i:04d}": (i, bytes([i % 256]) * (i % 7)) for i in range(2 * ROWS_PER_INSERT + 1)}
+    views.commit_many(
+        [
+            ProjectionCommit("p", "p", 3, many),
+            ProjectionCommit("p", "", 3, {"k0005": (99, b"later"), "extra": (1, b"")}),
+            ProjectionCommit("q", "", 3, {"k0005": (7, b"other view")}),
+        ]
+    )
+    assert views.row_keys("p") == sorted([*many, "extra"])
+    assert views.load_rows("p", list(many)) == {**many, "k0005": (99, b"later")}
+    assert views.load_row("p", "extra") == (1, b"")
+    assert views.load_row("q", "k0005") == (7, b"other view")
+    assert views.load_tracking("p") == 3
 
 
 def test_drop_removes_one_version_and_the_registry_switches_atomically(store):
