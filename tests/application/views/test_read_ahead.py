@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import contextledger
 import pytest
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.application.views.view_runner import READ_AHEAD, Rows, ViewRunner
+from contextledger.application.views.view_runner import FIRST_BATCH_SHARE, READ_AHEAD, Rows, ViewRunner
 from contextledger.domain.ports import Notification, ProjectionCommit
 
 
@@ -46,27 +46,29 @@ def ledger(tmp_path):
 
 
 def test_each_batch_is_handed_ahead_in_order_read_ahead_folds_before_its_own(ledger):
-    """ahead(b0..b2), then ahead(b[k+3]) just before fold(b[k]) (READ_AHEAD 2); finish after the last."""
-    assert READ_AHEAD == 2  # the order below is written out for two batches queued
+    """ahead(b0..b2), then ahead(b[k+3]) just before fold(b[k]) (READ_AHEAD 2); finish after the last.
+
+    The batches grow from an eighth of ``batch_size`` (FIRST_BATCH_SHARE), doubling: 2, 4, 8, 16, then 16s.
+    """
+    assert (READ_AHEAD, FIRST_BATCH_SHARE) == (2, 8)  # the order below is written out for these
     views = RecorderProjections(ledger.ports.log)  # type: ignore[arg-type]
     view = Recording()
-    stats = ViewRunner(views, views, [view], batch_size=5).run()
+    stats = ViewRunner(views, views, [view], batch_size=16).run()
     assert stats.events == 23
     assert view.folded == list(range(1, 24))  # every event once, in order
     assert view.calls == [
         ("begin", 0, 0),
-        ("ahead", 0, 5),
-        ("ahead", 5, 10),
-        ("ahead", 10, 15),
-        ("fold", 0, 5),
-        ("ahead", 15, 20),
-        ("fold", 5, 10),
-        ("ahead", 20, 23),
-        ("fold", 10, 15),
-        ("fold", 15, 20),
-        ("fold", 20, 23),
+        ("ahead", 0, 2),
+        ("ahead", 2, 6),
+        ("ahead", 6, 14),
+        ("fold", 0, 2),
+        ("ahead", 14, 23),
+        ("fold", 2, 6),
+        ("fold", 6, 14),
+        ("fold", 14, 23),
         ("finish", 0, 0),
     ]
+    assert stats.batches == 4
     assert views.load_tracking("recording") == 23
 
 
@@ -80,7 +82,7 @@ def test_a_view_past_the_others_is_handed_ahead_only_what_it_has_not_folded(ledg
     assert behind.folded == list(range(1, 24))
     assert past.folded == list(range(13, 24))
     handed = [(after, upto) for kind, after, upto in past.calls if kind == "ahead"]
-    assert handed == [(12, 15), (15, 20), (20, 23)]
+    assert handed == [(12, 17), (17, 22), (22, 23)]  # batches 0-1, 1-3, 3-7, 7-12, 12-17, 17-22, 22-23
     assert [(a, u) for kind, a, u in past.calls if kind == "fold"] == handed
 
 
