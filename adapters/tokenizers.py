@@ -118,6 +118,8 @@ class TiktokenCounter:
         """
         self._loaded: Any = None if callable(encoding) and not hasattr(encoding, "encode") else encoding
         self._load: Callable[[], Any] = encoding if self._loaded is None else lambda: encoding
+        self._loading = threading.Lock()
+        """Held while the encoding loads: a thread needing it meanwhile waits instead of loading it again."""
         self._name = name
         self.chunk_chars = chunk_chars
         self._longest: int | None = None
@@ -125,7 +127,9 @@ class TiktokenCounter:
     @property
     def _encoding(self) -> Any:
         if self._loaded is None:
-            self._loaded = self._load()
+            with self._loading:
+                if self._loaded is None:
+                    self._loaded = self._load()
         return self._loaded
 
     @property

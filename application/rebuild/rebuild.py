@@ -96,9 +96,13 @@ def rebuild(
     runner = spec.runner(ledger, reader, views)
     version = runner.projection
     check_droppable(views, drop, switch_to=version if switch else None)
-    wait_for_leases(views, lease_names(runner.runner.checkpoints(), workers), on_wait=on_wait)
+    checkpoints = runner.runner.checkpoints()
+    in_process = workers <= 1 or in_shards is None
+    if in_process and not any(checkpoints.values()):
+        runner.renderer.counter.warm()  # loads while the leases and the config are written (their fsyncs)
+    wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
-    if workers > 1 and in_shards is not None:
+    if not in_process and in_shards is not None:
         stats = in_shards(spec, workers)
     else:
         runner.on_batch = on_batch

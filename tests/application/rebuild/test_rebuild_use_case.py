@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextledger
 import pytest
+from contextledger.application.kernel.token_cache import CachedTokenCounter
+from contextledger.application.rebuild import rebuild as rebuild_module
 from contextledger.application.rebuild.blue_green import RebuildSpec
 from contextledger.application.rebuild.rebuild import rebuild, store_views
 from contextledger.application.render.context_versions import CONFIG_PREFIX, CONTEXT_VIEW
@@ -69,3 +71,20 @@ def test_switching_then_dropping_the_old_version_leaves_only_the_new_one(filled)
     assert views.active(CONTEXT_VIEW) == new.version
     assert views.row_keys(old) == []
     assert views.load_tracking(old) == 0
+
+
+def test_a_rebuild_from_the_start_warms_its_tokenizer_before_the_leases_and_a_rebuild_at_the_head_does_not(
+    filled, monkeypatch
+):
+    """warm() once before the config is recorded when the version has no checkpoint yet; none on a rerun."""
+    events: list[str] = []
+    monkeypatch.setattr(CachedTokenCounter, "warm", lambda self: events.append("warm"))
+    record = rebuild_module.record_config
+    monkeypatch.setattr(
+        rebuild_module, "record_config", lambda *a, **k: (events.append("config"), record(*a, **k))[1]
+    )
+    rebuild(filled, _spec("default"))
+    assert events == ["warm", "config"]
+    events.clear()
+    rebuild(filled, _spec("default"))  # the version is at the head: nothing to count
+    assert events == ["config"]
