@@ -94,8 +94,8 @@ class CachedTokenCounter:
     def warm(self) -> None:
         """Start loading the tokenizer on its background thread, if it counts ahead (a build about to count).
 
-        Loading cl100k_base takes ~0.3 s; a first rebuild's tokenizer thread otherwise loaded it only with
-        the first batch's texts, while the main thread waited for their counts.
+        Loading cl100k_base takes ~0.25 s, holding the GIL; a first rebuild's tokenizer thread otherwise
+        loaded it only with the first batch's texts, while the main thread waited for their counts.
         """
         if isinstance(self.counter, CountsAhead):
             self.counter.count_ahead([])  # loads the encoding; the empty count is not waited for

@@ -291,7 +291,6 @@ class ViewRunner:
         keep = None if self.shard.count == 1 else self.shard.holds
         queued: deque[NotificationBatch] = deque()  # the batches read and handed to ``ahead``, in order
         read_upto: int | None = tracking  # None once the reader had nothing more
-
         size = max(1, self.batch_size // FIRST_BATCH_SHARE)
 
         def fill() -> None:
