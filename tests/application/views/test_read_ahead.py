@@ -93,3 +93,43 @@ def test_finish_ends_every_catch_up_even_one_with_nothing_to_fold(ledger):
     view = Recording()
     assert ViewRunner(views, views, [view], batch_size=5).run().events == 0
     assert view.calls == [("begin", 23, 23), ("finish", 0, 0)]
+
+
+class Logged:
+    """A reader and store that log each batch read and each commit set aside, around the real ones."""
+
+    def __init__(self, inner: RecorderProjections, log: list[str]) -> None:
+        self.inner = inner
+        self.log = log
+
+    def __getattr__(self, name: str) -> object:
+        """Everything else is the real store's."""
+        return getattr(self.inner, name)
+
+    def read_batch(self, after, limit, keep=None):
+        batch = self.inner.read_batch(after, limit, keep)
+        self.log.append(f"read {after}-{batch.last_id}")
+        return batch
+
+    def commit_aside(self, commits):
+        self.log.append(f"commit {commits[0].tracking}")
+        self.inner.commit_aside(commits)
+
+
+def test_the_coming_batch_is_read_before_the_folded_one_is_committed_aside(ledger):
+    """After each fold the runner reads what its queue lacks, then sets the batch's commit aside (ADR 57)."""
+    log: list[str] = []
+    logged = Logged(RecorderProjections(ledger.ports.log), log)  # type: ignore[arg-type]
+    view = Recording()
+    ViewRunner(logged, logged, [view], batch_size=16).run()  # type: ignore[arg-type]
+    assert log == [
+        "read 0-2",
+        "read 2-6",
+        "read 6-14",
+        "read 14-23",  # after the fold of 0-2, before its commit
+        "commit 2",
+        "read 23-0",  # the reader has nothing more
+        "commit 6",
+        "commit 14",
+        "commit 23",
+    ]
