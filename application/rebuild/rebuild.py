@@ -97,13 +97,13 @@ def rebuild(
     version = runner.projection
     check_droppable(views, drop, switch_to=version if switch else None)
     checkpoints = runner.runner.checkpoints()
-    in_process = workers <= 1 or in_shards is None
-    if in_process and not any(checkpoints.values()):
+    shards = in_shards if workers > 1 else None
+    if shards is None and not any(checkpoints.values()):
         runner.renderer.counter.warm()  # loads while the leases and the config are written (their fsyncs)
     wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
-    if not in_process and in_shards is not None:
-        stats = in_shards(spec, workers)
+    if shards is not None:
+        stats = shards(spec, workers)
     else:
         runner.on_batch = on_batch
         with collector_paused():  # the folded states are freed before the collector would walk them all

@@ -53,7 +53,7 @@ its state written once a batch)."""
 READ_AHEAD = 2
 """Batches read and handed to the views' ``ahead`` before the batch they fold now (``ReadsAhead``). A first
 rebuild's tokenizer thread counts them meanwhile; with one batch queued it waited for the main thread
-~17 % of the run, and the main thread for it whenever a batch's texts took longer than the fold before."""
+~22 % of the run, and the main thread for it whenever a batch's texts took longer than the fold before."""
 
 FIRST_BATCH_SHARE = 8
 """A catch-up's first batch is this share of ``batch_size``, and each one after it twice the one before, up to
@@ -298,14 +298,17 @@ class ViewRunner:
             while read_upto is not None and len(queued) <= READ_AHEAD:
                 following = self.reader.read_batch(read_upto, size, keep)
                 size = min(self.batch_size, size * 2)
+                if not following.last_id:
+                    read_upto = None
+                    return
                 self._ahead(read_upto, following.last_id, following.notifications, positions)
                 queued.append(following)
-                read_upto = following.last_id or None
+                read_upto = following.last_id
 
         landing: BatchDone | None = None  # the batch committing while the next one folds
         try:
             fill()
-            while queued and queued[0].last_id:
+            while queued:
                 page = queued.popleft()
                 commits, written = self._fold(tracking, page.last_id, page.notifications, positions)
                 # Read before this batch's commit starts: a commit on another thread takes the GIL back
