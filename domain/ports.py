@@ -113,6 +113,10 @@ class EventLog(Protocol):
         """Return the last position of the stream, 0 when it has no events."""
         ...
 
+    def versions(self, stream_ids: Sequence[str]) -> dict[str, int]:
+        """Return the last position of each of ``stream_ids`` (0 when it has no events) in ONE read."""
+        ...
+
     def sessions(self) -> list[SessionInfo]:
         """Return every started session, oldest first."""
         ...

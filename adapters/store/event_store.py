@@ -306,6 +306,12 @@ class RecorderEventStore:
             rows = self.recorder.select_events(stream_id, desc=True, limit=1)
         return rows[0].originator_version if rows else 0
 
+    def versions(self, stream_ids: Sequence[str]) -> dict[str, int]:
+        """Return the last position of each stream (0 when it is empty), in one query."""
+        with translated("versions of streams"):
+            found = self.extras.stream_versions([s for s in stream_ids if "\x00" not in s])
+        return {stream_id: found.get(stream_id, 0) for stream_id in stream_ids}
+
     def sessions(self) -> list[SessionInfo]:
         """Return every started session in the order they were stored."""
         started: list[SessionStarted] = []

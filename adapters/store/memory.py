@@ -230,5 +230,5 @@ class MemoryRecorder(MemoryErasure, MemoryProjectionTables, InMemoryTable):
             for sid in stream_ids:
                 index = self.stream_index(sid)
                 if index:
-                    found[sid] = max(index)
+                    found[sid] = next(reversed(index))
             return found

@@ -300,19 +300,23 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
             c.execute(_SAVE_SNAPSHOT, (name, position, state))
 
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
-        """Return the last position of each stream."""
+        """Return the last position of each stream, each by one search of the primary key's index.
+
+        ``MAX(...) WHERE originator_id IN (...) GROUP BY`` reads every row of those streams (~0.6 ms for
+        a session of 10,000 events); a correlated ``MAX`` per stream reads the index entry it needs.
+        """
         ids = list(stream_ids)
         found: dict[str, int] = {}
         with self.datastore.transaction(commit=False) as c:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
+                marks = ",".join(["(?)"] * len(chunk))
                 c.execute(
-                    f"SELECT originator_id, MAX(originator_version) FROM {self.events_table_name} "  # noqa: S608
-                    f"WHERE originator_id IN ({marks}) GROUP BY originator_id",
+                    f"WITH ids(id) AS (VALUES {marks}) SELECT id, (SELECT MAX(originator_version) "  # noqa: S608
+                    f"FROM {self.events_table_name} WHERE originator_id = ids.id) FROM ids",
                     chunk,
                 )
-                found.update({str(row[0]): int(row[1]) for row in c.fetchall()})
+                found.update({str(row[0]): int(row[1]) for row in c.fetchall() if row[1] is not None})
         return found
 
 

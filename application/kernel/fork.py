@@ -155,7 +155,15 @@ class ForkAwareLog:
 
     def version(self, stream_id: str) -> int:
         """Return the virtual position of the stream's last event (0 when it has none)."""
-        version = self.inner.version(check_stream_id(stream_id))
+        return self._virtual_head(stream_id, self.inner.version(check_stream_id(stream_id)))
+
+    def versions(self, stream_ids: Sequence[str]) -> dict[str, int]:
+        """Return the virtual position of each stream's last event (0 when it has none), in one read."""
+        found = self.inner.versions([check_stream_id(s) for s in stream_ids])
+        return {stream_id: self._virtual_head(stream_id, found[stream_id]) for stream_id in stream_ids}
+
+    def _virtual_head(self, stream_id: str, version: int) -> int:
+        """The virtual position of a stream's stored head ``version`` (a fork's head follows its prefix)."""
         link = self.parent_of(stream_id) if version else None
         return version if link is None else self._to_virtual(link, version) if version > 1 else link.position
 

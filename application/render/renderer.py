@@ -17,6 +17,7 @@ from contextledger.application.render.context_versions import (
     rebuild_command,
 )
 from contextledger.application.render.counted_reader import CountedReader, Seen
+from contextledger.application.render.session_heads import SessionHeads
 from contextledger.domain.errors import (
     ConfigError,
     ContextLedgerError,
@@ -106,6 +107,7 @@ class Renderer:
         """Projectors by policy object (kept alive here, so its id is not reused): policies are frozen,
         and a policy's fingerprint (its JSON) costs more than a warm render's own work."""
         self.reader = CountedReader(ledger, self.counter, max_blobs=max_blobs)
+        self._heads = SessionHeads(ledger, max_states)
         self._persisted: dict[tuple[str, ...], int] = {}
         self._max_states = max_states
         self._warned: set[tuple[str, str]] = set()
@@ -197,11 +199,11 @@ class Renderer:
         forward folds only the new events; moving back refolds from the start. The returned state
         is shared with the cache: ``Projector.evolve`` and ``fold`` leave it unchanged.
         """
-        head = self.ledger.version(session_id)
+        head, summaries = self._heads.read(session_id)
         position = head if at is None else at
         if not 1 <= position <= head:
             raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
-        return self._advance(session_id, projector, position, None)
+        return self._advance(session_id, projector, position, None, every=summaries)
 
     def fold_row(
         self,
@@ -264,10 +266,22 @@ class Renderer:
         projector: Projector,
         position: int,
         recent: list[SummaryRecorded] | None,
+        *,
+        every: list[SummaryRecorded] | None = None,
     ) -> RenderState:
-        """Catch the kept state up to ``position``; ``recent``, if given, are the only unseen artifacts."""
+        """Catch the kept state up to ``position``.
+
+        ``recent``, if given, are the only unseen artifacts; else ``every``, if given, are all of the
+        session's artifacts, just read; else they are read here.
+        """
         key = self._key(session_id, projector)
-        summaries = self.ledger.summaries(session_id) if recent is None else recent
+        summaries = (
+            recent
+            if recent is not None
+            else every
+            if every is not None
+            else self.ledger.summaries(session_id)
+        )
         cached = self._states.get(key) or self._load_active(session_id, projector) or self._load_snapshot(key)
         if cached is None or not self._usable(cached, position, summaries):
             # Behind the request or missing an artifact due earlier: fold from the start (every artifact).

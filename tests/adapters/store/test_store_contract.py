@@ -224,6 +224,25 @@ class EventStoreContract(ABC):
         assert (ledger.version("a"), ledger.version("b")) == (2, 1)
         assert ledger.ports.log.lookup_idempotency_key("a", "k-a") == (1, 2)
 
+    def test_versions_reads_every_head_at_once(self, ledger):
+        """``versions`` gives each stream's last position as ``version`` does: 0 for none, at any count.
+
+        Past 500 streams (one statement's share on SQLite) and on a stream of 300 events, whose head
+        is its last position, not the count of rows a scan would stop at.
+        """
+        long = ledger.start_session(session_id="long")
+        for i in range(299):
+            ledger.add_user_message(long, f"message {i}")
+        short = self._session(ledger)
+        ledger.record_summary(short, covers_from=2, covers_through=3, text="a summary", produced_at=3)
+        side = f"{short}::summaries"
+        unknown = [f"nobody-{i}" for i in range(600)]
+        asked = [long, *unknown[:300], short, side, "bad\x00name", *unknown[300:], long]
+        found = ledger.ports.log.versions(asked)
+        assert found == {long: 300, short: 3, side: 1, "bad\x00name": 0} | dict.fromkeys(unknown, 0)
+        assert all(found[s] == ledger.ports.log.version(s) for s in (long, short, side, "nobody-7"))
+        assert ledger.ports.log.versions([]) == {}
+
     def test_a_bad_session_in_a_batch_writes_no_session(self, ledger):
         """One invalid session (a result for a call never issued) keeps the whole batch out."""
         self._session(ledger)

@@ -106,6 +106,18 @@ def test_fork_of_a_fork(ledger):
     assert isinstance(ledger.events(grandchild, upto=4)[-1].event, ToolResultRecorded)
 
 
+def test_versions_of_forks_are_their_virtual_heads(ledger):
+    """``versions`` of a parent, forks with and without own events, and side streams equal ``version``."""
+    parent = _parent(ledger)
+    child = ledger.fork(parent, 4)
+    grandchild = ledger.fork(child, 4)
+    ledger.add_user_message(child, "child turn")
+    streams = [parent, child, grandchild, f"{child}::summaries", "nobody"]
+    found = ledger.log.versions(streams)
+    assert found == {parent: 7, child: 5, grandchild: 4, f"{child}::summaries": 0, "nobody": 0}
+    assert found == {s: ledger.log.version(s) for s in streams}
+
+
 def test_fork_from_summary_starts_from_the_summary_in_force(ledger):
     """With from_summary the child renders the summary in force at the fork point, not what it covers.
 

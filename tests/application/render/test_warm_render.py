@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+
 import contextledger
 import msgspec
+import pytest
 from contextledger.application.render.renderer import Renderer
+from contextledger.domain.errors import SessionForgottenError, SessionNotFoundError
 from contextledger.projections.policy import Policy
 
 
@@ -63,3 +67,69 @@ def test_equal_policy_objects_render_the_same_context():
         expected = _bytes(Renderer(ledger).render(session, one, budget=2_000))
         assert _bytes(renderer.render(session, one, budget=2_000)) == expected
         assert _bytes(renderer.render(session, other, budget=2_000)) == expected
+
+
+def test_a_warm_render_reads_the_store_once(tmp_path, monkeypatch):
+    """With nothing new, a render asks the store one thing: the heads of the session and its summaries.
+
+    No event, artifact nor single head is read; a new event or artifact is read as before.
+    """
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
+        session = _session(ledger, 30)
+        renderer = Renderer(ledger)
+        first = renderer.render(session, "default", budget=2_000)
+        store = ledger.ports.log
+        calls: list[str] = []
+        for name in ("read", "version", "versions"):
+            method = getattr(store, name)
+
+            def spy(*args: object, _name: str = name, _method: object = method, **kw: object) -> object:
+                calls.append(_name)
+                return _method(*args, **kw)  # type: ignore[operator]
+
+            monkeypatch.setattr(store, name, spy)
+        assert renderer.render(session, "default", budget=2_000) is first
+        assert calls == ["versions"]
+        ledger.record_summary(
+            session, covers_from=2, covers_through=40, text="Thirty questions.", produced_at=41
+        )
+        calls.clear()
+        summarized = renderer.render(session, "default", budget=2_000)
+        assert calls[0] == "versions"
+        assert "read" in calls  # the moved summary stream is read again
+        assert summarized.summary_id is not None
+        calls.clear()
+        assert renderer.render(session, "default", budget=2_000) is summarized
+        assert calls == ["versions"]
+
+
+def test_an_artifact_another_ledger_records_reaches_a_warm_render(tmp_path):
+    """A summary stored through another ledger on the same file (another process) is used at once."""
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with contextledger.open_ledger(url) as ledger, contextledger.open_ledger(url) as other:
+        session = _session(ledger, 30)
+        renderer = Renderer(ledger)
+        assert renderer.render(session, "default", budget=2_000).summary_id is None
+        other.record_summary(
+            session, covers_from=2, covers_through=40, text="Thirty questions.", produced_at=41
+        )
+        warm = renderer.render(session, "default", budget=2_000)
+        assert warm.summary_id is not None
+        assert _bytes(warm) == _bytes(Renderer(ledger).render(session, "default", budget=2_000))
+
+
+def test_a_warm_render_of_a_forgotten_session_is_refused(tmp_path, monkeypatch):
+    """Forgotten after a render: the next render raises, however little changed, and serves nothing kept."""
+    monkeypatch.setenv("CIPHER_KEY", base64.b64encode(b"k" * 32).decode())
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as ledger:
+        session = _session(ledger, 30)
+        ledger.record_summary(
+            session, covers_from=2, covers_through=40, text="Thirty questions.", produced_at=41
+        )
+        renderer = Renderer(ledger)
+        assert renderer.render(session, "default", budget=2_000).summary_id is not None
+        ledger.forget(session, reason="erasure request")
+        with pytest.raises(SessionForgottenError):
+            renderer.render(session, "default", budget=2_000)
+        with pytest.raises(SessionNotFoundError):
+            renderer.render("nobody", "default", budget=2_000)
