@@ -275,13 +275,9 @@ class Renderer:
         session's artifacts, just read; else they are read here.
         """
         key = self._key(session_id, projector)
-        summaries = (
-            recent
-            if recent is not None
-            else every
-            if every is not None
-            else self.ledger.summaries(session_id)
-        )
+        summaries = recent if recent is not None else every
+        if summaries is None:
+            summaries = self.ledger.summaries(session_id)
         cached = self._states.get(key) or self._load_active(session_id, projector) or self._load_snapshot(key)
         if cached is None or not self._usable(cached, position, summaries):
             # Behind the request or missing an artifact due earlier: fold from the start (every artifact).
