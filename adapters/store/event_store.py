@@ -391,7 +391,8 @@ class RecorderEventStore:
         """Cache token counts of content hashes."""
         if counts:
             with translated("save token counts"):
-                self.extras.save_token_counts(tokenizer, {self._index(k): v for k, v in counts.items()})
+                keyed = counts if self.sealer is None else {self._index(k): v for k, v in counts.items()}
+                self.extras.save_token_counts(tokenizer, keyed)
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
         """Return the position and bytes of a projection snapshot, or None."""

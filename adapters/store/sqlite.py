@@ -276,15 +276,17 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
 
         The counts go in as one JSON object that SQLite walks itself (``json_each``): one statement
         instead of a Python row and three bound parameters per count, ~30 % less CPU for the
-        135,000 counts of a first rebuild (ADR 0055).
+        135,000 counts of a first rebuild (ADR 0055). SQLite also sorts them (``ORDER BY key``),
+        without the GIL: sorting 65,536 keys in Python held it ~50 ms, taken from the thread that folds.
         """
         if not counts:
             return
-        ordered = msgspec.json.encode({key: counts[key] for key in sorted(counts)}).decode()
+        text = msgspec.json.encode(counts if isinstance(counts, dict) else dict(counts)).decode()
         with self.writing() as c:
             c.execute(
-                "INSERT OR IGNORE INTO ledger_token_counts SELECT ?, key, value FROM json_each(?)",
-                (tokenizer, ordered),
+                "INSERT OR IGNORE INTO ledger_token_counts "
+                "SELECT ?, key, value FROM json_each(?) ORDER BY key",
+                (tokenizer, text),
             )
 
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
