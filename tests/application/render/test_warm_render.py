@@ -10,6 +10,8 @@ import pytest
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import SessionForgottenError, SessionNotFoundError
 from contextledger.projections.policy import Policy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def _session(ledger: contextledger.Ledger, turns: int) -> str:
@@ -133,3 +135,42 @@ def test_a_warm_render_of_a_forgotten_session_is_refused(tmp_path, monkeypatch):
             renderer.render(session, "default", budget=2_000)
         with pytest.raises(SessionNotFoundError):
             renderer.render("nobody", "default", budget=2_000)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["user", "assistant", "summary", "backfill", "render"]), st.integers(0, 10_000)
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_warm_renders_between_appends_and_artifacts_equal_a_new_renderer(steps):
+    """Whatever moves (the session, its summary stream, both, neither), a kept renderer renders as a new one.
+
+    Artifacts are recorded now or backfilled at an earlier position; each render is compared byte for byte
+    with a renderer that starts empty.
+    """
+    with contextledger.open_ledger("memory://") as ledger:
+        session = _session(ledger, 6)
+        renderer = Renderer(ledger)
+        for kind, pick in steps:
+            head = ledger.version(session)
+            if kind == "user":
+                ledger.add_user_message(session, f"more {pick} " + "word " * (pick % 60))
+            elif kind == "assistant":
+                ledger.add_assistant_message(session, f"reply {pick} " + "word " * (pick % 60))
+            elif kind in {"summary", "backfill"}:
+                through = 2 + pick % (head - 2)
+                produced = None if kind == "summary" else through + 1  # backfilled: due at once
+                ledger.record_summary(
+                    session,
+                    covers_from=2,
+                    covers_through=through,
+                    text=f"summary {pick}",
+                    produced_at=produced,
+                )
+            warm = renderer.render(session, "default", budget=600)
+            assert _bytes(warm) == _bytes(Renderer(ledger).render(session, "default", budget=600))
