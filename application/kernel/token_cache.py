@@ -227,18 +227,18 @@ class CachedTokenCounter:
         with each batch, keep every event's counts).
         """
         if not aside:
-            self._landed()
+            self.settle()
         if not self._unsaved or len(self._unsaved) < at_least:
             return
         unsaved, self._unsaved = self._unsaved, {}
         name, save = self.counter.name, self.counts.save_token_counts
         if aside and self.counts.writes_aside:
-            self._landed()  # one write at a time
+            self.settle()  # one write at a time
             self._saving = Aside(lambda: save(name, unsaved), name="contextledger-counts")
         else:
             save(name, unsaved)
 
-    def _landed(self) -> None:
+    def settle(self) -> None:
         """Wait for the write ``flush(aside=True)`` started, if any; raise its error."""
         saving, self._saving = self._saving, None
         if saving is not None:

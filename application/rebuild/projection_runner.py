@@ -102,6 +102,8 @@ class ContextView:
         """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
+        self.counts_at_finish = True
+        """Whether ``finish`` writes the fresh counts kept back (else they wait for the caller's flush)."""
 
     def begin(self, tracking: int) -> None:
         """Note where the view resumes; forget what memory holds if another runner moved it since."""
@@ -127,6 +129,10 @@ class ContextView:
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
+        # The counts of the batches before, in a large group, written while this one folds; the ones
+        # left when the catch-up ends are ``finish``'s: the last batch never starts a write that would
+        # hold up its own commit (the store takes one writer at a time).
+        self.renderer.counter.flush(at_least=UNSAVED_COUNTS, aside=True)
         self.known.folded_upto = upto
         touched: dict[str, int] = {}
         mains: list[tuple[Notification, int]] = []
@@ -161,13 +167,16 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 digests[session_id] = (at, encode_digest(self._digest(session_id)))
-        # written while the next batch folds; the rest when the catch-up ends (``finish``)
-        self.renderer.counter.flush(at_least=UNSAVED_COUNTS, aside=True)
         return {self.name: rows, self.digests: digests, **fresh}
 
     def finish(self) -> None:
-        """Write the fresh token counts kept back (the batches write them only in large groups)."""
-        self.renderer.counter.flush()
+        """Write the fresh token counts kept back (the batches write them only in large groups).
+
+        Not when ``counts_at_finish`` is off: the caller writes them (``rebuild`` does, once the
+        leases are released, beside the freeing of the states and the comparison).
+        """
+        if self.counts_at_finish:
+            self.renderer.counter.flush()
 
     def _digest(self, session_id: str) -> RenderDigest:
         """The comparison's digest of the session's render, from the state just folded (nothing is read)."""

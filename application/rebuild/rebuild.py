@@ -102,15 +102,25 @@ def rebuild(
         runner.renderer.counter.warm()  # loads while the leases and the config are written (their fsyncs)
     wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
+    counts = None
     if shards is not None:
         stats = shards(spec, workers)
     else:
         runner.on_batch = on_batch
+        counts = runner.renderer.counter
+        runner.context.counts_at_finish = False
         with collector_paused():  # the folded states are freed before the collector would walk them all
             stats = runner.run()
+            # The last fresh counts are written once the leases are released (a write of its own would
+            # wait for this one), while the states are freed and the versions compared.
+            counts.flush(aside=True)
             del runner
         workers = 1
-    comparison = compare_versions(ledger, views, version) if compare else None
+    try:
+        comparison = compare_versions(ledger, views, version) if compare else None
+    finally:
+        if counts is not None:
+            counts.flush()  # waits for that write; raises its error
     if switch:
         views.activate(CONTEXT_VIEW, version)
     if drop is not None:

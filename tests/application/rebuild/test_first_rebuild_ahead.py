@@ -11,7 +11,10 @@ import contextledger
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.application.rebuild import projection_runner
 from contextledger.application.rebuild.audit_views import AUDIT_VIEWS, audit_views
+from contextledger.application.rebuild.blue_green import RebuildSpec
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
+from contextledger.application.rebuild.rebuild import rebuild, store_views
+from contextledger.projections.presets import get_preset
 
 from tests.adapters.test_count_ahead import Sequential
 from tests.application.rebuild.test_projection_runner import _views, full_db  # noqa: F401 - the fixture
@@ -105,3 +108,42 @@ def test_a_rebuild_writes_fresh_counts_in_large_groups_and_the_rest_when_it_ends
         assert writes.threads == {"MainThread", "contextledger-counts"}  # groups aside, the rest at the end
     with sqlite3.connect(copy) as db:
         assert db.execute("SELECT COUNT(*) FROM ledger_token_counts").fetchone()[0] == counter.tokenized
+
+
+def test_a_rebuild_writes_its_last_counts_once_its_leases_are_released_and_returns_with_all_stored(
+    full_db,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """Groups are written while folding; the last counts after the leases are released, beside the comparison.
+
+    A write of counts holds the store's one writer; started by the last batch it held up that batch's commit,
+    and started by ``finish`` it held up the release of the leases. When ``rebuild`` returns, every count it
+    tokenized is stored, once.
+    """
+    monkeypatch.setattr(projection_runner, "UNSAVED_COUNTS", 2_000)
+    copy = tmp_path / "last.db"
+    shutil.copy(full_db, copy)
+    with contextledger.open_ledger(f"sqlite:///{copy}") as ledger:
+        views, _ = store_views(ledger)
+        store = ledger.ports.token_counts
+        saves: list[tuple[int, int, str]] = []
+        save = type(store).save_token_counts
+
+        def recorded(self, tokenizer, counts):
+            saves.append((len(counts), len(views.leases()), threading.current_thread().name))
+            save(self, tokenizer, counts)
+
+        monkeypatch.setattr(type(store), "save_token_counts", recorded)
+        result = rebuild(ledger, RebuildSpec(get_preset("default").model_dump_json(), None, "cl100k_base"))
+        assert result.stats.failed == {}
+        assert result.comparison is not None
+        assert result.comparison.candidate.sessions > 1
+    assert len(saves) > 2
+    *groups, (last, leases, thread) = saves
+    assert all(size >= 2_000 and held > 0 for size, held, _ in groups)
+    assert (leases, thread) == (0, "contextledger-counts")
+    assert last > 0
+    with sqlite3.connect(copy) as db:
+        stored = db.execute("SELECT COUNT(*) FROM ledger_token_counts").fetchone()[0]
+    assert stored == sum(n for n, _, _ in saves)
