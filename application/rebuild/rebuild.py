@@ -111,8 +111,8 @@ def rebuild(
         runner.context.counts_at_finish = False
         with collector_paused():  # the folded states are freed before the collector would walk them all
             stats = runner.run()
-            # The last fresh counts are written once the leases are released (a write of its own would
-            # wait for this one), while the states are freed and the versions compared.
+            # The last fresh counts are written once the leases are released (their release, a write
+            # too, would have waited for this one), while the states are freed and the versions compared.
             counts.flush(aside=True)
             del runner
         workers = 1
