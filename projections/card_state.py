@@ -236,14 +236,16 @@ def observe_assistant(
 
     ``facts``, when given, are ``assistant_facts`` of the same text, found earlier.
     """
-    _assistant(card, seq, event, _text(event.content, full_text), facts)
+    # The text is read only to find the facts or to close an open error (not for most messages of a rebuild).
+    needed = facts is None or card.open_error is not None
+    _assistant(card, seq, event, _text(event.content, full_text) if needed else "", facts)
 
 
 def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_text: str | None) -> None:
     """``observe`` of a tool result: its position and tool, and an error when it failed."""
     card.results.append((seq, event.tool_name))
     text = _text(event.content, full_text)
-    if event.is_error or _ERROR.search(text[:200]):
+    if event.is_error or _ERROR.search(text, 0, 200):  # as in text[:200], without the copy
         first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
         card.errors.append((seq, f"{event.tool_name}: {first}", ""))
         card.errors = card.errors[-_KEEP:]

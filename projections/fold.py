@@ -23,7 +23,7 @@ from contextledger.projections.card import CardView, fit_card
 from contextledger.projections.card_state import observe_assistant, observe_result, observe_user
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
-from contextledger.projections.groups import replace_entries
+from contextledger.projections.groups import add_result
 from contextledger.projections.ingest import EntryBuilder
 from contextledger.projections.policy import Policy
 from contextledger.projections.reducers.base import Reducer
@@ -85,6 +85,11 @@ class Projector:
         self._card_tail = card.enabled and card.placement == "tail"
         self._cache_expiry = self.budget.cache_expiry_seconds is not None
         """The tokenizer's count lower bound, if it has one: ``fit_card`` skips views that cannot fit."""
+        self._message_tokens = self.budget.message_tokens
+        """The per-message cap (``_with_cut``), read once: every message is checked against it."""
+        self._high_mark, self._target = self.budget.high_mark, self.budget.target
+        self._tool_cap = self.budget.tool_cap
+        """The budget's marks ``_maybe_compact`` checks after every event, read once."""
         self.pipeline: tuple[Reducer, ...] = (
             RetentionReducer(policy.retention, counter),
             TruncationReducer(policy.truncation),
@@ -165,7 +170,9 @@ class Projector:
     def _user(self, state: RenderState, counted: CountedEvent, event: UserMessageAdded) -> None:
         position = counted.position
         state.turns += 1
-        entry = self._capped(self.entries.user(counted, event), lambda: self.capped.user(counted, event))
+        entry = self.entries.user(counted, event)
+        if entry.tokens > self._message_tokens and entry.kind != "stub":
+            entry = self._with_cut(entry, self.capped.user(counted, event))
         self._add_group(state, entry, ())
         state.first_user = position if state.first_user is None else state.first_user
         state.latest_user = position
@@ -176,9 +183,9 @@ class Projector:
     def _assistant(self, state: RenderState, counted: CountedEvent, event: AssistantMessageAdded) -> None:
         position = counted.position
         state.steps += 1
-        entry = self._capped(
-            self.entries.assistant(counted, event), lambda: self.capped.assistant(counted, event)
-        )
+        entry = self.entries.assistant(counted, event)
+        if entry.tokens > self._message_tokens and entry.kind != "stub":
+            entry = self._with_cut(entry, self.capped.assistant(counted, event))
         calls = event.tool_calls
         self._add_group(state, entry, tuple(PendingCall(c.id, c.name) for c in calls) if calls else ())
         owners = state.owners
@@ -230,15 +237,13 @@ class Projector:
 
     # -- folding messages ------------------------------------------------------------------
 
-    def _capped(self, entry: Entry, cut: Callable[[], Entry]) -> Entry:
-        """Return ``entry`` carrying its form cut to the per-message cap as its short form, if it is over it.
+    def _with_cut(self, entry: Entry, capped: Entry) -> Entry:
+        """Return ``entry``, over the per-message cap, carrying ``capped`` (its cut form) as its short form.
 
-        The cut form (for a tool result, its truncation short form when it has one) is shown at
-        the next compaction point (``TruncationReducer``), never on arrival.
+        The callers build ``capped`` only for an entry over the cap that is not a stub. The cut form (for
+        a tool result, its truncation short form when it has one) is shown at the next compaction point
+        (``TruncationReducer``), never on arrival.
         """
-        if entry.tokens <= self.budget.message_tokens or entry.kind == "stub":
-            return entry
-        capped = cut()
         if capped.short_text is not None:
             return msgspec.structs.replace(
                 entry, short_text=capped.short_text, short_tokens=capped.short_tokens
@@ -294,12 +299,12 @@ class Projector:
             )
             return
         group = window.groups[index]
-        entry = self._capped(
-            self.entries.result(counted, event, head=group.head),
-            lambda: self.capped.result(counted, event, head=group.head),
-        )
-        pending = tuple(p for p in group.pending if p.call_id != event.call_id)
-        replace_entries(window, index, (*group.entries, entry), state.pending_tokens, pending)
+        entry = self.entries.result(counted, event, head=group.head)
+        if entry.tokens > self._message_tokens and entry.kind != "stub":
+            entry = self._with_cut(entry, self.capped.result(counted, event, head=group.head))
+        call_id = event.call_id
+        pending = tuple(p for p in group.pending if p.call_id != call_id)
+        add_result(window, index, entry, state.pending_tokens, pending)
         if group.head:
             state.head_tokens += window.groups[index].tokens - group.tokens
             state.head_end = max(state.head_end, counted.position)
@@ -374,16 +379,17 @@ class Projector:
     # -- compaction points -------------------------------------------------------------------
 
     def _maybe_compact(self, state: RenderState, event: AnyEvent | None = None) -> None:
-        budget = self.budget
-        if self._cache_expiry and event is not None and cache_expired(budget, state, event):  # cache_aware.py
+        if (
+            self._cache_expiry and event is not None and cache_expired(self.budget, state, event)
+        ):  # cache_aware
             self._run(state, "tokens", self.pipeline)
             return
         total = state.total
-        stuck = state.after_compaction > budget.high_mark
-        if total > budget.high_mark and (not stuck or total > budget.target):
+        high = self._high_mark
+        if total > high and (state.after_compaction <= high or total > self._target):  # else stuck above it
             self._run(state, "tokens", self.pipeline)
             return
-        cap = budget.tool_cap
+        cap = self._tool_cap
         if cap is not None and state.window.tool_tokens > cap and state.after_tool <= cap:
             self._run(state, "tool_tier", self.pipeline)
 

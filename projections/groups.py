@@ -11,6 +11,7 @@ from contextledger.projections.context import MESSAGE_OVERHEAD, DecisionAction
 from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, WorkingContext
 
 __all__ = [
+    "add_result",
     "group_positions",
     "pin_reason",
     "remove_groups",
@@ -69,6 +70,30 @@ def replace_entries(
     window.groups[index] = new
     window.tokens += new.tokens - old.tokens
     window.tool_tokens += new.tool_tokens - old.tool_tokens
+
+
+def add_result(
+    window: WorkingContext, index: int, entry: Entry, pending_tokens: int, pending: tuple[PendingCall, ...]
+) -> Group:
+    """Add the tool result ``entry`` to the group at ``index``, whose calls still waiting are ``pending``.
+
+    ``replace_entries`` with the group's entries and ``entry``, its sums moved rather than summed again
+    (``resize_group``'s, kept: the entry's tokens come in, and a placeholder goes out per call answered).
+    A step's results arrive one at a time, and summing its whole group at each made it quadratic.
+    Returns the group it replaced.
+    """
+    old = window.groups[index]
+    tokens = entry.tokens - (len(old.pending) - len(pending)) * pending_tokens
+    window.groups[index] = msgspec.structs.replace(
+        old,
+        entries=(*old.entries, entry),
+        pending=pending,
+        tokens=old.tokens + tokens,
+        tool_tokens=old.tool_tokens + entry.tokens,
+    )
+    window.tokens += tokens
+    window.tool_tokens += entry.tokens
+    return old
 
 
 def remove_groups(window: WorkingContext, indices: Iterable[int], action: DecisionAction, rule: str) -> int:

@@ -36,6 +36,8 @@ class EntryBuilder:
         self.truncation = truncation
         self.counter = counter
         self._pending: int | None = None
+        self._fits = budget.message_tokens - MESSAGE_OVERHEAD
+        """Content tokens a message (its calls or media included) may have and enter whole (``_capped``)."""
 
     def needs_text(self, counted: CountedEvent) -> bool:
         """Return whether ``counted.full_text`` must carry the blob's text (to cap or shorten it)."""
@@ -60,13 +62,16 @@ class EntryBuilder:
         Parts count their estimate (``projections.media``); when the message and its parts exceed
         the per-message cap, the parts are evicted first, each leaving its stub after the text.
         """
-        media = sum(media_tokens(part) for part in event.media)
+        media = sum(media_tokens(part) for part in event.media) if event.media else 0
         note: str | None = None
         extra = media
-        if media and counted.tokens[0] + media + MESSAGE_OVERHEAD > self.budget.message_tokens:
+        full = counted.tokens[0]
+        if media and full + media + MESSAGE_OVERHEAD > self.budget.message_tokens:
             note = media_note(event.media, counted.position)
             extra = self.counter.count(note) + NOTE_MARGIN
-        text, tokens, rule = self._capped(counted, event.content, counted.tokens[0], extra)
+        text, tokens, rule = None, full, ""
+        if full + extra > self._fits:
+            text, tokens, rule = self._capped(counted, event.content, full, extra)
         return Entry(
             position=counted.position,
             role="user",
@@ -82,19 +87,17 @@ class EntryBuilder:
 
     def assistant(self, counted: CountedEvent, event: AssistantMessageAdded) -> Entry:
         """Return the entry of an assistant message with its tool calls."""
-        calls = (
-            tuple(RenderedToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in event.tool_calls)
-            if event.tool_calls
-            else ()
-        )
         counts = counted.tokens
-        call_tokens = (
-            sum(TOOL_CALL_OVERHEAD + counts[1 + 2 * i] + counts[2 + 2 * i] for i in range(len(calls)))
-            if calls
-            else 0
-        )
+        calls: tuple[RenderedToolCall, ...] = ()
+        call_tokens = 0
+        if calls_of := event.tool_calls:
+            calls = tuple([RenderedToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in calls_of])
+            call_tokens = TOOL_CALL_OVERHEAD * len(calls) + sum(counts[1 : 1 + 2 * len(calls)])
         content = event.content if event.content is not None else _EMPTY
-        text, tokens, rule = self._capped(counted, content, counts[0], call_tokens)
+        full = counts[0]
+        text, tokens, rule = None, full, ""
+        if full + call_tokens > self._fits:
+            text, tokens, rule = self._capped(counted, content, full, call_tokens)
         return Entry(
             position=counted.position,
             role="assistant",
@@ -110,7 +113,9 @@ class EntryBuilder:
     def result(self, counted: CountedEvent, event: ToolResultRecorded, *, head: bool) -> Entry:
         """Return the entry of a tool result (``head`` results get no short form)."""
         full = counted.tokens[0]
-        text, tokens, rule = self._capped(counted, event.content, full, 0)
+        text, tokens, rule = None, full, ""
+        if full > self._fits:
+            text, tokens, rule = self._capped(counted, event.content, full, 0)
         short_text: str | None = None
         short_tokens = 0
         if self.truncation.active and not head:
@@ -158,8 +163,11 @@ class EntryBuilder:
     def _capped(
         self, counted: CountedEvent, content: Text, tokens: int, extra: int
     ) -> tuple[str | None, int, str]:
-        """Return (replacement text or None, content tokens, rule) under the per-message cap."""
-        limit = self.budget.message_tokens - MESSAGE_OVERHEAD - extra
+        """Return (replacement text or None, content tokens, rule) under the per-message cap.
+
+        The callers check ``tokens + extra <= self._fits`` first (a message that fits whole: most of them).
+        """
+        limit = self._fits - extra
         if tokens <= limit:
             return None, tokens, ""
         limit = max(limit, 1)

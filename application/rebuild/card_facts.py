@@ -57,28 +57,38 @@ class BatchFacts:
         """Start from the rows read for the batch."""
         self._kept = kept
 
-    def attach(self, session_id: str, counted: CountedEvent) -> CountedEvent:
-        """Return ``counted`` with its card facts (kept ones, else found now); other events unchanged.
+    def attach(self, session_id: str, events: list[CountedEvent]) -> list[CountedEvent]:
+        """Return a session's events of the batch with their card facts (kept ones, else found now).
 
-        Events must come in each session's order. A row grows only over contiguous positions from
-        its block's first, so that "looked at up to" stays true.
+        Other events come back unchanged. The events must come in the session's order. A row grows
+        only over contiguous positions from its block's first, so that "looked at up to" stays true.
+        The row is looked up once per block the events cross, not per event.
         """
-        position = counted.position
-        key = facts_key(session_id, position)
-        kept = self._kept.get(key)
-        if kept is not None and position <= kept.upto:
-            if counted.card is not None or not isinstance(counted.event, _MESSAGES):
-                return counted
-            return msgspec.structs.replace(counted, card=kept.facts.get(position, NO_FACTS))
-        facts = message_facts(counted.event, counted.full_text)
-        if kept is None:
-            kept = self._kept[key] = _Kept(max(position // BLOCK * BLOCK, 1) - 1, {})
-        if position == kept.upto + 1:
-            kept.upto = position
-            kept.changed = True
-            if facts is not None and facts is not NO_FACTS:
-                kept.facts[position] = facts
-        return counted if facts is None else msgspec.structs.replace(counted, card=facts)
+        done: list[CountedEvent] = []
+        replace = msgspec.structs.replace
+        block = -1
+        key = ""
+        kept: _Kept | None = None
+        for counted in events:
+            position = counted.position
+            if position // BLOCK != block:
+                block = position // BLOCK
+                key = facts_key(session_id, position)
+                kept = self._kept.get(key)
+            if kept is not None and position <= kept.upto:
+                missing = counted.card is None and isinstance(counted.event, _MESSAGES)
+                done.append(replace(counted, card=kept.facts.get(position, NO_FACTS)) if missing else counted)
+                continue
+            facts = message_facts(counted.event, counted.full_text)
+            if kept is None:
+                kept = self._kept[key] = _Kept(max(block * BLOCK, 1) - 1, {})
+            if position == kept.upto + 1:
+                kept.upto = position
+                kept.changed = True
+                if facts is not None and facts is not NO_FACTS:
+                    kept.facts[position] = facts
+            done.append(counted if facts is None else replace(counted, card=facts))
+        return done
 
     def rows(self) -> Rows:
         """The rows that grew (whole rows: they replace the stored ones)."""
@@ -99,7 +109,8 @@ class CardFacts:
 
     def batch(self, positions: Iterable[tuple[str, int]]) -> BatchFacts:
         """The kept facts of the batch's ``(session, position)``; an unreadable row counts as none."""
-        keys = list(dict.fromkeys(facts_key(session_id, position) for session_id, position in positions))
+        blocks = dict.fromkeys((session_id, position // BLOCK) for session_id, position in positions)
+        keys = [facts_key(session_id, block * BLOCK) for session_id, block in blocks]
         found = self.store.load_rows(self.name, keys) if keys else {}
         kept: dict[str, _Kept] = {}
         for key, (upto, data) in found.items():

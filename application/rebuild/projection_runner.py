@@ -221,10 +221,9 @@ class ContextView:
         cards = self.card_facts
         facts = cards.batch((n.stream_id, p) for n, p in mains) if cards is not None and mains else None
         for note, _ in mains:
-            event = counted[note.id]
-            read.setdefault(note.stream_id, []).append(
-                event if facts is None else facts.attach(note.stream_id, event)
-            )
+            read.setdefault(note.stream_id, []).append(counted[note.id])
+        if facts is not None:
+            read = {session_id: facts.attach(session_id, events) for session_id, events in read.items()}
         if cards is not None and facts is not None and (written := facts.rows()):
             produced[cards.name] = written
         return read, produced

@@ -99,10 +99,16 @@ def test_facts_grow_over_contiguous_positions_only(ledger):
     positions = [1, 2, 4, BLOCK - 1, BLOCK, BLOCK + 1]
     facts = CardFacts(ledger.ports.projections).batch(("s", p) for p in positions)
     text = "I decided to pin it. Then more."
-    for position in positions:
-        event = AssistantMessageAdded(content=InlineText(text if position in {2, BLOCK + 1} else "ok"))
-        done = facts.attach("s", CountedEvent(position=position, event=event))
-        assert done.card is not None
+    events = [
+        CountedEvent(
+            position=position,
+            event=AssistantMessageAdded(content=InlineText(text if position in {2, BLOCK + 1} else "ok")),
+        )
+        for position in positions
+    ]
+    done = facts.attach("s", events)
+    assert [e.position for e in done] == positions
+    assert all(e.card is not None for e in done)
     rows = facts.rows()
     assert {key: at for key, (at, _) in rows.items()} == {"s/0": 2, "s/1": BLOCK + 1}
     decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
