@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from contextledger.application.kernel.ledger import Ledger
     from contextledger.application.rebuild.blue_green import Comparison, RebuildSpec
     from contextledger.application.rebuild.rebuild import RebuildResult
+    from rich.progress import Progress
 
 __all__ = ["register"]
 
@@ -48,6 +50,20 @@ def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
     console.print("switched: the candidate is active" if switched else "not switched (add --switch)")
 
 
+def _progress_bar() -> Progress:
+    """The rebuild's progress bar on stderr (events folded, time left)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
+
+    return Progress(
+        TextColumn("rebuild"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} events"),
+        TimeRemainingColumn(),
+        console=err_console(),
+        auto_refresh=False,  # no refresh thread: worker processes are forked from this one
+    )
+
+
 def _rebuild(
     ledger: Ledger,
     spec: RebuildSpec,
@@ -62,20 +78,16 @@ def _rebuild(
     from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_shards  # noqa: PLC0415
     from contextledger.application.rebuild.lease_wait import LEASE_WAIT_SECONDS  # noqa: PLC0415
     from contextledger.application.rebuild.rebuild import rebuild, store_views  # noqa: PLC0415
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415
 
     head = store_views(ledger)[1].head()
-    progress = Progress(
-        TextColumn("rebuild"),
-        BarColumn(),
-        TextColumn("{task.completed:,.0f}/{task.total:,.0f} events"),
-        TimeRemainingColumn(),
-        console=err_console(),
-        disable=quiet,
-        auto_refresh=False,  # no refresh thread: worker processes are forked from this one
-    )
-    with progress:
-        task = progress.add_task("rebuild", total=head)
+    progress = None if quiet else _progress_bar()  # with --json, rich is not even loaded
+    task = None if progress is None else progress.add_task("rebuild", total=head)
+
+    def advance(completed: int) -> None:
+        if progress is not None and task is not None:
+            progress.update(task, completed=completed, refresh=True)
+
+    with progress or contextlib.nullcontext():
         result = rebuild(
             ledger,
             spec,
@@ -84,19 +96,15 @@ def _rebuild(
             workers=workers or auto_workers(head),
             compare=compare,
             in_shards=lambda shard_spec, count: rebuild_in_shards(
-                ledger_opener(),
-                ledger.ports.url,
-                shard_spec,
-                count,
-                on_progress=lambda n: progress.update(task, completed=n, refresh=True),
+                ledger_opener(), ledger.ports.url, shard_spec, count, on_progress=advance
             ),
-            on_batch=lambda done: progress.update(task, completed=done.tracking, refresh=True),
+            on_batch=lambda done: advance(done.tracking),
             on_wait=lambda error: err_console().print(
                 f"waiting for {error.projection}: held by {error.holder}, a runner still finishing "
                 f"(up to {LEASE_WAIT_SECONDS:.0f} s)"
             ),
         )
-        progress.update(task, completed=head, refresh=True)
+        advance(head)
     return result
 
 
