@@ -379,9 +379,8 @@ class Projector:
     # -- compaction points -------------------------------------------------------------------
 
     def _maybe_compact(self, state: RenderState, event: AnyEvent | None = None) -> None:
-        if (
-            self._cache_expiry and event is not None and cache_expired(self.budget, state, event)
-        ):  # cache_aware
+        budget = self.budget
+        if self._cache_expiry and event is not None and cache_expired(budget, state, event):  # cache_aware.py
             self._run(state, "tokens", self.pipeline)
             return
         total = state.total

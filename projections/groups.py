@@ -74,13 +74,12 @@ def replace_entries(
 
 def add_result(
     window: WorkingContext, index: int, entry: Entry, pending_tokens: int, pending: tuple[PendingCall, ...]
-) -> Group:
+) -> None:
     """Add the tool result ``entry`` to the group at ``index``, whose calls still waiting are ``pending``.
 
     ``replace_entries`` with the group's entries and ``entry``, its sums moved rather than summed again
     (``resize_group``'s, kept: the entry's tokens come in, and a placeholder goes out per call answered).
     A step's results arrive one at a time, and summing its whole group at each made it quadratic.
-    Returns the group it replaced.
     """
     old = window.groups[index]
     tokens = entry.tokens - (len(old.pending) - len(pending)) * pending_tokens
@@ -93,7 +92,6 @@ def add_result(
     )
     window.tokens += tokens
     window.tool_tokens += entry.tokens
-    return old
 
 
 def remove_groups(window: WorkingContext, indices: Iterable[int], action: DecisionAction, rule: str) -> int:

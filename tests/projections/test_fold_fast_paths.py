@@ -7,8 +7,10 @@ import re
 import msgspec
 from contextledger.application.render.context_rows import ContextRow, encode_row
 from contextledger.domain.content import InlineText
+from contextledger.domain.events import ToolResultRecorded
 from contextledger.projections import card_state
 from contextledger.projections.fold import Projector
+from contextledger.projections.groups import resize_group
 from contextledger.projections.render import decisions, eviction_counts
 from contextledger.projections.state import Entry, Group, Removed, RenderState, SummaryRef
 from hypothesis import HealthCheck, event, given, settings
@@ -152,6 +154,29 @@ def test_a_row_is_encoded_as_defined(session, policy):
     for counted in count_all(session, WORDS):
         state = projector.evolve(state, counted)
         assert encode_row(state, {"s2", "s1"}, {"t"}) == _row_by_definition(state, {"s2", "s1"}, {"t"})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), policy=policies())
+def test_group_sums_moved_by_each_result_are_the_summed_ones(session, policy):
+    """At every position, every group's and the window's sums equal ``resize_group``'s sums from scratch.
+
+    A tool result moves its group's sums (``add_result``, ADR 60) instead of summing the group again.
+    """
+    projector = Projector(policy, WORDS)
+    state = projector.start()
+    results = 0
+    for counted in count_all(session, WORDS):
+        state = projector.evolve(state, counted)
+        results += isinstance(counted.event, ToolResultRecorded)
+        window = state.window
+        for group in window.groups:
+            summed = resize_group(group, group.entries, state.pending_tokens)
+            assert (group.tokens, group.tool_tokens) == (summed.tokens, summed.tool_tokens)
+        assert window.tool_tokens == sum(g.tool_tokens for g in window.groups)
+        shown = sum(s.tokens for s in window.summaries) + window.card_tokens
+        assert window.tokens == shown + sum(g.tokens for g in window.groups)
+    event(f"tool results folded: {results > 0}")
 
 
 _EVICTING_SETS = (
