@@ -95,8 +95,7 @@ class CachedTokenCounter:
         """Start loading the tokenizer on its background thread, if it counts ahead (a build about to count).
 
         Loading cl100k_base takes ~0.25 s, holding the GIL; a first rebuild's tokenizer thread otherwise
-        loaded it only with the first batch's texts, while the main thread waited for their counts, and a
-        rebuild after a config change loaded it on the main thread at the first derived text it counted.
+        loaded it only with the first batch's texts, while the main thread waited for their counts.
         """
         if isinstance(self.counter, CountsAhead):
             self.counter.count_ahead([])  # loads the encoding; the empty count is not waited for

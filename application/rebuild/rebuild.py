@@ -98,10 +98,8 @@ def rebuild(
     check_droppable(views, drop, switch_to=version if switch else None)
     checkpoints = runner.runner.checkpoints()
     shards = in_shards if workers > 1 else None
-    if shards is None and checkpoints.get(version, 0) < reader.head():
-        # Any build that folds counts texts (a first one every text; any other the derived ones: cut forms, stubs,
-        # the card), so the tokenizer loads now, while the leases and the config are written (their fsyncs).
-        runner.renderer.counter.warm()
+    if shards is None and not any(checkpoints.values()):
+        runner.renderer.counter.warm()  # loads while the leases and the config are written (their fsyncs)
     wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
     counts = None

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import contextledger
 from contextledger.adapters.tokenizers import get_counter
-from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.rebuild import projection_runner
 from contextledger.application.rebuild.audit_views import AUDIT_VIEWS, audit_views
 from contextledger.application.rebuild.blue_green import RebuildSpec
@@ -148,30 +147,3 @@ def test_a_rebuild_writes_its_last_counts_once_its_leases_are_released_and_retur
     with sqlite3.connect(copy) as db:
         stored = db.execute("SELECT COUNT(*) FROM ledger_token_counts").fetchone()[0]
     assert stored == sum(n for n, _, _ in saves)
-
-
-def test_a_build_that_folds_loads_the_tokenizer_before_it_reads(full_db, tmp_path, monkeypatch):  # noqa: F811
-    """A first rebuild and one under a new policy load the tokenizer first; an up-to-date one does not.
-
-    Any build that folds counts texts (every text, or the derived ones: cut forms, stubs, the card), so the
-    tokenizer loads on its thread while the leases and the config are written, not at the first count.
-    """
-    copy = tmp_path / "warm.db"
-    shutil.copy(full_db, copy)
-    warmed: list[int] = []
-    warm = CachedTokenCounter.warm
-
-    def recorded(self: CachedTokenCounter) -> None:
-        warmed.append(self.tokenized)  # nothing counted yet when it loads
-        warm(self)
-
-    monkeypatch.setattr(CachedTokenCounter, "warm", recorded)
-    with contextledger.open_ledger(f"sqlite:///{copy}") as ledger:
-        for policy, expected in (("default", [0]), ("threshold", [0]), ("threshold", [])):
-            warmed.clear()
-            spec = RebuildSpec(
-                get_preset(policy).model_dump_json(), None, "cl100k_base", audit_views=AUDIT_VIEWS
-            )
-            result = rebuild(ledger, spec, switch=True)  # as the CLI runs it: the policy-free views kept too
-            assert result.stats.failed == {}
-            assert warmed == expected, policy
