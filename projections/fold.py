@@ -86,7 +86,7 @@ class Projector:
         self._cache_expiry = self.budget.cache_expiry_seconds is not None
         """The tokenizer's count lower bound, if it has one: ``fit_card`` skips views that cannot fit."""
         self._message_tokens = self.budget.message_tokens
-        """The per-message cap (``_with_cut``), read once: every message is checked against it."""
+        """The per-message cap (``_over_cap``), read once: every message is checked against it."""
         self._high_mark, self._target = self.budget.high_mark, self.budget.target
         self._tool_cap = self.budget.tool_cap
         """The budget's marks ``_maybe_compact`` checks after every event, read once."""
@@ -171,7 +171,7 @@ class Projector:
         position = counted.position
         state.turns += 1
         entry = self.entries.user(counted, event)
-        if entry.tokens > self._message_tokens and entry.kind != "stub":
+        if self._over_cap(entry):
             entry = self._with_cut(entry, self.capped.user(counted, event))
         self._add_group(state, entry, ())
         state.first_user = position if state.first_user is None else state.first_user
@@ -184,7 +184,7 @@ class Projector:
         position = counted.position
         state.steps += 1
         entry = self.entries.assistant(counted, event)
-        if entry.tokens > self._message_tokens and entry.kind != "stub":
+        if self._over_cap(entry):
             entry = self._with_cut(entry, self.capped.assistant(counted, event))
         calls = event.tool_calls
         self._add_group(state, entry, tuple(PendingCall(c.id, c.name) for c in calls) if calls else ())
@@ -237,12 +237,15 @@ class Projector:
 
     # -- folding messages ------------------------------------------------------------------
 
-    def _with_cut(self, entry: Entry, capped: Entry) -> Entry:
-        """Return ``entry``, over the per-message cap, carrying ``capped`` (its cut form) as its short form.
+    def _over_cap(self, entry: Entry) -> bool:
+        """Whether ``entry`` is over the per-message cap and gets a cut form (a stub never does)."""
+        return entry.tokens > self._message_tokens and entry.kind != "stub"
 
-        The callers build ``capped`` only for an entry over the cap that is not a stub. The cut form (for
-        a tool result, its truncation short form when it has one) is shown at the next compaction point
-        (``TruncationReducer``), never on arrival.
+    def _with_cut(self, entry: Entry, capped: Entry) -> Entry:
+        """Return ``entry`` (``_over_cap``) carrying ``capped``, its cut form, as its short form.
+
+        The cut form (for a tool result, its truncation short form when it has one) is shown at the next
+        compaction point (``TruncationReducer``), never on arrival; callers build it only when over the cap.
         """
         if capped.short_text is not None:
             return msgspec.structs.replace(
@@ -300,7 +303,7 @@ class Projector:
             return
         group = window.groups[index]
         entry = self.entries.result(counted, event, head=group.head)
-        if entry.tokens > self._message_tokens and entry.kind != "stub":
+        if self._over_cap(entry):
             entry = self._with_cut(entry, self.capped.result(counted, event, head=group.head))
         call_id = event.call_id
         pending = tuple(p for p in group.pending if p.call_id != call_id)

@@ -37,7 +37,7 @@ class EntryBuilder:
         self.counter = counter
         self._pending: int | None = None
         self._fits = budget.message_tokens - MESSAGE_OVERHEAD
-        """Content tokens a message (its calls or media included) may have and enter whole (``_capped``)."""
+        """Content tokens a message (its calls or media included) may have and enter whole (else ``_cut``)."""
 
     def needs_text(self, counted: CountedEvent) -> bool:
         """Return whether ``counted.full_text`` must carry the blob's text (to cap or shorten it)."""
@@ -71,7 +71,7 @@ class EntryBuilder:
             extra = self.counter.count(note) + NOTE_MARGIN
         text, tokens, rule = None, full, ""
         if full + extra > self._fits:
-            text, tokens, rule = self._capped(counted, event.content, full, extra)
+            text, tokens, rule = self._cut(counted, event.content, full, extra)
         return Entry(
             position=counted.position,
             role="user",
@@ -79,7 +79,7 @@ class EntryBuilder:
             kind="stub" if note else "message" if text is None else "truncated",
             content=event.content,
             text=text,
-            full_tokens=counted.tokens[0] + media + MESSAGE_OVERHEAD,
+            full_tokens=full + media + MESSAGE_OVERHEAD,
             rule=("cap:media" if note else "") or rule,
             media=() if note else event.media,
             media_note=note,
@@ -97,7 +97,7 @@ class EntryBuilder:
         full = counts[0]
         text, tokens, rule = None, full, ""
         if full + call_tokens > self._fits:
-            text, tokens, rule = self._capped(counted, content, full, call_tokens)
+            text, tokens, rule = self._cut(counted, content, full, call_tokens)
         return Entry(
             position=counted.position,
             role="assistant",
@@ -106,7 +106,7 @@ class EntryBuilder:
             content=content,
             text=text,
             tool_calls=calls,
-            full_tokens=counts[0] + call_tokens + MESSAGE_OVERHEAD,
+            full_tokens=full + call_tokens + MESSAGE_OVERHEAD,
             rule=rule,
         )
 
@@ -115,7 +115,7 @@ class EntryBuilder:
         full = counted.tokens[0]
         text, tokens, rule = None, full, ""
         if full > self._fits:
-            text, tokens, rule = self._capped(counted, event.content, full, 0)
+            text, tokens, rule = self._cut(counted, event.content, full, 0)
         short_text: str | None = None
         short_tokens = 0
         if self.truncation.active and not head:
@@ -160,17 +160,12 @@ class EntryBuilder:
             return content.text
         return full_text
 
-    def _capped(
-        self, counted: CountedEvent, content: Text, tokens: int, extra: int
-    ) -> tuple[str | None, int, str]:
-        """Return (replacement text or None, content tokens, rule) under the per-message cap.
+    def _cut(self, counted: CountedEvent, content: Text, tokens: int, extra: int) -> tuple[str, int, str]:
+        """Return (the text cut to the per-message cap, its tokens, rule) of a message over ``_fits``.
 
-        The callers check ``tokens + extra <= self._fits`` first (a message that fits whole: most of them).
+        The callers call it only for ``tokens + extra > self._fits`` (a message that fits enters whole).
         """
-        limit = self._fits - extra
-        if tokens <= limit:
-            return None, tokens, ""
-        limit = max(limit, 1)
+        limit = max(self._fits - extra, 1)
         source = self._text(content, counted.full_text)
         if source is None:
             # The blob was not resolved: say what is missing instead of reading it here.
