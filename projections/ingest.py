@@ -167,9 +167,13 @@ class EntryBuilder:
         """
         limit = max(self._fits - extra, 1)
         source = self._text(content, counted.full_text)
+        known: int | None = tokens  # the text's own count: cut_tokens need not count (hash) it again
         if source is None:
             # The blob was not resolved: say what is missing instead of reading it here.
             missing = f"[... the rest of this text was not loaded; restore: seq {counted.position} ...]"
             source = f"{text_preview(content)}\n{missing}"
-        cut, count = cut_tokens(source, limit, self.counter, position=counted.position, full_tokens=tokens)
+            known = None
+        cut, count = cut_tokens(
+            source, limit, self.counter, position=counted.position, full_tokens=tokens, known=known
+        )
         return cut, count, "cap"

@@ -179,6 +179,41 @@ def test_group_sums_moved_by_each_result_are_the_summed_ones(session, policy):
     event(f"tool results folded: {results > 0}")
 
 
+class _Recording(Words):
+    """``Words`` that keeps every text it is asked to count."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def count(self, text: str) -> int:
+        """Count the words of ``text`` and keep it."""
+        self.asked.append(text)
+        return super().count(text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), policy=policies())
+def test_a_message_over_the_cap_is_not_counted_again_to_be_cut(session, policy):
+    """The fold cuts an over-cap message from the count it arrived with; only the cut forms are counted.
+
+    Counting the whole text again hashed every large tool output once more per rebuild (~40 MB of
+    SHA-256 on the bench's ledger); the count is the event's own (``CountedEvent.tokens[0]``).
+    """
+    counter = _Recording()
+    projector = Projector(policy, counter)
+    state = projector.start()
+    cut = 0
+    for counted in count_all(session, WORDS):
+        state = projector.evolve(state, counted)
+        content = getattr(counted.event, "content", None)
+        if isinstance(content, InlineText) and content.text and state.window.groups:
+            entry = state.window.groups[-1].entries[-1]
+            if entry.position == counted.position and entry.rule == "cap":
+                cut += 1
+                assert content.text not in counter.asked
+    event(f"messages cut to the cap: {cut > 0}")
+
+
 _EVICTING_SETS = (
     frozenset({"stubbed", "truncated", "summarized", "dropped"}),
     frozenset({"summarized"}),
