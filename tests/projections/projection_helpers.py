@@ -42,6 +42,19 @@ class Words:
         return [self.count(t) for t in texts]
 
 
+class RecordingWords(Words):
+    """``Words`` without a lower bound, recording every text it is asked to count."""
+
+    def __init__(self) -> None:
+        """Start with no text counted."""
+        self.counted: list[str] = []
+
+    def count(self, text: str) -> int:
+        """Return the number of words; remember the text."""
+        self.counted.append(text)
+        return super().count(text)
+
+
 def words(n: int, tag: str) -> str:
     """Return ``n`` words in lines of five, tagged so texts differ."""
     parts = [f"{tag}{i}" for i in range(n)]

@@ -16,20 +16,11 @@ from contextledger.domain.ports import TokenFloor
 from contextledger.projections.fold import Projector
 from contextledger.projections.policy import Policy
 from hypothesis import HealthCheck, given, settings
-from projection_helpers import Words, count_all, policies, resolve, sessions
+from projection_helpers import RecordingWords, Words, count_all, policies, resolve, sessions
 
 
-class FlooredWords(Words):
+class FlooredWords(RecordingWords):
     """Words that also bound a count from below (half the words) and record every text it counts."""
-
-    def __init__(self) -> None:
-        """Start with no text counted."""
-        self.counted: list[str] = []
-
-    def count(self, text: str) -> int:
-        """Return the number of words; remember the text."""
-        self.counted.append(text)
-        return super().count(text)
 
     def tokens_at_least(self, text: str) -> int:
         """Return half the words: never above the count."""
@@ -84,24 +75,11 @@ def test_a_long_session_counts_only_the_card_views_that_can_fit():
         {"base": "default", "budget": {"total": 3_000, "output_reserve": 100, "safety_margin": 0}}
     )
     session = _long_session(150)
-    floored, plain = FlooredWords(), _Recording()
+    floored, plain = FlooredWords(), RecordingWords()
     assert _renders(policy, session, floored) == _renders(policy, session, plain)
     assert policy.card.enabled
     assert max(map(len, plain.counted)) > 5 * max(map(len, floored.counted))
     assert sum(map(len, floored.counted)) < sum(map(len, plain.counted)) / 2
-
-
-class _Recording(Words):
-    """Words without a lower bound, recording every text it counts."""
-
-    def __init__(self) -> None:
-        """Start with no text counted."""
-        self.counted: list[str] = []
-
-    def count(self, text: str) -> int:
-        """Return the number of words; remember the text."""
-        self.counted.append(text)
-        return super().count(text)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ from contextledger.projections.render import decisions, eviction_counts
 from contextledger.projections.state import Entry, Group, Removed, RenderState, SummaryRef
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from projection_helpers import Words, count_all, policies, sessions
+from projection_helpers import RecordingWords, Words, count_all, policies, sessions
 
 WORDS = Words()
 _SENTENCE_END_AS_DEFINED = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -179,18 +179,6 @@ def test_group_sums_moved_by_each_result_are_the_summed_ones(session, policy):
     event(f"tool results folded: {results > 0}")
 
 
-class _Recording(Words):
-    """``Words`` that keeps every text it is asked to count."""
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def count(self, text: str) -> int:
-        """Count the words of ``text`` and keep it."""
-        self.asked.append(text)
-        return super().count(text)
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(session=sessions(), policy=policies())
 def test_a_message_over_the_cap_is_not_counted_again_to_be_cut(session, policy):
@@ -199,7 +187,7 @@ def test_a_message_over_the_cap_is_not_counted_again_to_be_cut(session, policy):
     Counting the whole text again hashed every large tool output once more per rebuild (~40 MB of
     SHA-256 on the bench's ledger); the count is the event's own (``CountedEvent.tokens[0]``).
     """
-    counter = _Recording()
+    counter = RecordingWords()
     projector = Projector(policy, counter)
     state = projector.start()
     cut = 0
@@ -210,7 +198,7 @@ def test_a_message_over_the_cap_is_not_counted_again_to_be_cut(session, policy):
             entry = state.window.groups[-1].entries[-1]
             if entry.position == counted.position and entry.rule == "cap":
                 cut += 1
-                assert content.text not in counter.asked
+                assert content.text not in counter.counted
     event(f"messages cut to the cap: {cut > 0}")
 
 
