@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import pickle
 import shutil
 import statistics
@@ -33,7 +32,7 @@ from typing import Any
 
 from bench_rebuild import build
 from bench_scale import _package_of
-from harness import save
+from harness import child_env, save
 
 POLICIES = ("default", "threshold")
 
@@ -96,12 +95,8 @@ def time_fold(db: Path, policy: str, calls_file: Path, runs: int) -> dict[str, A
 
 
 def _child(pythonpath: str | None, *args: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    done = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False
-    )
+    command = [sys.executable, __file__, *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=child_env(pythonpath), check=False)
     if done.returncode:
         raise RuntimeError(done.stderr[-2000:])
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

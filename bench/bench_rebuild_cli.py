@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -44,7 +43,7 @@ from typing import Any
 
 from bench_rebuild import build, phase_raw
 from bench_scale import _package_of
-from harness import save
+from harness import child_env, save
 
 
 def phase_tiktoken(db: Path) -> dict[str, float]:
@@ -72,22 +71,9 @@ def phase_tiktoken(db: Path) -> dict[str, float]:
     return {"texts": len(texts), "tokens": tokens, "seconds": elapsed}
 
 
-def _env(pythonpath: str | None) -> dict[str, str]:
-    """The children's environment: ``pythonpath`` for the code under test, and compiled modules kept.
-
-    An installed package has its modules compiled (pip writes them); ``PYTHONDONTWRITEBYTECODE`` (set on
-    some machines) would make every start compile the whole package again, about 0.1 s of each figure.
-    """
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    return env
-
-
 def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
     """Run ``contextledger rebuild ... --json`` in a fresh process; its wall time and what it printed."""
-    env = _env(pythonpath)
+    env = child_env(pythonpath)
     command = [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args]
     started = time.perf_counter()
     done = subprocess.run(
@@ -117,7 +103,7 @@ def _phase(name: str, db: Path) -> dict[str, float]:
 
 def _has_no_compare(pythonpath: str | None) -> bool:
     """Whether the code has ``--no-compare`` (this first start also compiles its modules)."""
-    env = _env(pythonpath)
+    env = child_env(pythonpath)
     done = subprocess.run(
         [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", "--help"],
         capture_output=True,

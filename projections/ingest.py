@@ -66,7 +66,7 @@ class EntryBuilder:
         note: str | None = None
         extra = media
         full = counted.tokens[0]
-        if media and full + media + MESSAGE_OVERHEAD > self.budget.message_tokens:
+        if media and full + media > self._fits:
             note = media_note(event.media, counted.position)
             extra = self.counter.count(note) + NOTE_MARGIN
         text, tokens, rule = None, full, ""
