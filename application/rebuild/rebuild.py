@@ -98,8 +98,11 @@ def rebuild(
     check_droppable(views, drop, switch_to=version if switch else None)
     checkpoints = runner.runner.checkpoints()
     shards = in_shards if workers > 1 else None
-    if shards is None and not any(checkpoints.values()):
-        runner.renderer.counter.warm()  # loads while the leases and the config are written (their fsyncs)
+    if shards is None and not checkpoints.get(version):
+        # A version folded from the start counts: every text (a first rebuild), or the derived texts of its
+        # policy (a config change, whose audit views are at the head already). The encoding loads on the
+        # tokenizer's thread while the leases and the config are written (their fsyncs), not on this one.
+        runner.renderer.counter.warm()
     wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
     counts = None

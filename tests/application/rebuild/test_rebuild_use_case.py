@@ -13,8 +13,8 @@ from contextledger.domain.errors import ValidationError
 from contextledger.projections.presets import get_preset
 
 
-def _spec(preset: str, budget: int = 2_000) -> RebuildSpec:
-    return RebuildSpec(get_preset(preset).model_dump_json(), budget, "heuristic")
+def _spec(preset: str, budget: int = 2_000, audit_views: tuple[str, ...] = ()) -> RebuildSpec:
+    return RebuildSpec(get_preset(preset).model_dump_json(), budget, "heuristic", audit_views=audit_views)
 
 
 def _version_of(ledger: contextledger.Ledger, spec: RebuildSpec) -> str:
@@ -76,15 +76,23 @@ def test_switching_then_dropping_the_old_version_leaves_only_the_new_one(filled)
 def test_a_rebuild_from_the_start_warms_its_tokenizer_before_the_leases_and_a_rebuild_at_the_head_does_not(
     filled, monkeypatch
 ):
-    """warm() once before the config is recorded when the version has no checkpoint yet; none on a rerun."""
+    """warm() once before the config is recorded when the version has no checkpoint yet; none on a rerun.
+
+    A new version after a config change warms too, though the audit views it keeps are at the head already:
+    its fold counts the derived texts of the new policy, and the main thread loaded the encoding itself.
+    """
     events: list[str] = []
     monkeypatch.setattr(CachedTokenCounter, "warm", lambda self: events.append("warm"))
     record = rebuild_module.record_config
     monkeypatch.setattr(
         rebuild_module, "record_config", lambda *a, **k: (events.append("config"), record(*a, **k))[1]
     )
-    rebuild(filled, _spec("default"))
+    views = ("summaries", "calls", "search")  # the CLI's rebuild keeps them too
+    rebuild(filled, _spec("default", audit_views=views))
     assert events == ["warm", "config"]
     events.clear()
-    rebuild(filled, _spec("default"))  # the version is at the head: nothing to count
+    rebuild(filled, _spec("default", audit_views=views))  # the version is at the head: nothing to count
     assert events == ["config"]
+    events.clear()
+    rebuild(filled, _spec("threshold", audit_views=views))  # a config change: its views are at the head
+    assert events == ["warm", "config"]
