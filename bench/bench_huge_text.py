@@ -22,9 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import save
+from harness import FIXTURES, save
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "transcripts"
 KINDS = ("text", "repeated")
 
 

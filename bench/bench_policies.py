@@ -25,12 +25,9 @@ from contextledger.adapters.importers.service import import_files
 from contextledger.domain.content import InlineText, Text
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import save
+from harness import save, transcripts
 from peers import Peer, make_peers
 from wire import CacheTotals, Request, WireCounter, pairing_problems
-
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
-SKIP = {"FORMATS.md", "PROVENANCE.md"}
 
 
 @dataclass
@@ -328,7 +325,7 @@ def main() -> None:
     args = parser.parse_args()
     budgets = [32_000] if args.quick else [int(b) for b in args.budgets.split(",")]
     presets = [p for p in args.presets.split(",") if p]
-    files = sorted(str(p) for p in TRANSCRIPTS.iterdir() if p.is_file() and p.name not in SKIP)
+    files = [str(p) for p in transcripts()]
     started = time.perf_counter()
     counter = WireCounter()
     with contextledger.open_ledger("memory://") as ledger:

@@ -4,7 +4,8 @@ Usage::
 
     .venv/bin/python bench/bench_rebuild.py [--copies 20] [--runs 3] [--workers 2] [--db /tmp/rebuild.db]
 
-The ledger holds every real transcript (tests/fixtures/transcripts) ``--copies`` times, each copy
+The ledger holds every real transcript (tests/fixtures/transcripts, or the folder
+``CONTEXTLEDGER_BENCH_TRANSCRIPTS`` names: ``harness.TRANSCRIPTS``) ``--copies`` times, each copy
 under renamed streams with its inline texts and call ids made distinct (so no in-process cache
 sees a copy's text twice). Each figure runs in a fresh process, which also reports its peak memory
 (``ru_maxrss``, workers included): ``raw`` scans the events table in notification order with
@@ -46,9 +47,7 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
 from contextledger.projections.presets import get_preset
 from eventsourcing.persistence import StoredEvent
-from harness import save
-
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
+from harness import save, transcripts
 
 
 def _distinct(event: Any, copy: int) -> Any:
@@ -80,9 +79,8 @@ def build(db: Path, copies: int) -> int:
     addresses are).
     """
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
-        for path in sorted(TRANSCRIPTS.iterdir()):
-            if path.suffix != ".md" or "history" in path.name:
-                assert import_file(ledger, path).ok, path
+        for path in transcripts():
+            assert import_file(ledger, path).ok, path
     mapper = MsgspecMapper()
     with sqlite3.connect(db) as conn:
         rows = conn.execute(

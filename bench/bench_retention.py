@@ -39,9 +39,8 @@ from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import save
+from harness import save, transcripts
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
 KINDS = ("constraint", "tool_identifier", "decision", "file_changed", "ephemeral")
 MODES = ("today", "card", "tail")
 _HANDLE_SPAN = ('"from": ', '"through": ')
@@ -68,7 +67,7 @@ class Plan:
 def filler_pool() -> list[str]:
     """Tool outputs of the real transcripts (at least 400 characters), in a fixed order."""
     ledger = contextledger.open_ledger("memory://")
-    files = sorted(p for p in TRANSCRIPTS.iterdir() if p.name not in {"FORMATS.md", "PROVENANCE.md"})
+    files = transcripts()
     import_files(ledger, files)
     pool = []
     for info in sorted(ledger.sessions(), key=lambda i: i.session_id):
@@ -411,7 +410,7 @@ def fixture_cache(budgets: list[int], presets: list[str]) -> list[dict[str, Any]
     (no summary worker: the transcripts' own events only), as bench_policies replays them.
     """
     ledger = contextledger.open_ledger("memory://")
-    files = sorted(p for p in TRANSCRIPTS.iterdir() if p.name not in {"FORMATS.md", "PROVENANCE.md"})
+    files = transcripts()
     import_files(ledger, files)
     sessions = sorted(i.session_id for i in ledger.sessions())
     calls = {

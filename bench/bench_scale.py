@@ -50,7 +50,7 @@ import psycopg
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from harness import machine, save
+from harness import FIXTURES, machine, save, transcripts
 
 PAYLOAD = "x" * 300
 _VALUES = "(%s, %s, %s, %s)"
@@ -458,9 +458,9 @@ def table(rows: list[Row]) -> str:
 
 
 def _texts() -> list[str]:
-    """The fixture transcripts cut into ~2 KB texts (the size of a typical message)."""
+    """The transcripts (``harness.TRANSCRIPTS``) cut into ~2 KB texts (the size of a typical message)."""
     texts: list[str] = []
-    for path in sorted((HERE.parent / "tests" / "fixtures" / "transcripts").iterdir()):
+    for path in transcripts():
         data = path.read_text(encoding="utf-8", errors="replace")
         texts.extend(data[i : i + 2048] for i in range(0, len(data), 2048))
     return texts
@@ -500,12 +500,11 @@ def bench_tokenize(rounds: int) -> list[Row]:
 
 
 def _corpus(ledger: Any) -> list[str]:
-    """Import every fixture transcript into ``ledger``; return the session ids."""
+    """Import every transcript (``harness.TRANSCRIPTS``) into ``ledger``; return the session ids."""
     import contextledger  # noqa: PLC0415
 
-    for path in sorted((HERE.parent / "tests" / "fixtures" / "transcripts").iterdir()):
-        if path.name not in {"FORMATS.md", "PROVENANCE.md"}:
-            contextledger.import_file(ledger, path)
+    for path in transcripts():
+        contextledger.import_file(ledger, path)
     return [i.session_id for i in ledger.sessions()]
 
 
@@ -682,7 +681,7 @@ with contextledger.open_ledger(sys.argv[2]) as ledger:
 
 def _big_transcript(path: Path, megabytes: float) -> None:
     """A tau-bench results file of about ``megabytes`` MB: the fixture's runs repeated as new trials."""
-    runs = json.loads((HERE.parent / "tests" / "fixtures" / "transcripts" / "tau-bench__gpt-4o-airline.json")
+    runs = json.loads((FIXTURES / "tau-bench__gpt-4o-airline.json")
                       .read_text(encoding="utf-8"))  # fmt: skip
     size = len(json.dumps(runs))
     copies = max(1, round(megabytes * 1e6 / size))

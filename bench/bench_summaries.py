@@ -27,9 +27,7 @@ from contextledger.projections.cache_metrics import ANTHROPIC_LIKE, OPENAI_LIKE,
 from contextledger.projections.presets import PRESETS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import save
-
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
+from harness import save, transcripts
 
 
 def _chars(ledger, session_id: str) -> int:
@@ -43,9 +41,8 @@ def _chars(ledger, session_id: str) -> int:
 def run(budget: int, tokenizer: str) -> dict:
     folder = Path(tempfile.mkdtemp())
     source = contextledger.open_ledger(f"sqlite:///{folder / 'source.db'}")
-    for path in sorted(TRANSCRIPTS.iterdir()):
-        if path.name not in {"FORMATS.md", "PROVENANCE.md"}:
-            import_file(source, path)
+    for path in transcripts():
+        import_file(source, path)
     long_sessions = [i.session_id for i in source.sessions() if _chars(source, i.session_id) > 4 * budget]
     rows = []
     for name, policy in PRESETS.items():

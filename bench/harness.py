@@ -15,6 +15,22 @@ from typing import Any
 
 RESULTS = Path(__file__).with_name("results")
 
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "transcripts"
+"""The real transcripts a bare clone holds (the benches' sessions unless ``TRANSCRIPTS`` names others)."""
+
+TRANSCRIPTS = Path(os.environ.get("CONTEXTLEDGER_BENCH_TRANSCRIPTS") or FIXTURES)
+"""The folder of transcripts the benches import: ``FIXTURES``, or the one ``CONTEXTLEDGER_BENCH_TRANSCRIPTS``
+names, so that every figure can be measured again on sessions the code was never tuned on (any format
+``import_file`` detects; ``FORMATS.md`` and ``PROVENANCE.md`` are skipped)."""
+
+NOT_TRANSCRIPTS = frozenset({"FORMATS.md", "PROVENANCE.md"})
+"""Files of a transcripts folder that describe it."""
+
+
+def transcripts() -> list[Path]:
+    """The transcript files of ``TRANSCRIPTS``, sorted by name."""
+    return sorted(p for p in TRANSCRIPTS.iterdir() if p.is_file() and p.name not in NOT_TRANSCRIPTS)
+
 
 def percentile(samples: list[float], q: float) -> float:
     """Return the q-quantile (0..1) of samples by nearest rank."""

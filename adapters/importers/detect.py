@@ -48,10 +48,21 @@ def _mini_swe_agent(value: dict[str, Any]) -> bool:
     return "messages" in value and isinstance(info, dict) and "mini_version" in info
 
 
+def _swe_agent(value: dict[str, Any]) -> bool:
+    """A SWE-agent ``.traj``: ``history`` and ``trajectory``, or ``history`` of SWE-agent's entries alone."""
+    history = value.get("history")
+    if not isinstance(history, list):
+        return False
+    if "trajectory" in value:
+        return True
+    first = history[0] if history else None
+    return isinstance(first, dict) and "role" in first and "message_type" in first
+
+
 def _of_object(value: dict[str, Any]) -> str | None:
     if _mini_swe_agent(value):
         return "mini-swe-agent"
-    if isinstance(value.get("history"), list) and "trajectory" in value:
+    if _swe_agent(value):
         return "swe-agent"
     if isinstance(value.get("history"), list) and value["history"] and _of_event(value["history"][0]):
         return "openhands"

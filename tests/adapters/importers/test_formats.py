@@ -271,6 +271,37 @@ def test_aider_file_without_trailing_breaks_still_splits_roles(tmp_path, ledger)
     assert started.model == "gpt-4o"
 
 
+def test_a_swe_agent_trajectory_with_its_history_only_is_detected_and_imported(tmp_path, ledger):
+    """SWE-agent's demonstrations (``trajectories/demonstrations/*.traj``) keep ``history`` alone.
+
+    The shape of its ``function_calling_simple.traj`` (no ``trajectory``): each entry has SWE-agent's
+    ``agent`` and ``message_type``; the tool call and its result pair by id.
+    """
+    document = {
+        "history": [
+            {"role": "system", "content": "You are an autonomous programmer.", "agent": "main",
+             "message_type": "system_prompt"},
+            {"role": "user", "content": "ISSUE: SyntaxError in missing_colon.py", "agent": "main",
+             "message_type": "observation"},
+            {"role": "assistant", "content": "Let me find the file.", "thought": "Let me find the file.",
+             "action": "find_file missing_colon.py", "agent": "main", "message_type": "action",
+             "tool_calls": [{"function": {"arguments": '{"file_name":"a.py"}', "name": "find_file"},
+                             "id": "call_1", "type": "function"}]},
+            {"role": "tool", "content": "Found 1 matches for missing_colon.py", "agent": "main",
+             "message_type": "observation", "tool_call_ids": ["call_1"]},
+        ]
+    }  # fmt: skip
+    path = _write(tmp_path, "demo.traj", json.dumps(document))
+    assert detect_format(Source.read(path)) == "swe-agent"
+    outcome = import_file(ledger, path)
+    assert outcome.ok, outcome.error
+    report = outcome.sessions[0]
+    counts = (report.user_messages, report.assistant_messages, report.tool_calls, report.tool_results)
+    assert counts == (1, 1, 1, 1)
+    result = next(e for e in _events(ledger, report.session_id) if isinstance(e, ToolResultRecorded))
+    assert (result.call_id, result.tool_name) == ("call_1", "find_file")
+
+
 def test_every_real_file_is_detected_by_content_not_by_name(transcripts, tmp_path):
     """Renamed to a neutral name, each real transcript is still recognised as its format."""
     expected = {"aider": "aider", "claude-code": "claude-code", "mini-swe-agent": "mini-swe-agent"}
