@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
-from contextledger.projections.shell_files import FileTouches, files_of_call
+import msgspec
+from contextledger.domain.events import ToolCall
+from contextledger.projections.shell_files import files_of_call
 from contextledger.projections.wire import arguments_object
 
-__all__ = ["call_facts", "clip", "todo_items"]
+__all__ = ["NO_CALL_FACTS", "CallFacts", "call_facts", "calls_facts", "clip", "todo_items"]
 
 _TODO_TOOL = re.compile(r"todo|plan|task", re.IGNORECASE)
 """A tool whose name says it keeps a plan: the list its call writes is the new plan revision."""
@@ -46,15 +49,41 @@ def todo_items(arguments: object) -> tuple[str, ...] | None:
     return None
 
 
+class CallFacts(msgspec.Struct, frozen=True, array_like=True):
+    """What the card takes from one tool call: the plan it writes (or None), the files it reads and edits."""
+
+    todos: tuple[str, ...] | None = None
+    read: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+
+
+NO_CALL_FACTS = CallFacts()
+"""The facts of a call that writes no plan and touches no file (most calls)."""
+
+
 @functools.lru_cache(maxsize=_CALL_FACTS)
-def call_facts(name: str, arguments: str) -> tuple[tuple[str, ...] | None, FileTouches]:
+def call_facts(name: str, arguments: str) -> CallFacts:
     """Return what the card takes from one tool call: the plan it writes (or None) and the files it touches.
 
     The plan is the whole list of a todo-style call (``todo_items``) whose tool name says it keeps
     one (``todo``, ``plan``, ``task``); the files are ``files_of_call`` of its arguments parsed as a
     JSON object (none when they are not one). A pure function of the call's name and argument text,
-    so it is remembered by them: a call seen again (a rebuild, a repeated command) is not parsed again.
+    so it is remembered by them: a call seen again (a repeated command) is not parsed again.
     """
     parsed = arguments_object(arguments) or {}
     todos = todo_items(parsed) if _TODO_TOOL.search(name) else None
-    return todos, files_of_call(name, parsed)
+    touched = files_of_call(name, parsed)
+    if todos is None and not touched.read and not touched.changed:
+        return NO_CALL_FACTS
+    return CallFacts(todos, touched.read, touched.changed)
+
+
+def calls_facts(calls: Sequence[ToolCall]) -> tuple[CallFacts, ...]:
+    """``call_facts`` of each of a message's tool calls, in order; ``()`` when none has any.
+
+    Parsing the calls' arguments (a shell command's words) is what the card spends most on in sessions
+    of shell commands, and the facts depend on the calls alone: a rebuild keeps them with the message's
+    (``MessageFacts.calls``) and a rebuild under another policy reads them.
+    """
+    found = tuple(call_facts(call.name, call.arguments) for call in calls)
+    return found if any(f is not NO_CALL_FACTS for f in found) else ()

@@ -9,7 +9,7 @@ import re
 import msgspec
 from contextledger.domain.content import InlineText, Text, text_preview
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
-from contextledger.projections.card_calls import call_facts, todo_items
+from contextledger.projections.card_calls import CallFacts, call_facts, calls_facts, todo_items
 from contextledger.projections.card_calls import clip as _clip
 from contextledger.projections.card_config import CardConfig
 
@@ -17,11 +17,13 @@ __all__ = [
     "CARD_FACTS_FORMAT",
     "DECISION",
     "NO_FACTS",
+    "CallFacts",
     "CardConfig",
     "CardState",
-    "TextFacts",
+    "MessageFacts",
     "assistant_facts",
     "call_facts",
+    "calls_facts",
     "checklist_of",
     "instructions_of",
     "message_facts",
@@ -160,26 +162,33 @@ def observe(
         observe_result(card, seq, event, full_text)
 
 
-class TextFacts(msgspec.Struct, frozen=True, array_like=True):
-    """What the card takes from one message's text: a pure function of the text, the same under every policy.
+class MessageFacts(msgspec.Struct, frozen=True, array_like=True):
+    """What the card takes from one message: a function of its text and calls, the same under every policy.
 
-    An assistant message's decision sentences (clipped) and its checklist when it has two lines or
-    more; a long user message's extraction. Finding them scans the whole text, so a rebuild keeps them
-    as rows (``application/rebuild/card_facts.py``) and a later rebuild under another policy reads them.
+    An assistant message's decision sentences (clipped), its checklist when it has two lines or more,
+    and the facts of its tool calls (``calls_facts``: the plan each writes, the files each touches);
+    a long user message's extraction. Finding them scans the whole text and parses every call, so a
+    rebuild keeps them as rows (``application/rebuild/card_facts.py``) and a later rebuild under another
+    policy reads them.
     """
 
     decisions: tuple[str, ...] = ()
     plan: tuple[str, ...] = ()
     extract: str | None = None
+    calls: tuple[CallFacts, ...] = ()
+    """One per tool call of the message, in order; ``()`` when none of them has any."""
 
 
-NO_FACTS = TextFacts()
-CARD_FACTS_FORMAT = 1
+NO_FACTS = MessageFacts()
+CARD_FACTS_FORMAT = 2
 """Part of the name of the kept facts: raise it when a change here changes what ``*_facts`` return."""
 
 
-def assistant_facts(text: str) -> TextFacts:
-    """The facts of an assistant message's text: its decision sentences and its plan (checklist)."""
+def assistant_facts(text: str) -> MessageFacts:
+    """The facts of an assistant message's text: its decision sentences and its plan (checklist).
+
+    Its tool calls' facts are ``message_facts``'s to add (``calls_facts``).
+    """
     head = text[:20_000]
     decisions = (
         tuple(_clip(s) for s in _SENTENCE_END.split(head) if _may_decide(s)) if _may_decide(head) else ()
@@ -187,18 +196,20 @@ def assistant_facts(text: str) -> TextFacts:
     plan = checklist_of(text)
     if len(plan) < 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
         plan = ()
-    return TextFacts(decisions, plan) if decisions or plan else NO_FACTS
+    return MessageFacts(decisions, plan) if decisions or plan else NO_FACTS
 
 
-def user_facts(text: str) -> TextFacts:
+def user_facts(text: str) -> MessageFacts:
     """The facts of a user message's text: its extraction when it is too long to keep whole."""
-    return NO_FACTS if len(text) <= _USER_CHARS else TextFacts(extract=extract(text))
+    return NO_FACTS if len(text) <= _USER_CHARS else MessageFacts(extract=extract(text))
 
 
-def message_facts(event: object, full_text: str | None) -> TextFacts | None:
+def message_facts(event: object, full_text: str | None) -> MessageFacts | None:
     """The facts of a user or assistant message's text as ``observe`` reads it; None for any other event."""
     if isinstance(event, AssistantMessageAdded):
-        return assistant_facts(_text(event.content, full_text))
+        found = assistant_facts(_text(event.content, full_text))
+        calls = calls_facts(event.tool_calls)
+        return msgspec.structs.replace(found, calls=calls) if calls else found
     if isinstance(event, UserMessageAdded):
         return user_facts(_text(event.content, full_text))
     return None
@@ -209,7 +220,7 @@ def observe_user(
     seq: int,
     event: UserMessageAdded,
     full_text: str | None,
-    facts: TextFacts | None = None,
+    facts: MessageFacts | None = None,
     *,
     user_extract: bool = True,
 ) -> None:
@@ -230,11 +241,11 @@ def observe_assistant(
     seq: int,
     event: AssistantMessageAdded,
     full_text: str | None,
-    facts: TextFacts | None = None,
+    facts: MessageFacts | None = None,
 ) -> None:
     """``observe`` of an assistant message: plan, decisions, files of its calls, an error resolved.
 
-    ``facts``, when given, are ``assistant_facts`` of the same text, found earlier.
+    ``facts``, when given, are ``message_facts`` of the same message, found earlier.
     """
     # The text is read only to find the facts or to close an open error (not for most messages of a rebuild).
     needed = facts is None or card.open_error is not None
@@ -293,7 +304,7 @@ def _folded(text: str) -> str:
 
 
 def _assistant(
-    card: CardState, seq: int, event: AssistantMessageAdded, text: str, facts: TextFacts | None
+    card: CardState, seq: int, event: AssistantMessageAdded, text: str, facts: MessageFacts | None
 ) -> None:
     if card.open_error is not None and text.strip():
         at, what, _ = card.errors[card.open_error]
@@ -307,14 +318,13 @@ def _assistant(
             del decisions[:-_KEEP]
     if found.plan:
         card.todo = (seq, found.plan)
-    for call in event.tool_calls:
-        todos, touched = call_facts(call.name, call.arguments)
-        if todos is not None:
-            card.todo = (seq, todos)
-        if touched.changed:
-            _remember(card.changed, touched.changed, seq)
-        if touched.read:
-            _remember(card.read, tuple(p for p in touched.read if p not in card.changed), seq)
+    for call in calls_facts(event.tool_calls) if facts is None else facts.calls:
+        if call.todos is not None:
+            card.todo = (seq, call.todos)
+        if call.changed:
+            _remember(card.changed, call.changed, seq)
+        if call.read:
+            _remember(card.read, tuple(p for p in call.read if p not in card.changed), seq)
 
 
 _VERBS = (

@@ -16,7 +16,7 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.card_state import TextFacts
+from contextledger.projections.card_state import MessageFacts
 from contextledger.projections.context import RenderedContext, RenderedMessage, media_of
 from contextledger.projections.media import media_tokens
 from contextledger.projections.wire import (
@@ -53,7 +53,7 @@ class CountedEvent(msgspec.Struct, frozen=True, kw_only=True):
     event: AnyEvent
     tokens: tuple[int, ...] = ()
     full_text: str | None = None
-    card: TextFacts | None = None
+    card: MessageFacts | None = None
 
 
 def counted_texts(event: AnyEvent) -> list[Text]:

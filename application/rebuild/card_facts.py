@@ -19,7 +19,7 @@ import msgspec
 from contextledger.application.views.view_runner import Rows
 from contextledger.domain.events import AssistantMessageAdded, UserMessageAdded
 from contextledger.domain.ports import ProjectionRows
-from contextledger.projections.card_state import CARD_FACTS_FORMAT, NO_FACTS, TextFacts, message_facts
+from contextledger.projections.card_state import CARD_FACTS_FORMAT, NO_FACTS, MessageFacts, message_facts
 from contextledger.projections.counting import CountedEvent
 
 __all__ = ["BLOCK", "CARD_FACTS", "BatchFacts", "CardFacts", "facts_key"]
@@ -29,7 +29,7 @@ CARD_FACTS = f"card-facts/v{CARD_FACTS_FORMAT}"
 BLOCK = 1_024
 """Session positions per row."""
 
-_DECODE = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
+_DECODE = msgspec.msgpack.Decoder(dict[int, MessageFacts]).decode
 _ENCODE = msgspec.msgpack.Encoder().encode
 _MESSAGES = (AssistantMessageAdded, UserMessageAdded)
 
@@ -44,7 +44,7 @@ class _Kept:
 
     __slots__ = ("changed", "facts", "upto")
 
-    def __init__(self, upto: int, facts: dict[int, TextFacts]) -> None:
+    def __init__(self, upto: int, facts: dict[int, MessageFacts]) -> None:
         self.upto = upto
         self.facts = facts
         self.changed = False

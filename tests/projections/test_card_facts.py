@@ -8,21 +8,21 @@ import msgspec
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, ToolCall, UserMessageAdded
 from contextledger.projections import card_state
-from contextledger.projections.card_state import CardState, TextFacts
+from contextledger.projections.card_state import CardState, MessageFacts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.projections.test_card_fast_paths import _mixed
+from tests.projections.test_card_fast_paths import _ARGUMENTS, _TOOL_NAMES, _mixed
 
 _PARTS = [
     "I'll use", "we decided", "Switched to", "the ROOT CAUSE is", "instead of", "decision:", "uſe",
     "\n- [ ] write the test", "\n- [x] read the code", "\n1. [~] ship", "[ ]", ". Never do that. ",
     "Always run the tests.", "please keep it", "Use the cache.",
 ]  # fmt: skip
-_ROW = msgspec.msgpack.Decoder(dict[int, TextFacts])
+_ROW = msgspec.msgpack.Decoder(dict[int, MessageFacts])
 
 
-def _kept(facts: TextFacts) -> TextFacts:
+def _kept(facts: MessageFacts) -> MessageFacts:
     """The facts as a later rebuild reads them: through the row's encoding."""
     return _ROW.decode(msgspec.msgpack.encode({7: facts}))[7]
 
@@ -56,6 +56,47 @@ def test_kept_assistant_facts_fold_as_the_rule_defines(texts):
     assert (with_kept.decisions, with_kept.todo) == (defined.decisions, defined.todo)
 
 
+_CALLS = st.lists(st.builds(lambda n, a: (n, a), st.sampled_from(_TOOL_NAMES), _ARGUMENTS), max_size=3).map(
+    lambda calls: tuple(ToolCall(id=f"c{i}", name=n, arguments=a) for i, (n, a) in enumerate(calls))
+)
+"""A message's tool calls: shell commands, editor and todo calls, arguments that are no JSON object."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(_mixed(_PARTS, "ab Il'.!?\n", 6), _CALLS), min_size=1, max_size=6))
+def test_kept_call_facts_fold_as_found_again(messages):
+    """The facts of a message's tool calls (plans, files read and changed), kept in a row, fold as found anew.
+
+    A later rebuild reads them instead of parsing every call's arguments (a shell command's words) again.
+    """
+    with_kept, found = CardState(), CardState()
+    for seq, (text, calls) in enumerate(messages, start=1):
+        event = AssistantMessageAdded(content=InlineText(text), tool_calls=calls)
+        kept = _kept(card_state.message_facts(event, None))
+        assert kept.calls == card_state.calls_facts(calls)
+        card_state.observe_assistant(with_kept, seq, event, None, kept)
+        card_state.observe_assistant(found, seq, event, None)
+    assert with_kept == found
+
+
+def test_a_message_whose_calls_touch_files_keeps_them_in_its_facts():
+    """A shell command's files and a todo call's plan are in the message's facts; the fold applies those."""
+    touching = ToolCall(id="a", name="bash", arguments='{"command": "cat a.py && sed -i s/x/y/ b.py"}')
+    todo = ToolCall(id="b", name="TodoWrite", arguments='{"todos": ["ship it"]}')
+    plain = ToolCall(id="c", name="ls", arguments="{}")
+    event = AssistantMessageAdded(content=None, tool_calls=(plain, touching, todo))
+    facts = card_state.message_facts(event, None)
+    assert facts is not None
+    assert facts.calls == (
+        card_state.CallFacts(),
+        card_state.CallFacts(read=("a.py",), changed=("b.py",)),
+        card_state.CallFacts(todos=("[ ] ship it",)),
+    )
+    card = CardState()  # given the facts, the fold parses no call: an event without calls shows it
+    card_state.observe_assistant(card, 4, AssistantMessageAdded(content=None), None, facts)
+    assert (card.read, card.changed, card.todo) == ({"a.py": 4}, {"b.py": 4}, (4, ("[ ] ship it",)))
+
+
 @settings(max_examples=200, deadline=None)
 @given(_mixed(_PARTS, "ab Il'.!?\nſKİıé", 40), st.integers(0, 2_100))
 def test_kept_user_facts_fold_as_the_rule_defines(text, padding):
@@ -85,17 +126,27 @@ def test_facts_are_only_those_of_messages():
     assert card_state.message_facts(object(), None) is None
 
 
-_PINNED = {1: "63e8dce2c90583d76e429e79fd489343a2d43133f09912c57bba6d2fe34f9211"}
+_PINNED = {
+    1: "63e8dce2c90583d76e429e79fd489343a2d43133f09912c57bba6d2fe34f9211",  # texts only
+    2: "5ea8cbe9695cdd6d6d4df10db8da767aa57e2a5736f0e1b8ba64a80b43710666",  # and the tool calls' facts
+}
 """Digest of the facts of ``_corpus()`` per ``CARD_FACTS_FORMAT``: kept rows are named by the format."""
 
 
 def _corpus() -> list[str]:
     """Every message text of the fixture transcripts, then texts that reach each branch of the rules."""
+    planted = [" ".join(_PARTS[i:] + _PARTS[:i]) * (1 + i * 40) for i in range(len(_PARTS))]
+    return _fixture_messages()[0] + planted
+
+
+def _fixture_messages() -> tuple[list[str], list[tuple[ToolCall, ...]]]:
+    """Every message text of the fixture transcripts, and every assistant message's tool calls, sorted."""
     import contextledger  # noqa: PLC0415 - the corpus is read through the public API
 
     from tests.conftest import TRANSCRIPTS  # noqa: PLC0415
 
     texts: list[str] = []
+    calls: list[tuple[ToolCall, ...]] = []
     with contextledger.open_ledger("memory://") as ledger:
         for path in sorted(TRANSCRIPTS.iterdir()):
             if path.name in {"FORMATS.md", "PROVENANCE.md"}:
@@ -107,8 +158,11 @@ def _corpus() -> list[str]:
                 content = getattr(recorded.event, "content", None)
                 if isinstance(recorded.event, (AssistantMessageAdded, UserMessageAdded)) and content:
                     texts.append(ledger.text(content))
+                if isinstance(recorded.event, AssistantMessageAdded) and recorded.event.tool_calls:
+                    calls.append(recorded.event.tool_calls)
     texts.sort()  # session ids are drawn at random: the order of the texts is not
-    return texts + [" ".join(_PARTS[i:] + _PARTS[:i]) * (1 + i * 40) for i in range(len(_PARTS))]
+    calls.sort(key=lambda c: [(call.name, call.arguments) for call in c])
+    return texts, calls
 
 
 def test_the_facts_of_a_fixed_corpus_are_pinned_to_their_format():
@@ -118,8 +172,10 @@ def test_the_facts_of_a_fixed_corpus_are_pinned_to_their_format():
     so facts found by other rules are never mixed with these.
     """
     found = [card_state.assistant_facts(t) for t in _corpus()] + [card_state.user_facts(t) for t in _corpus()]
-    digest = hashlib.sha256(msgspec.msgpack.encode(found)).hexdigest()
+    calls = [card_state.calls_facts(c) for c in _fixture_messages()[1]]
+    digest = hashlib.sha256(msgspec.msgpack.encode([found, calls])).hexdigest()
     assert sum(f is not card_state.NO_FACTS for f in found) > 50  # the corpus reaches the rules
+    assert sum(bool(c) for c in calls) > 100  # and the calls' rules (files, plans)
     assert _PINNED.get(card_state.CARD_FACTS_FORMAT) == digest, (
         f"the card facts changed: raise CARD_FACTS_FORMAT and pin {digest}"
     )

@@ -91,14 +91,13 @@ _ARGUMENTS = st.one_of(
 )
 
 
-def _call_facts_by_definition(
-    name: str, arguments: str
-) -> tuple[tuple[str, ...] | None, shell_files.FileTouches]:
+def _call_facts_by_definition(name: str, arguments: str) -> card_state.CallFacts:
     """What ``_assistant`` computed per call before ``call_facts``: the parse, the plan, the files."""
     parsed = arguments_object(arguments) or {}
     todos = card_state.todo_items(parsed)
     plan = todos if todos is not None and re.search(r"todo|plan|task", name, re.IGNORECASE) else None
-    return plan, shell_files.files_of_call(name, parsed)
+    touched = shell_files.files_of_call(name, parsed)
+    return card_state.CallFacts(plan, touched.read, touched.changed)
 
 
 @settings(max_examples=1_000, deadline=None)

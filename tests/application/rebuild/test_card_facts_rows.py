@@ -13,7 +13,7 @@ from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, Card
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded
-from contextledger.projections.card_state import NO_FACTS, TextFacts
+from contextledger.projections.card_state import NO_FACTS, MessageFacts
 from contextledger.projections.counting import CountedEvent
 from contextledger.projections.presets import get_preset
 
@@ -63,7 +63,7 @@ def test_a_rebuild_reading_kept_facts_writes_the_rows_of_one_finding_them(full_d
         assert at // BLOCK == int(block)  # a row stays in its block
         reached[session_id] = max(reached.get(session_id, 0), at)
     assert reached == heads  # every session's facts looked at up to its head
-    decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
+    decode = msgspec.msgpack.Decoder(dict[int, MessageFacts]).decode
     assert any(decode(data) for _, data in kept.values())  # the transcripts hold decisions or plans
     dumps = {}
     for how in ("read", "missing", "unreadable"):
@@ -111,8 +111,8 @@ def test_facts_grow_over_contiguous_positions_only(ledger):
     assert all(e.card is not None for e in done)
     rows = facts.rows()
     assert {key: at for key, (at, _) in rows.items()} == {"s/0": 2, "s/1": BLOCK + 1}
-    decode = msgspec.msgpack.Decoder(dict[int, TextFacts]).decode
-    decided = TextFacts(decisions=("I decided to pin it.",))
+    decode = msgspec.msgpack.Decoder(dict[int, MessageFacts]).decode
+    decided = MessageFacts(decisions=("I decided to pin it.",))
     assert decode(rows["s/0"][1]) == {2: decided}  # no entry for the messages without facts
     assert decode(rows["s/1"][1]) == {BLOCK + 1: decided}
     assert NO_FACTS not in decode(rows["s/0"][1]).values()
