@@ -11,9 +11,9 @@ from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.audit_views import audit_views
 from contextledger.application.rebuild.projection_runner import BatchDone, ProjectionRunner
 from contextledger.application.rebuild.render_digest import (
-    RenderDigest,
     decode_digest,
     digests_of,
+    failed_digest,
     state_digest,
 )
 from contextledger.application.render.context_rows import row_state
@@ -168,9 +168,9 @@ def _digests(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[Vers
             if row is None:
                 continue
             try:
-                digests[key] = state_digest(projector, row_state(ledger, key, row[1]), ledger.text)
+                digests[key] = state_digest(projector, row_state(ledger, key, row[1]))
             except ContextLedgerError as error:
-                digests[key] = RenderDigest(failed=str(error))
+                digests[key] = failed_digest(str(error))
     tokens = 0
     evictions: Counter[str] = Counter()
     failed: dict[str, str] = {}

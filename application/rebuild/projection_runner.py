@@ -15,6 +15,7 @@ from contextledger.application.rebuild.render_digest import (
     RenderDigest,
     digests_of,
     encode_digest,
+    failed_digest,
     state_digest,
 )
 from contextledger.application.render.context_versions import CONTEXT_VIEW, projection_version
@@ -182,11 +183,11 @@ class ContextView:
         """The comparison's digest of the session's render, from the state just folded (nothing is read)."""
         state = self.renderer.held(session_id, self.projector)
         if state is None:
-            return RenderDigest(failed="no state held")  # not reached: a folded state is held
+            return failed_digest("no state held")  # not reached: a folded state is held
         try:
-            return state_digest(self.projector, state, self.renderer.reader.resolve)
+            return state_digest(self.projector, state)
         except ContextLedgerError as error:
-            return RenderDigest(failed=str(error))
+            return failed_digest(str(error))
 
     def _counted(
         self, after: int, upto: int, mains: list[tuple[Notification, int]]

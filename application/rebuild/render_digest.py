@@ -5,27 +5,33 @@ Comparing a candidate version with the live one used to read every row of both b
 the whole log plus two renders per session. The context view renders each session it writes from
 the state it already holds and stores a small digest (tokens, evictions by rule, a hash of the
 messages) under ``digests_of(version)`` in the same transaction as the row, so a comparison reads
-digests only. A session whose digest is missing (a version written before digests existed) is
-rendered from its row as before.
+digests only. A session whose digest is missing or of another ``DIGEST_FORMAT`` (a version written
+before digests existed, or before this format) is rendered from its row.
+
+In the hashed messages a text stored as a blob stands in by its content address (``by_address``):
+the address is the SHA-256 of the text, so two renders hash alike exactly when they show the same
+texts, and no blob is read (or hashed whole) to digest a session.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 
 import msgspec
-from contextledger.domain.content import Text
+from contextledger.domain.content import InlineText, Text
 from contextledger.projections.fold import Projector
 from contextledger.projections.render import eviction_counts
 from contextledger.projections.state import RenderState
 
 __all__ = [
+    "DIGEST_FORMAT",
     "EVICTING",
     "RenderDigest",
+    "by_address",
     "decode_digest",
     "digests_of",
     "encode_digest",
+    "failed_digest",
     "state_digest",
 ]
 
@@ -33,6 +39,12 @@ EVICTING = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 """Decision actions that take an event out of the context verbatim (counted per rule)."""
 
 _SUFFIX = "#renders"
+
+DIGEST_FORMAT = 2
+"""What a digest's ``messages`` hash: 1, the rendered texts; 2, blob texts stood for by their addresses."""
+
+_BLOB = "\x00blob:"
+"""Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
 
 
 def digests_of(version: str) -> str:
@@ -43,17 +55,29 @@ def digests_of(version: str) -> str:
 class RenderDigest(msgspec.Struct, frozen=True, array_like=True):
     """One session's render under a version: tokens, events evicted per rule, a hash of its messages.
 
-    ``failed`` holds why the session could not be rendered (then the rest is empty).
+    ``failed`` holds why the session could not be rendered (then the rest is empty). ``format`` is the
+    ``DIGEST_FORMAT`` it was made under (rows written before the field read as 1).
     """
 
     tokens: int = 0
     evictions: dict[str, int] = msgspec.field(default_factory=dict)
     messages: bytes = b""
     failed: str = ""
+    format: int = 1
 
 
-def state_digest(projector: Projector, state: RenderState, resolve: Callable[[Text], str]) -> RenderDigest:
-    """The digest of ``projector.render(state, resolve)``: its tokens, evictions by rule, messages hashed.
+def failed_digest(reason: str) -> RenderDigest:
+    """The digest of a session that could not be rendered, and why (this format: not rendered again)."""
+    return RenderDigest(failed=reason, format=DIGEST_FORMAT)
+
+
+def by_address(text: Text) -> str:
+    """The text a digest hashes for a logged text: an inline one itself, a blob its content address."""
+    return text.text if isinstance(text, InlineText) else _BLOB + text.sha256
+
+
+def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
+    """The digest of ``projector.render(state, by_address)``: its tokens, evictions by rule, messages hashed.
 
     The evictions are those of the render's decisions with an ``EVICTING`` action (``last - first + 1``
     per rule, by first eviction), counted from the state's ranges (``eviction_counts``): the decisions'
@@ -62,11 +86,10 @@ def state_digest(projector: Projector, state: RenderState, resolve: Callable[[Te
     Raises:
         PinnedOverBudgetError: as ``render`` does.
     """
-    context = projector.render(state, resolve, with_decisions=False)
+    context = projector.render(state, by_address, with_decisions=False)
     encoded = _ENCODER.encode(context.messages)
-    return RenderDigest(
-        context.tokens, eviction_counts(state, EVICTING), hashlib.blake2b(encoded, digest_size=16).digest()
-    )
+    messages = hashlib.blake2b(encoded, digest_size=16).digest()
+    return RenderDigest(context.tokens, eviction_counts(state, EVICTING), messages, format=DIGEST_FORMAT)
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -79,8 +102,9 @@ def encode_digest(digest: RenderDigest) -> bytes:
 
 
 def decode_digest(data: bytes) -> RenderDigest | None:
-    """A digest from row bytes; None when unreadable (derived: the session is rendered again instead)."""
+    """A digest from row bytes; None when unreadable or of another format (the session is rendered again)."""
     try:
-        return _DECODER.decode(data)
+        digest = _DECODER.decode(data)
     except msgspec.DecodeError:
         return None
+    return digest if digest.format == DIGEST_FORMAT else None

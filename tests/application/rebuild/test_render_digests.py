@@ -14,12 +14,16 @@ from contextledger.application.rebuild.blue_green import RebuildSpec, build_vers
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
 from contextledger.application.rebuild.rebuild import rebuild
 from contextledger.application.rebuild.render_digest import (
+    DIGEST_FORMAT,
     EVICTING,
     RenderDigest,
+    by_address,
     digests_of,
     encode_digest,
     state_digest,
 )
+from contextledger.application.render.context_rows import row_state
+from contextledger.domain.content import BlobText
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.fold import Projector
@@ -89,13 +93,16 @@ def test_a_rebuild_without_comparison_builds_and_switches(ledger):
 
 
 def _digest_of_render(context: RenderedContext) -> RenderDigest:
-    """The digest by its definition: the render's decisions counted per rule, its messages hashed."""
+    """The digest by its definition: the render's decisions counted per rule, its messages hashed.
+
+    ``context`` is rendered with ``by_address``: a blob's text stands in by its content address.
+    """
     evictions: dict[str, int] = {}
     for decision in context.decisions:
         if decision.action in EVICTING:
             evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
     messages = hashlib.blake2b(msgspec.msgpack.encode(context.messages), digest_size=16).digest()
-    return RenderDigest(context.tokens, evictions, messages)
+    return RenderDigest(context.tokens, evictions, messages, format=DIGEST_FORMAT)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -109,11 +116,83 @@ def test_the_digest_of_a_state_equals_the_digest_of_its_render(session, policy):
     for counted in count_all(session, words):
         state = projector.evolve(state, counted)
         try:
-            expected = _digest_of_render(projector.render(state, resolve))
+            expected = _digest_of_render(projector.render(state, by_address))
+            assert projector.render(state, by_address) == projector.render(state, resolve)  # no blobs here
         except PinnedOverBudgetError:
             with pytest.raises(PinnedOverBudgetError):
-                state_digest(projector, state, resolve)
+                state_digest(projector, state)
             continue
-        assert encode_digest(state_digest(projector, state, resolve)) == encode_digest(expected)
+        assert encode_digest(state_digest(projector, state)) == encode_digest(expected)
         evicted = evicted or bool(expected.evictions)
     event(f"evicted: {evicted}")
+
+
+def test_digests_hash_alike_exactly_when_the_renders_show_the_same_texts(ledger, monkeypatch):
+    """Blobs stand in by their addresses, yet two versions' digests differ exactly where their renders do.
+
+    Versions of two real sessions (one with an 868 KB tool output) under budgets that keep, cut, stub or
+    drop that blob, and one under a copy of a policy by another name (the same renders): per session and
+    pair of versions, equal digests iff equal rendered messages (the real texts, blobs read). No blob is
+    read to make a digest.
+    """
+    views = RecorderProjections(ledger.ports.log)
+    renamed = get_preset("default").model_copy(update={"name": "default-again"})
+    default, threshold, nexus = get_preset("default"), get_preset("threshold"), get_preset("nexus")
+    chosen = [(default, 200_000), (renamed, 200_000), (default, 16_000), (threshold, 16_000), (nexus, 64_000)]
+    built = [build_version(ledger, views, views, policy=policy, budget=budget) for policy, budget in chosen]
+    renders: dict[tuple[int, str], tuple[object, bytes]] = {}
+    blobs_shown = 0
+    for index, runner in enumerate(built):
+        for key in views.row_keys(runner.projection):
+            state = row_state(ledger, key, views.load_row(runner.projection, key)[1])
+            shown = runner.projector.render(state, ledger.text).messages
+            blobs_shown += sum(isinstance(e.content, BlobText) and e.text is None
+                               for g in state.window.groups for e in g.entries)  # fmt: skip
+            reads: list[str] = []
+            monkeypatch.setattr(ledger, "text", lambda t, reads=reads: reads.append("read") or "")
+            digest = state_digest(runner.projector, state)
+            monkeypatch.undo()
+            assert reads == []
+            renders[index, key] = (shown, digest.messages)
+    assert blobs_shown > 0  # some versions show a blob whole
+    outcomes = set()
+    for (a, key), (shown, digest) in renders.items():
+        for b in range(a + 1, len(built)):
+            other_shown, other_digest = renders[b, key]
+            assert (digest == other_digest) == (shown == other_shown), (a, b, key)
+            outcomes.add(shown == other_shown)
+    assert outcomes == {True, False}  # the budgets give equal renders and different ones
+
+
+def test_a_digest_of_an_earlier_format_is_rendered_again(ledger):
+    """Digests of an earlier format (content hashed) are not compared with these: their rows are rendered."""
+    views, live, candidate = _two_versions(ledger)
+    expected = compare_versions(ledger, views, candidate)
+    stale = encode_digest(RenderDigest(1, {}, b"an older format"))  # no format field: format 1
+    written = views.load_rows(digests_of(live), views.row_keys(live))
+    rows = {key: (row[0], stale) for key, row in written.items()}
+    views.commit(digests_of(live), 0, rows)  # the test writes them alone (a build writes them with its rows)
+    assert compare_versions(ledger, views, candidate) == expected
+
+
+def test_a_blob_shown_whole_is_hashed_by_its_address():
+    """Two renders that differ only in which blob a message shows hash differently; the same blob alike."""
+    from contextledger.domain.events import SessionStarted, UserMessageAdded  # noqa: PLC0415
+    from contextledger.projections.counting import CountedEvent  # noqa: PLC0415
+
+    projector = Projector(get_preset("default"), Words())
+
+    def digest_showing(sha256: str) -> bytes:
+        blob = BlobText(sha256=sha256, chars=9_000, preview="the same preview")
+        started = SessionStarted(session_id="s", system_prompt="sys")
+        state = projector.fold(
+            [
+                CountedEvent(position=1, event=started, tokens=(1, 0)),
+                CountedEvent(position=2, event=UserMessageAdded(content=blob), tokens=(40,)),
+            ]
+        )
+        assert isinstance(state.window.groups[0].entries[0].content, BlobText)  # shown whole
+        return state_digest(projector, state).messages
+
+    assert digest_showing("a" * 64) == digest_showing("a" * 64)
+    assert digest_showing("a" * 64) != digest_showing("b" * 64)
