@@ -205,7 +205,7 @@ def user_facts(text: str) -> MessageFacts:
 
 
 def message_facts(event: object, full_text: str | None) -> MessageFacts | None:
-    """The facts of a user or assistant message's text as ``observe`` reads it; None for any other event."""
+    """The facts of a user or assistant message (its text as ``observe`` reads it, its calls), else None."""
     if isinstance(event, AssistantMessageAdded):
         found = assistant_facts(_text(event.content, full_text))
         calls = calls_facts(event.tool_calls)
