@@ -130,13 +130,11 @@ _PINNED = {
     1: "63e8dce2c90583d76e429e79fd489343a2d43133f09912c57bba6d2fe34f9211",  # texts only
     2: "5ea8cbe9695cdd6d6d4df10db8da767aa57e2a5736f0e1b8ba64a80b43710666",  # and the tool calls' facts
 }
-"""Digest of the facts of ``_corpus()`` per ``CARD_FACTS_FORMAT``: kept rows are named by the format."""
+"""Digest of the facts of the fixtures' messages and ``_PLANTED``, per ``CARD_FACTS_FORMAT`` (kept rows are
+named by the format)."""
 
-
-def _corpus() -> list[str]:
-    """Every message text of the fixture transcripts, then texts that reach each branch of the rules."""
-    planted = [" ".join(_PARTS[i:] + _PARTS[:i]) * (1 + i * 40) for i in range(len(_PARTS))]
-    return _fixture_messages()[0] + planted
+_PLANTED = [" ".join(_PARTS[i:] + _PARTS[:i]) * (1 + i * 40) for i in range(len(_PARTS))]
+"""Texts that reach each branch of the rules."""
 
 
 def _fixture_messages() -> tuple[list[str], list[tuple[ToolCall, ...]]]:
@@ -171,8 +169,10 @@ def test_the_facts_of_a_fixed_corpus_are_pinned_to_their_format():
     Rows kept by an earlier rebuild are read instead of looking again; their name carries the format,
     so facts found by other rules are never mixed with these.
     """
-    found = [card_state.assistant_facts(t) for t in _corpus()] + [card_state.user_facts(t) for t in _corpus()]
-    calls = [card_state.calls_facts(c) for c in _fixture_messages()[1]]
+    texts, messages_calls = _fixture_messages()  # the fixtures are imported once
+    corpus = texts + _PLANTED
+    found = [card_state.assistant_facts(t) for t in corpus] + [card_state.user_facts(t) for t in corpus]
+    calls = [card_state.calls_facts(c) for c in messages_calls]
     digest = hashlib.sha256(msgspec.msgpack.encode([found, calls])).hexdigest()
     assert sum(f is not card_state.NO_FACTS for f in found) > 50  # the corpus reaches the rules
     assert sum(bool(c) for c in calls) > 100  # and the calls' rules (files, plans)
