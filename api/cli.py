@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 from typing import TYPE_CHECKING, NoReturn
 
 from contextledger.adapters.cli.app import run
@@ -37,5 +39,13 @@ def _recorder(ledger: Ledger) -> CallRecorder:
 
 
 def main() -> NoReturn:
-    """Run the CLI with ledgers opened by ``open_ledger`` and use cases built by the root."""
+    """Run the CLI with ledgers opened by ``open_ledger`` and use cases built by the root.
+
+    At exit, the process's objects are frozen (``gc.freeze``, an exit handler) before the interpreter's
+    last collections: they walked what a rebuild leaves (the tokenizer, caches, modules) for 0.2-0.3 s
+    only to free memory the exit gives back anyway. Threads are still joined, exit handlers run and
+    streams flushed as in any exit.
+    """
+    atexit.unregister(gc.freeze)  # once, however often main runs in one process (the CLI tests)
+    atexit.register(gc.freeze)
     run(_open_ledger, use_cases=UseCases(renderer=_renderer, recorder=_recorder))

@@ -8,7 +8,7 @@ import re
 import shlex
 
 from contextledger.domain.content import InlineText
-from contextledger.domain.events import AssistantMessageAdded
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
 from contextledger.projections import card_state, shell_files
 from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
@@ -47,6 +47,28 @@ def _mixed(parts: list[str], alphabet: str, pieces: int) -> st.SearchStrategy[st
 def test_a_text_ruled_out_holds_no_decision(text):
     """The pre-check answers as the decision pattern does: never False when a sentence holds a decision."""
     assert card_state._may_decide(text) == (card_state.DECISION.search(text) is not None)
+
+
+_ERROR_PIECES = ["Traceback (most recent call last)", "ValueError", "Exception", "error:", "fatal:", "FAILED"]
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(_mixed(_ERROR_PIECES, "aE_.: \n\r", 40))
+def test_a_result_ruled_out_holds_no_error_line(text):
+    """The error pre-check is never False where the error pattern matches in the first 200 characters."""
+    matched = card_state._ERROR.search(text, 0, 200) is not None
+    assert not matched or card_state._may_report_error(text)
+
+
+def test_a_result_opening_with_a_traceback_is_an_error():
+    """A tool output whose first line starts a traceback is remembered as the card's open error."""
+    card = card_state.CardState()
+    event = ToolResultRecorded(call_id="c1", tool_name="bash", content=InlineText("ok\nTraceback (most recent call last):\n"))
+    card_state.observe(card, 7, event, None)
+    assert card.errors == [(7, "bash: ok", "")]
+    quiet = ToolResultRecorded(call_id="c2", tool_name="bash", content=InlineText("all 12 tests pass\n"))
+    card_state.observe(card, 8, quiet, None)
+    assert len(card.errors) == 1
 
 
 def test_a_decision_in_an_ascii_text_is_found():
