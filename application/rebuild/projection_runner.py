@@ -101,6 +101,8 @@ class ContextView:
         self.known = KnownRows()
         self._texts: dict[int, list[Text]] = {}
         """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
+        self._known: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        """The token rows ``ahead`` read for a coming batch whose every event they count, by its range."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
         self.counts_at_finish = True
@@ -110,14 +112,16 @@ class ContextView:
         """Note where the view resumes; forget what memory holds if another runner moved it since."""
         if not self.known.begin(tracking):
             self._artifacts.clear()
+            self._known.clear()
             self.renderer.forget()
 
     def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
         """Start counting a coming batch's new texts in the background while an earlier one folds.
 
         Only the texts of events without token rows, as ``fold`` will count them (``prefetch``: a
-        no-op unless the tokenizer counts ahead). ``fold`` reads the token rows again: this writer's
-        blocks change when the current batch commits.
+        no-op unless the tokenizer counts ahead). When the rows count every event of the batch,
+        ``fold`` takes them as read here (it writes no count of its own, so this writer's blocks,
+        which the current batch's commit may change, are not needed); else it reads them again.
         """
         counter = self.renderer.counter
         if not counter.counts_ahead:
@@ -125,6 +129,8 @@ class ContextView:
         mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
         known = self.tokens.peek(after, upto) if mains else {}
         texts = {note.id: counted_texts(note.event) for note in mains if note.id not in known}
+        if not texts:
+            self._known[(after, upto)] = known
         self._texts.update(texts)
         counter.prefetch([t for group in texts.values() for t in group])
 
@@ -198,7 +204,9 @@ class ContextView:
         session, and the new token and card facts rows by name.
         """
         reader = self.renderer.reader
-        known = self.tokens.load(after, upto) if mains else {}
+        known = self._known.pop((after, upto), None)
+        if known is None:
+            known = self.tokens.load(after, upto) if mains else {}
         counted: dict[int, CountedEvent] = {}
         missing: list[tuple[Notification, int]] = []
         for note, position in mains:
@@ -217,6 +225,8 @@ class ContextView:
                 fresh[note.id] = done.tokens
         if self._texts:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
+        if self._known:
+            self._known = {span: rows for span, rows in self._known.items() if span[1] > upto}
         read: dict[str, list[CountedEvent]] = {}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
         cards = self.card_facts

@@ -341,3 +341,51 @@ def test_commits_landing_while_the_next_batch_folds_write_what_commits_in_turn_w
     assert dumps[0] == dumps[1]
     names = {row[0] for row in dumps[0]}
     assert {CARD_FACTS, token_rows("cl100k_base")} < names  # and the context view's rows and digests
+
+
+class _InPlace:
+    """A tokenizer that cannot count ahead (the same counts, counted in place)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def count(self, text: str) -> int:
+        return int(self.inner.count(text))
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        return list(self.inner.count_many(texts))
+
+
+def test_a_rebuild_under_another_policy_reads_each_batchs_token_rows_once(full_db, tmp_path):
+    """Every count is known: the rows read ahead of a batch serve its fold, which reads none again.
+
+    The rows it writes equal those of a rebuild that reads every batch's counts when it folds it
+    (a tokenizer that does not count ahead, so nothing is read ahead).
+    """
+    dumps = []
+    for ahead in (True, False):
+        path = tmp_path / f"ahead-{ahead}.db"
+        shutil.copy(full_db, path)
+        with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
+            views = _views(ledger)
+            assert ProjectionRunner(ledger, views, views, batch_size=500).run().failed == {}
+            reads: list[str] = []
+            load_range = views.load_range
+
+            def spy(name: str, first: str, last: str, load_range: Any = load_range) -> Any:
+                if name == token_rows("cl100k_base"):
+                    reads.append(first)
+                return load_range(name, first, last)
+
+            views.load_range = spy  # type: ignore[method-assign]
+            runner = ProjectionRunner(ledger, views, views, policy="threshold", batch_size=500)
+            counter = runner.renderer.counter
+            if not ahead:
+                counter.counter = _InPlace(counter.counter)
+            assert counter.counts_ahead is ahead
+            stats = runner.run()
+            assert stats.failed == {}
+            assert len(reads) == stats.batches > 5
+        dumps.append(_all_rows(path))
+    assert dumps[0] == dumps[1]
