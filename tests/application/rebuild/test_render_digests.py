@@ -101,7 +101,7 @@ def _digest_of_render(context: RenderedContext) -> RenderDigest:
     for decision in context.decisions:
         if decision.action in EVICTING:
             evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
-    messages = hashlib.blake2b(msgspec.msgpack.encode(context.messages), digest_size=16).digest()
+    messages = hashlib.sha256(msgspec.msgpack.encode(context.messages)).digest()[:16]
     return RenderDigest(context.tokens, evictions, messages, format=DIGEST_FORMAT)
 
 
