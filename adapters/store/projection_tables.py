@@ -311,8 +311,12 @@ class SQLiteProjectionTables:
         return None if row is None else str(row[0])
 
     def projection_acquire(self, projection: str, owner: str) -> None:
-        """Take the lease (a row with an expiry) unless a live holder has it."""
-        with self.writing() as c:
+        """Take the lease (a row with an expiry) unless a live holder has it.
+
+        Written without waiting for the disk (``durable=False``): a lease only keeps two live runners
+        apart, and a power cut that could lose the write stops every holder too.
+        """
+        with self.writing(durable=False) as c:
             c.execute(
                 "SELECT owner, expires FROM ledger_projection_leases WHERE projection = ?", (projection,)
             )
@@ -325,8 +329,8 @@ class SQLiteProjectionTables:
             )
 
     def projection_release(self, projection: str, owner: str) -> None:
-        """Give the lease up."""
-        with self.writing() as c:
+        """Give the lease up (not waiting for the disk: a release lost leaves a dead holder's lease)."""
+        with self.writing(durable=False) as c:
             c.execute(
                 "DELETE FROM ledger_projection_leases WHERE projection = ? AND owner = ?", (projection, owner)
             )

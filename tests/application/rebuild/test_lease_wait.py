@@ -61,3 +61,21 @@ def test_a_holder_still_running_after_the_wait_is_a_retry_later_error(tmp_path, 
             wait_for_leases(projections_of(ledger), ["context/v"], timeout=0.2, poll=0.05)
         assert worker.poll() is None
         assert exit_code_for(raised.value) == EXIT_STORE_UNAVAILABLE == 3
+
+
+def test_leases_no_live_holder_has_are_not_written_to_wait_for_them(tmp_path):
+    """Only a dead holder's lease and none: the wait reads the leases once and takes none of them."""
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'l.db'}") as ledger:
+        dead = projections_of(ledger)
+        dead.owner = f"{socket.gethostname()}:999999999:dead0001"  # no such process
+        dead.acquire("context/v")
+        store = projections_of(ledger)
+        taken: list[str] = []
+        acquire = store.acquire
+        store.acquire = lambda name: taken.append(name) or acquire(name)  # type: ignore[method-assign]
+        wait_for_leases(store, lease_names(["context/v"], 2))
+        assert taken == []
+        assert [(lease.projection, lease.alive) for lease in store.leases()] == [("context/v", False)]
+        store.acquire("context/v").release()  # the run takes the dead holder's lease over
+        assert taken == ["context/v"]
+        assert store.leases() == []
