@@ -61,3 +61,24 @@ def test_errors_print_one_line_and_exit_non_zero(tmp_path):
     missing = _run("show", "nope", "--db", f"sqlite:///{tmp_path / 'e.db'}", cwd=tmp_path)
     assert missing.returncode == 1
     assert "SessionNotFoundError" in missing.stderr
+
+
+def test_the_console_script_leaves_its_objects_to_the_exit(tmp_path):
+    """By the time the exit handlers run, the CLI's objects are frozen, out of the last collections' way.
+
+    The process still exits as any does: its output flushed, its exit code kept, handlers registered
+    before ``main`` run after the freeze.
+    """
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
+        "from contextledger.cli import main\n"
+        f"sys.argv = ['contextledger', 'sessions', '--db', {url!r}, '--json']\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    document, _, tail = done.stdout.rpartition("}")
+    assert json.loads(document + "}") == {"sessions": []}
+    assert tail.strip() == "frozen at exit: True"
