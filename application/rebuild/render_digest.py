@@ -10,7 +10,10 @@ before digests existed, or before this format) is rendered from its row.
 
 In the hashed messages a text stored as a blob stands in by its content address (``by_address``):
 the address is the SHA-256 of the text, so two renders hash alike exactly when they show the same
-texts, and no blob is read (or hashed whole) to digest a session.
+texts, and no blob is read (or hashed whole) to digest a session. A message showing its event's
+inline text as the log keeps it stands in by that event's position (``logged_texts``): an entry's
+inline content is always its event's own (the row codec leaves it out for that reason), so within a
+session the position names the text, and the render's largest texts are neither encoded nor hashed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 
 import msgspec
 from contextledger.domain.content import InlineText, Text
+from contextledger.projections.context import RenderedMessage
 from contextledger.projections.fold import Projector
 from contextledger.projections.render import eviction_counts
 from contextledger.projections.state import RenderState
@@ -33,6 +37,7 @@ __all__ = [
     "digests_of",
     "encode_digest",
     "failed_digest",
+    "logged_texts",
     "state_digest",
 ]
 
@@ -43,10 +48,13 @@ _SUFFIX = "#renders"
 
 DIGEST_FORMAT = 3
 """What a digest's ``messages`` hash: 1, the rendered texts; 2, blob texts stood for by their addresses;
-3, as 2, hashed with SHA-256 (its first 16 bytes) instead of BLAKE2b (``digest_of_messages``)."""
+3, as 2, and texts shown as logged stood for by their positions, hashed with SHA-256 (its first 16
+bytes) instead of BLAKE2b (``digest_of_messages``)."""
 
 _BLOB = "\x00blob:"
 """Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
+_AT = "\x00at:"
+"""Starts the stand-in of a text shown as its event logged it, followed by the event's position."""
 
 
 def digests_of(version: str) -> str:
@@ -89,16 +97,43 @@ def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
         PinnedOverBudgetError: as ``render`` does.
     """
     context = projector.render(state, by_address, with_decisions=False)
-    messages = digest_of_messages(_ENCODER.encode(context.messages))
+    logged = logged_texts(state)
+    shown = [_by_position(message, logged) for message in context.messages]
+    messages = digest_of_messages(_ENCODER.encode(shown))
     return RenderDigest(context.tokens, eviction_counts(state, EVICTING), messages, format=DIGEST_FORMAT)
+
+
+def logged_texts(state: RenderState) -> dict[int, str]:
+    """The window's non-empty inline texts by position: each is the text its event logged (``context_rows``)."""
+    logged: dict[int, str] = {}
+    for group in state.window.groups:
+        for entry in group.entries:
+            content = entry.content
+            if isinstance(content, InlineText) and content.text:
+                logged[entry.position] = content.text
+    return logged
+
+
+def _by_position(message: RenderedMessage, logged: dict[int, str]) -> RenderedMessage:
+    """``message`` with its text stood for by its one source's position when it is that event's text.
+
+    Injective for a given source position (a stand-in starts with a NUL, which no logged text holds),
+    so two renders of a session hash alike exactly when they show the same texts.
+    """
+    sources = message.sources
+    if len(sources) == 1:
+        text = logged.get(sources[0])
+        if text is not None and message.text == text:
+            return msgspec.structs.replace(message, text=f"{_AT}{sources[0]}")
+    return message
 
 
 def digest_of_messages(encoded: bytes) -> bytes:
     """The hash a digest keeps of a render's messages (msgpack): the first 16 bytes of their SHA-256.
 
     SHA-256 runs on the CPU's SHA instructions where it has them (x86 since 2017, ARMv8): twice
-    BLAKE2b's pace on the machines measured (ADR 0062). A render of a long session is hundreds of
-    kilobytes, hashed for every session a rebuild writes.
+    BLAKE2b's pace on the machines measured (ADR 0062). What is hashed is what the stand-ins leave:
+    cut forms, stubs, summaries, the card, the system prompt, tool calls.
     """
     return hashlib.sha256(encoded).digest()[:16]
 

@@ -23,9 +23,11 @@ from contextledger.application.rebuild.render_digest import (
     state_digest,
 )
 from contextledger.application.render.context_rows import row_state
-from contextledger.domain.content import BlobText
+from contextledger.domain.content import BlobText, InlineText
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
 from contextledger.projections.presets import get_preset
 from hypothesis import HealthCheck, event, given, settings
@@ -92,17 +94,33 @@ def test_a_rebuild_without_comparison_builds_and_switches(ledger):
     assert len(views.row_keys(result.version)) == 2
 
 
-def _digest_of_render(context: RenderedContext) -> RenderDigest:
+def _digest_of_render(context: RenderedContext, logged: dict[int, str]) -> RenderDigest:
     """The digest by its definition: the render's decisions counted per rule, its messages hashed.
 
-    ``context`` is rendered with ``by_address``: a blob's text stands in by its content address.
+    ``context`` is rendered with ``by_address``: a blob's text stands in by its content address; a
+    message from one event showing that event's logged text (``logged``: read from the events, not
+    the state) stands in by the event's position.
     """
     evictions: dict[str, int] = {}
     for decision in context.decisions:
         if decision.action in EVICTING:
             evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
-    messages = hashlib.sha256(msgspec.msgpack.encode(context.messages)).digest()[:16]
+    shown = [
+        msgspec.structs.replace(m, text=f"\x00at:{m.sources[0]}")
+        if len(m.sources) == 1 and logged.get(m.sources[0]) == m.text
+        else m
+        for m in context.messages
+    ]
+    messages = hashlib.sha256(msgspec.msgpack.encode(shown)).digest()[:16]
     return RenderDigest(context.tokens, evictions, messages, format=DIGEST_FORMAT)
+
+
+def _logged(counted: CountedEvent) -> dict[int, str]:
+    """The non-empty inline text a message event logged, by its position (none for other events)."""
+    content = getattr(counted.event, "content", None)
+    is_message = isinstance(counted.event, UserMessageAdded | AssistantMessageAdded | ToolResultRecorded)
+    logged = is_message and isinstance(content, InlineText) and content.text
+    return {counted.position: content.text} if logged else {}  # type: ignore[union-attr]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -113,10 +131,12 @@ def test_the_digest_of_a_state_equals_the_digest_of_its_render(session, policy):
     projector = Projector(policy, words)
     state = projector.start()
     evicted = False
+    logged: dict[int, str] = {}
     for counted in count_all(session, words):
         state = projector.evolve(state, counted)
+        logged.update(_logged(counted))
         try:
-            expected = _digest_of_render(projector.render(state, by_address))
+            expected = _digest_of_render(projector.render(state, by_address), logged)
             assert projector.render(state, by_address) == projector.render(state, resolve)  # no blobs here
         except PinnedOverBudgetError:
             with pytest.raises(PinnedOverBudgetError):
@@ -177,8 +197,7 @@ def test_a_digest_of_an_earlier_format_is_rendered_again(ledger):
 
 def test_a_blob_shown_whole_is_hashed_by_its_address():
     """Two renders that differ only in which blob a message shows hash differently; the same blob alike."""
-    from contextledger.domain.events import SessionStarted, UserMessageAdded  # noqa: PLC0415
-    from contextledger.projections.counting import CountedEvent  # noqa: PLC0415
+    from contextledger.domain.events import SessionStarted  # noqa: PLC0415
 
     projector = Projector(get_preset("default"), Words())
 
