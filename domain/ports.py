@@ -317,14 +317,6 @@ class VersionRegistry(Protocol):
         ...
 
 
-class ProjectionLeases(Protocol):
-    """One writer per view at a time."""
-
-    def acquire(self, projection: str) -> ProjectionLease:
-        """Take the one-writer lease of ``projection``; ``ProjectionLockedError`` when it is held."""
-        ...
-
-
 class LeaseHolder(msgspec.Struct, frozen=True, kw_only=True):
     """A projection lease as the store holds it: who, until when (None: while its connection lives)."""
 
@@ -335,15 +327,23 @@ class LeaseHolder(msgspec.Struct, frozen=True, kw_only=True):
     """Whether the holder may still be running (unexpired and, on this host, its process exists)."""
 
 
-class StoreHealth(Protocol):
-    """What ``doctor`` asks a store about itself: the schema it carries and the leases held on it."""
+class ProjectionLeases(Protocol):
+    """One writer per view at a time."""
 
-    def schema_version(self) -> int | None:
-        """The schema version the database records (None: a store that keeps none, such as memory)."""
+    def acquire(self, projection: str) -> ProjectionLease:
+        """Take the one-writer lease of ``projection``; ``ProjectionLockedError`` when it is held."""
         ...
 
     def leases(self) -> list[LeaseHolder]:
         """Every projection lease currently held (or left behind by a holder that died)."""
+        ...
+
+
+class StoreHealth(ProjectionLeases, Protocol):
+    """What ``doctor`` asks a store about itself: the schema it carries and the leases held on it."""
+
+    def schema_version(self) -> int | None:
+        """The schema version the database records (None: a store that keeps none, such as memory)."""
         ...
 
 

@@ -258,7 +258,7 @@ def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_te
     """``observe`` of a tool result: its position and tool, and an error when it failed."""
     card.results.append((seq, event.tool_name))
     text = _text(event.content, full_text)
-    if event.is_error or _may_report_error(text) and _ERROR.search(text, 0, 200):  # as in text[:200]
+    if event.is_error or (_may_report_error(text) and _ERROR.search(text, 0, 200)):  # as in text[:200]
         first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
         card.errors.append((seq, f"{event.tool_name}: {first}", ""))
         card.errors = card.errors[-_KEEP:]
@@ -269,10 +269,10 @@ def _may_report_error(text: str) -> bool:
     """Whether ``_ERROR`` may match in ``text[:200]`` (False is exact: every match holds one of the words).
 
     Most tool outputs hold none of them, and the substring tests cost a fraction of the pattern's
-    search, which tries ``[\\w.]*`` at every line start.
+    search, which tries a run of word characters at every line start.
     """
     head = text[:200]
-    for word in _ERROR_WORDS:  # a loop, not any(): this runs for every tool result
+    for word in _ERROR_WORDS:  # noqa: SIM110 - a loop, not any(): this runs for every tool result
         if word in head:
             return True
     return False

@@ -204,9 +204,7 @@ class ContextView:
         session, and the new token and card facts rows by name.
         """
         reader = self.renderer.reader
-        known = self._known.pop((after, upto), None)
-        if known is None:
-            known = self.tokens.load(after, upto) if mains else {}
+        known = self._known_counts(after, upto, mains)
         counted: dict[int, CountedEvent] = {}
         missing: list[tuple[Notification, int]] = []
         for note, position in mains:
@@ -238,6 +236,15 @@ class ContextView:
         if cards is not None and facts is not None and (written := facts.rows()):
             produced[cards.name] = written
         return read, produced
+
+    def _known_counts(
+        self, after: int, upto: int, mains: list[tuple[Notification, int]]
+    ) -> dict[int, tuple[int, ...]]:
+        """The batch's token rows: as ``ahead`` read them when they count every event, else read now."""
+        known = self._known.pop((after, upto), None)
+        if known is None:
+            known = self.tokens.load(after, upto) if mains else {}
+        return known
 
     def _fold_session(
         self, session_id: str, at: int, row: tuple[int, bytes] | None, events: list[CountedEvent]

@@ -104,7 +104,7 @@ def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
 
 
 def logged_texts(state: RenderState) -> dict[int, str]:
-    """The window's non-empty inline texts by position: each is the text its event logged (``context_rows``)."""
+    """The window's non-empty inline texts by position: each is its event's logged text (``context_rows``)."""
     logged: dict[int, str] = {}
     for group in state.window.groups:
         for entry in group.entries:

@@ -63,7 +63,9 @@ def test_a_result_ruled_out_holds_no_error_line(text):
 def test_a_result_opening_with_a_traceback_is_an_error():
     """A tool output whose first line starts a traceback is remembered as the card's open error."""
     card = card_state.CardState()
-    event = ToolResultRecorded(call_id="c1", tool_name="bash", content=InlineText("ok\nTraceback (most recent call last):\n"))
+    event = ToolResultRecorded(
+        call_id="c1", tool_name="bash", content=InlineText("ok\nTraceback (most recent call last):\n")
+    )
     card_state.observe(card, 7, event, None)
     assert card.errors == [(7, "bash: ok", "")]
     quiet = ToolResultRecorded(call_id="c2", tool_name="bash", content=InlineText("all 12 tests pass\n"))

@@ -373,7 +373,9 @@ def test_a_rebuild_under_another_policy_reads_each_batchs_token_rows_once(full_d
             reads: list[str] = []
             load_range = views.load_range
 
-            def spy(name: str, first: str, last: str, load_range: Any = load_range) -> Any:
+            def spy(
+                name: str, first: str, last: str, load_range: Any = load_range, reads: list[str] = reads
+            ) -> Any:
                 if name == token_rows("cl100k_base"):
                     reads.append(first)
                 return load_range(name, first, last)

@@ -24,8 +24,8 @@ from contextledger.application.rebuild.render_digest import (
 )
 from contextledger.application.render.context_rows import row_state
 from contextledger.domain.content import BlobText, InlineText
-from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from contextledger.domain.errors import PinnedOverBudgetError
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
