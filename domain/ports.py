@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -334,8 +334,8 @@ class ProjectionLeases(Protocol):
         """Take the one-writer lease of ``projection``; ``ProjectionLockedError`` when it is held."""
         ...
 
-    def leases(self) -> list[LeaseHolder]:
-        """Every projection lease currently held (or left behind by a holder that died)."""
+    def leases(self, names: Collection[str] | None = None) -> list[LeaseHolder]:
+        """Every projection lease currently held (or left behind by a holder that died); of ``names`` only."""
         ...
 
 

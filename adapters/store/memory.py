@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from threading import RLock
 from typing import Any
 
@@ -122,11 +122,15 @@ class MemoryProjectionTables:
             if leases.get(projection) == owner:
                 del leases[projection]
 
-    def projection_leases(self) -> list[LeaseHolder]:
-        """The leases this process's memory store holds (they last as long as the store)."""
+    def projection_leases(self, names: Collection[str] | None = None) -> list[LeaseHolder]:
+        """The leases this process's memory store holds (of ``names`` only, when given): they last with it."""
         with self.database_lock:
             held = sorted(self._projection_tables()["leases"].items())
-        return [LeaseHolder(projection=p, holder=o, expires=None, alive=True) for p, o in held]
+        return [
+            LeaseHolder(projection=p, holder=o, expires=None, alive=True)
+            for p, o in held
+            if names is None or p in names
+        ]
 
     def stored_schema_version(self) -> int | None:
         """None: a memory store keeps no schema."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import psycopg
@@ -254,9 +254,12 @@ class PostgresProjectionTables:
         finally:
             self.datastore.pool.putconn(conn)
 
-    def projection_leases(self) -> list[LeaseHolder]:
-        """The advisory-lock leases held on the checkpointed views: a lock lives as long as its session."""
-        names = sorted({*self.projection_checkpoints(), *self._leases()})
+    def projection_leases(self, names: Collection[str] | None = None) -> list[LeaseHolder]:
+        """The advisory-lock leases held on the checkpointed views (or ``names``): each lives with a session.
+
+        One query per view, so a caller that wants a few names passes them (``wait_for_leases``).
+        """
+        names = sorted({*self.projection_checkpoints(), *self._leases()} if names is None else set(names))
         found: list[LeaseHolder] = []
         with self.datastore.get_connection() as conn:
             for name in names:

@@ -7,7 +7,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
@@ -166,8 +166,8 @@ class ProjectionTables(Protocol):
         """Give the lease up."""
         ...
 
-    def projection_leases(self) -> list[LeaseHolder]:
-        """Every lease held (or left by a holder that died)."""
+    def projection_leases(self, names: Collection[str] | None = None) -> list[LeaseHolder]:
+        """Every lease held (or left by a holder that died); of ``names`` only, when given."""
         ...
 
     def stored_schema_version(self) -> int | None:
@@ -335,8 +335,8 @@ class SQLiteProjectionTables:
                 "DELETE FROM ledger_projection_leases WHERE projection = ? AND owner = ?", (projection, owner)
             )
 
-    def projection_leases(self) -> list[LeaseHolder]:
-        """Every lease row: a holder that died (or whose lease ran out) stays listed, not alive."""
+    def projection_leases(self, names: Collection[str] | None = None) -> list[LeaseHolder]:
+        """Every lease row (of ``names`` only, when given): a dead holder's stays listed, not alive."""
         with self.datastore.transaction(commit=False) as c:
             c.execute("SELECT projection, owner, expires FROM ledger_projection_leases ORDER BY projection")
             rows = c.fetchall()
@@ -348,6 +348,7 @@ class SQLiteProjectionTables:
                 alive=holder_alive(str(o), float(e)),
             )
             for p, o, e in rows
+            if names is None or str(p) in names
         ]
 
     def stored_schema_version(self) -> int | None:

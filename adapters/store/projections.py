@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from contextledger.adapters.store.commit_aside import AsideCommit
 from contextledger.adapters.store.event_store import RecorderEventStore
@@ -77,10 +77,10 @@ class RecorderProjections:
         with translated("read the schema version"):
             return self._tables.stored_schema_version()
 
-    def leases(self) -> list[LeaseHolder]:
-        """Every projection lease held (or left by a holder that died, then not alive)."""
+    def leases(self, names: Collection[str] | None = None) -> list[LeaseHolder]:
+        """Every projection lease held (or left by a holder that died, then not alive); of ``names`` only."""
         with translated("list projection leases"):
-            return self._tables.projection_leases()
+            return self._tables.projection_leases(names)
 
     def checkpoints(self) -> dict[str, int]:
         """Return every checkpoint (views and their shards) with its position."""

@@ -43,8 +43,7 @@ def wait_for_leases(
         ProjectionLockedError: a holder still has a lease after ``timeout`` seconds (CLI exit 3: retry later).
     """
     names = list(names)
-    wanted = set(names)
-    if not any(lease.alive for lease in store.leases() if lease.projection in wanted):
+    if not any(lease.alive for lease in store.leases(names)):
         return  # one read: nothing to wait for (a dead holder's lease is taken over when the run takes it)
     deadline = clock() + timeout
     told: set[str] = set()

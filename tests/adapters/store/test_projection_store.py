@@ -124,6 +124,24 @@ def test_one_runner_holds_a_projection_lease(store, any_url):
             other_store.close()
 
 
+def test_leases_asked_for_by_name_are_those_listed(store, any_url):
+    """``leases(names)`` lists the leases of those names only, held by another runner as by this one."""
+    first = RecorderProjections(store)
+    other_store = store if any_url == "memory://" else open_store(any_url)
+    try:
+        second = RecorderProjections(other_store)
+        held = [first.acquire("p"), first.acquire("q")]
+        assert [(lease.projection, lease.alive) for lease in second.leases(["p", "r"])] == [("p", True)]
+        assert second.leases(["r"]) == []
+        assert [lease.projection for lease in first.leases(["q"])] == ["q"]
+        for lease in held:
+            lease.release()
+        assert second.leases(["p", "q"]) == []
+    finally:
+        if other_store is not store:
+            other_store.close()
+
+
 def test_a_dead_holder_does_not_keep_a_sqlite_lease(sqlite_url):
     """A lease whose holder process died (kill -9) is taken over without waiting for its expiry."""
     code = (
