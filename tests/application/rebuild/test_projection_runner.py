@@ -286,6 +286,12 @@ def test_a_rebuild_leaves_every_count_in_the_token_cache(full_url):
         assert fresh.tokenized == 0
 
 
+def _copy(full_db: Path, path: Path) -> Path:
+    """A private copy of the full ledger at ``path``."""
+    shutil.copy(full_db, path)
+    return path
+
+
 def _all_rows(path: Path) -> list[tuple[str, str, int, bytes]]:
     with sqlite3.connect(path) as db:
         return db.execute(
@@ -303,8 +309,7 @@ def test_commits_landing_while_the_next_batch_folds_write_what_commits_in_turn_w
     """
     dumps = []
     for aside in (True, False):
-        path = tmp_path / f"aside-{aside}.db"
-        shutil.copy(full_db, path)
+        path = _copy(full_db, tmp_path / f"aside-{aside}.db")
         with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
             views = _views(ledger)
             tables: Any = views._tables
@@ -365,8 +370,7 @@ def test_a_rebuild_under_another_policy_reads_each_batchs_token_rows_once(full_d
     """
     dumps = []
     for ahead in (True, False):
-        path = tmp_path / f"ahead-{ahead}.db"
-        shutil.copy(full_db, path)
+        path = _copy(full_db, tmp_path / f"ahead-{ahead}.db")
         with contextledger.open_ledger(f"sqlite:///{path}") as ledger:
             views = _views(ledger)
             assert ProjectionRunner(ledger, views, views, batch_size=500).run().failed == {}
