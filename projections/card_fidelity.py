@@ -7,7 +7,8 @@ import re
 
 import msgspec
 from contextledger.domain.events import Fidelity
-from contextledger.projections.card_state import CardState, instructions_of
+from contextledger.projections.card_extract import instructions_of
+from contextledger.projections.card_state import CardState
 
 __all__ = ["CardCheck", "check_against_card", "with_card_check"]
 

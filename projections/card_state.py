@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import re
 
 import msgspec
@@ -12,6 +10,7 @@ from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorde
 from contextledger.projections.card_calls import CallFacts, call_facts, calls_facts, todo_items
 from contextledger.projections.card_calls import clip as _clip
 from contextledger.projections.card_config import CardConfig
+from contextledger.projections.card_extract import SENTENCE_END, extract, folded
 
 __all__ = [
     "CARD_FACTS_FORMAT",
@@ -25,7 +24,6 @@ __all__ = [
     "call_facts",
     "calls_facts",
     "checklist_of",
-    "instructions_of",
     "message_facts",
     "observe",
     "observe_assistant",
@@ -47,7 +45,7 @@ _DECISION_WORDS = (
     "decided to", "decision:", "i chose", "we chose", "switch", "instead of", "the fix is",
     "the root cause", "root cause is", "going with", "i'll keep", "we'll keep", "i'll avoid", "we'll avoid",
 )  # fmt: skip
-"""A part of every phrase ``DECISION`` matches, lower-cased (a text whose ``_folded`` form holds none holds no
+"""A part of every phrase ``DECISION`` matches, lower-cased (a text whose ``folded`` form holds none holds no
 decision)."""
 _DECISION_CORES: tuple[str, ...] = (
     "use", "go", "decid", "decision:", "chose", "switch", "instead of", "fix is", "root cause",
@@ -59,14 +57,6 @@ _DECISION_GROUPS = tuple((core, tuple(w for w in _DECISION_WORDS if core in w)) 
 Eleven scans of a text rule it out where twenty-one did; a core found sends only its group's words
 to be looked for. Every word holds a core (``tests/projections/test_card_fast_paths.py``).
 """
-_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n)\n*)")
-"""Where a sentence ends: whitespace after ``.``, ``!`` or ``?``, or line breaks (``(?<=[.!?])\\s+|\\n+``).
-
-Written to start with ``\\s`` so that ``re`` skips to the next whitespace instead of trying both branches at
-every character; it matches the same spans (``tests/projections/test_card_fast_paths.py``).
-"""
-_SENTENCE_ENDS_KEPT = re.compile(f"({_SENTENCE_END.pattern})")
-"""``_SENTENCE_END`` as a group: ``split`` also returns the ends between the sentences (their places)."""
 _CHECK = re.compile(r"^\s*(?:[-*]|\d+[.)])\s*\[([ xX~-])\]\s*(.+?)\s*$", re.MULTILINE)
 _CHECKBOX = re.compile(r"\[[ xX~-]\]")
 """The box every ``_CHECK`` line holds: none in the first ``_CHECKLIST_CHARS`` characters, no checklist."""
@@ -80,8 +70,6 @@ _ERROR_WORDS = ("Error", "Exception", "Traceback", "error:", "fatal:", "FAILED")
 """A word each of ``_ERROR``'s branches holds (``_may_report_error``)."""
 _USER_CHARS = 2_000
 """A user message longer than this is kept by extraction (its imperative and negative sentences)."""
-_EXTRACT_CHARS = 50_000
-"""How much of a long user message extraction reads."""
 _KEEP = 60
 """How many decisions, errors and file paths the state remembers (the newest); the card shows fewer."""
 
@@ -193,7 +181,7 @@ def assistant_facts(text: str) -> MessageFacts:
     """
     head = text[:20_000]
     decisions = (
-        tuple(_clip(s) for s in _SENTENCE_END.split(head) if _may_decide(s)) if _may_decide(head) else ()
+        tuple(_clip(s) for s in SENTENCE_END.split(head) if _may_decide(s)) if _may_decide(head) else ()
     )
     plan = checklist_of(text)
     if len(plan) < 2:  # noqa: PLR2004 - one checkbox is a remark, two are a plan
@@ -282,12 +270,12 @@ def _may_decide(text: str) -> bool:
     """Whether a text may hold a decision sentence (False is exact; True is checked by the pattern).
 
     A sentence holding a decision is a part of the text holding it, so the text is searched first;
-    the text folded as the case-blind ``DECISION`` compares letters (``_folded``) holds every phrase
+    the text folded as the case-blind ``DECISION`` compares letters (``folded``) holds every phrase
     it matches lower-cased, so a plain substring test of ``_DECISION_WORDS`` rules out most texts
     before any regular expression runs (the regular expression over every assistant text was the
     largest cost of a rebuild).
     """
-    lowered = _folded(text)
+    lowered = folded(text)
     for core, words in _DECISION_GROUPS:  # loops, not any(): this runs for every assistant message
         if core in lowered:
             for word in words:
@@ -299,23 +287,6 @@ def _may_decide(text: str) -> bool:
     else:
         return False
     return DECISION.search(text) is not None
-
-
-_ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
-"""The characters ``re``'s IGNORECASE matches to an ASCII letter that ``str.lower`` does not lower to it.
-
-U+0130 (capital I with a dot) lowers to two characters (``i`` and a combining dot) but matches ``i``;
-U+0131 (dotless i) and U+017F (long s) are ``re``'s extra cases of ``i`` and ``s``. Every other
-character matching an ASCII letter (U+212A, the Kelvin sign) lowers to it (checked over every code
-point in the tests).
-"""
-
-
-def _folded(text: str) -> str:
-    """Return ``text`` lower-cased so that a case-blind ASCII phrase ``re`` matches in it is a substring."""
-    if text.isascii() or not ("\u0130" in text or "\u0131" in text or "\u017f" in text):
-        return text.lower()  # nothing to map first (``translate`` with a table costs ~10x ``lower``)
-    return text.translate(_ASCII_FOLD).lower()
 
 
 def _assistant(
@@ -340,91 +311,3 @@ def _assistant(
             _remember(card.changed, call.changed, seq)
         if call.read:
             _remember(card.read, tuple(p for p in call.read if p not in card.changed), seq)
-
-
-_VERBS = (
-    r"use|add|remove|keep|write|run|make|fix|do|put|leave|try|set|change|create|update|delete|"
-    r"check|call|return|rename|move|test|implement|stop|start|skip|ignore|include|exclude"
-)
-_IMPERATIVE = re.compile(
-    r"\b(?:do not|don't|never|must|mustn't|should|shouldn't|only|always|avoid|make sure|ensure|"
-    r"please|no longer|stop|keep|prefer|instead|required?|without)\b"
-    r"|^\s*(?:" + _VERBS + r")\b",
-    re.IGNORECASE,
-)
-_IMPERATIVE_START = re.compile(r"\s*(?:" + _VERBS + r")\b", re.IGNORECASE)
-"""``_IMPERATIVE``'s second branch: a sentence starting with a verb in the imperative."""
-_IMPERATIVE_WORDS = (
-    "do not", "don't", "never", "must", "should", "only", "always", "avoid", "make sure", "ensure",
-    "please", "no longer", "stop", "keep", "prefer", "instead", "require", "without",
-)  # fmt: skip
-"""A part of every word of ``_IMPERATIVE``'s first branch, lower-cased."""
-
-
-def _imperative(sentence: str, *, holds_word: bool | None = None) -> bool:
-    """Whether ``_IMPERATIVE`` finds a match in ``sentence`` (a pre-check first; the answer is exact).
-
-    A sentence whose folded form (``_folded``) holds none of ``_IMPERATIVE_WORDS`` cannot match the
-    first branch; the second is anchored at the start, so a match there is all that is left to try.
-    ``holds_word`` is that pre-check's answer when the caller already knows it (``_imperatives``).
-    """
-    if holds_word is None:
-        lowered = _folded(sentence)
-        holds_word = any(word in lowered for word in _IMPERATIVE_WORDS)
-    if holds_word:
-        return _IMPERATIVE.search(sentence) is not None
-    return _IMPERATIVE_START.match(sentence) is not None
-
-
-def _word_starts(lowered: str, words: tuple[str, ...]) -> list[int]:
-    """Where every occurrence of every word starts in ``lowered``, sorted."""
-    starts: list[int] = []
-    for word in words:
-        at = lowered.find(word)
-        while at >= 0:
-            starts.append(at)
-            at = lowered.find(word, at + 1)
-    starts.sort()
-    return starts
-
-
-def _imperatives(text: str) -> tuple[int, list[str]]:
-    """Count the sentences of ``text[:_EXTRACT_CHARS]`` (blank ones aside); return it and the imperative ones.
-
-    The sentences are ``_SENTENCE_END.split``'s, and a sentence is imperative by ``_imperative``. Its
-    pre-check runs once over the whole folded text instead of once per sentence: ``_folded`` keeps every
-    character in its place (only U+0130 lowers to two characters, and it is mapped first), and no word
-    of ``_IMPERATIVE_WORDS`` holds a sentence end, so a sentence's folded form holds a word exactly when
-    an occurrence found in the whole folded text starts inside the sentence.
-    """
-    head = text[:_EXTRACT_CHARS]
-    parts = _SENTENCE_ENDS_KEPT.split(head)  # sentence, end, sentence, ..., sentence
-    places = list(itertools.accumulate(map(len, parts), initial=0))[0::2]
-    with_word = {bisect.bisect_right(places, at) - 1 for at in _word_starts(_folded(head), _IMPERATIVE_WORDS)}
-    sentences = [(i, s) for i, s in enumerate(parts[0::2]) if s.strip()]
-    return len(sentences), [s for i, s in sentences if _imperative(s, holds_word=i in with_word)]
-
-
-def instructions_of(text: str) -> list[str]:
-    """Return the imperative and negative sentences of a user message, in order (``extract``'s rule).
-
-    The sentences are clipped as the card shows them; an extraction's closing count is not one.
-    """
-    return [_clip(s) for s in _imperatives(text)[1] if not _LEFT_OUT.fullmatch(s.strip())]
-
-
-_LEFT_OUT = re.compile(r"\[\d+ (?:other sentences left out|sentences; extract: none imperative)\]")
-
-
-def extract(text: str) -> str:
-    """Keep the imperative and negative sentences of a long user message verbatim, in order.
-
-    A sentence is kept when it says ``do not``, ``never``, ``must``, ``only``, ``always``,
-    ``avoid``... or starts with a verb in the imperative (``use``, ``add``, ``keep``...). The
-    result ends with a count of the sentences left out; with none kept, the first 300 characters.
-    """
-    count, sentences = _imperatives(text)
-    kept = [_clip(s) for s in sentences]
-    if not kept:
-        return _clip(text) + f" [{count} sentences; extract: none imperative]"
-    return " ".join(kept) + f" [{count - len(kept)} other sentences left out]"

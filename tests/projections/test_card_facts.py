@@ -7,7 +7,7 @@ import hashlib
 import msgspec
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, ToolCall, UserMessageAdded
-from contextledger.projections import card_state
+from contextledger.projections import card_extract, card_state
 from contextledger.projections.card_state import CardState, MessageFacts
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,7 +33,7 @@ def _assistant_by_definition(card: CardState, seq: int, text: str) -> None:
     if card_state._may_decide(head):
         card.decisions.extend(
             (seq, card_state._clip(s))
-            for s in card_state._SENTENCE_END.split(head)
+            for s in card_extract.SENTENCE_END.split(head)
             if card_state._may_decide(s)
         )
         del card.decisions[: -card_state._KEEP]
@@ -108,7 +108,7 @@ def test_kept_user_facts_fold_as_the_rule_defines(text, padding):
     card_state.observe_user(found, 3, event, None)
     whole = len(text) <= card_state._USER_CHARS
     assert with_kept == found
-    assert found.users == [(3, text if whole else card_state.extract(text), whole)]
+    assert found.users == [(3, text if whole else card_extract.extract(text), whole)]
 
 
 def test_a_message_without_facts_keeps_none():

@@ -9,7 +9,7 @@ import shlex
 
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
-from contextledger.projections import card_state, shell_files
+from contextledger.projections import card_extract, card_state, shell_files
 from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -168,7 +168,7 @@ _IMPERATIVE_PARTS = [
 @given(_mixed(_IMPERATIVE_PARTS, "ab Il'.!?\nſKİıé-", 6))
 def test_the_imperative_pre_check_answers_as_the_pattern(sentence):
     """A sentence is kept by extraction exactly when the imperative pattern finds a match in it."""
-    assert card_state._imperative(sentence) == (card_state._IMPERATIVE.search(sentence) is not None)
+    assert card_extract._imperative(sentence) == (card_extract._IMPERATIVE.search(sentence) is not None)
 
 
 def test_the_fold_lowers_every_character_re_matches_to_an_ascii_letter():
@@ -183,7 +183,7 @@ def test_the_fold_lowers_every_character_re_matches_to_an_ascii_letter():
             continue
         char = chr(code)
         if letter.fullmatch(char):
-            folded = card_state._folded(char)
+            folded = card_extract.folded(char)
             assert len(folded) == 1, hex(code)
             assert "a" <= folded <= "z", hex(code)
             assert re.fullmatch(folded, char, re.IGNORECASE), hex(code)

@@ -8,7 +8,7 @@ import msgspec
 from contextledger.application.render.context_rows import ContextRow, encode_row
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import ToolResultRecorded
-from contextledger.projections import card_state
+from contextledger.projections import card_extract, card_state
 from contextledger.projections.fold import Projector
 from contextledger.projections.groups import resize_group
 from contextledger.projections.render import decisions, eviction_counts
@@ -19,7 +19,7 @@ from projection_helpers import RecordingWords, Words, count_all, policies, sessi
 
 WORDS = Words()
 _SENTENCE_END_AS_DEFINED = re.compile(r"(?<=[.!?])\s+|\n+")
-"""The sentence end as ADR 37 wrote it; ``card_state._SENTENCE_END`` is its faster equivalent."""
+"""The sentence end as ADR 37 wrote it; ``card_extract.SENTENCE_END`` is its faster equivalent."""
 _ODD_CHARS = "İıſKΣσςé\u00a0\u2028\x85\x1c\x0b\x0c\r\t"
 """Characters that fold, lower, or count as whitespace in unusual ways."""
 _SENTENCE_TEXT = st.text(alphabet="ab .!?\n" + _ODD_CHARS, max_size=40)
@@ -29,10 +29,10 @@ _SENTENCE_TEXT = st.text(alphabet="ab .!?\n" + _ODD_CHARS, max_size=40)
 @given(_SENTENCE_TEXT)
 def test_sentence_ends_are_the_defined_ones(text):
     """The rewritten sentence end matches the same spans as the pattern it stands for, so splits are equal."""
-    spans = [m.span() for m in card_state._SENTENCE_END.finditer(text)]
+    spans = [m.span() for m in card_extract.SENTENCE_END.finditer(text)]
     assert spans == [m.span() for m in _SENTENCE_END_AS_DEFINED.finditer(text)]
-    assert card_state._SENTENCE_END.split(text) == _SENTENCE_END_AS_DEFINED.split(text)
-    kept = card_state._SENTENCE_ENDS_KEPT.split(text)
+    assert card_extract.SENTENCE_END.split(text) == _SENTENCE_END_AS_DEFINED.split(text)
+    kept = card_extract._SENTENCE_ENDS_KEPT.split(text)
     assert kept[0::2] == _SENTENCE_END_AS_DEFINED.split(text)
     assert "".join(kept) == text
 
@@ -41,15 +41,15 @@ def test_sentence_ends_are_the_defined_ones(text):
 @given(st.text(alphabet="aiIsSkK ." + _ODD_CHARS, max_size=30))
 def test_folding_without_a_mapped_character_is_lowering(text):
     """``_folded`` skips the mapping only when no mapped character is there: it equals map-then-lower."""
-    assert card_state._folded(text) == text.translate(card_state._ASCII_FOLD).lower()
+    assert card_extract.folded(text) == text.translate(card_extract._ASCII_FOLD).lower()
 
 
 def _extract_by_definition(text: str) -> str:
     """``extract`` as ADR 37 wrote it: split, then the imperative pattern searched in every sentence."""
     sentences = [s for s in _SENTENCE_END_AS_DEFINED.split(text[:50_000]) if s.strip()]
-    kept = [card_state._clip(s) for s in sentences if card_state._IMPERATIVE.search(s)]
+    kept = [card_extract._clip(s) for s in sentences if card_extract._IMPERATIVE.search(s)]
     if not kept:
-        return card_state._clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
+        return card_extract._clip(text) + f" [{len(sentences)} sentences; extract: none imperative]"
     return " ".join(kept) + f" [{len(sentences) - len(kept)} other sentences left out]"
 
 
@@ -86,20 +86,22 @@ _USER_TEXT = st.lists(
 @given(_USER_TEXT)
 def test_extraction_equals_its_sentence_by_sentence_definition(text):
     """Words looked for once in the whole folded text keep exactly the sentences the pattern keeps."""
-    assert card_state.extract(text) == _extract_by_definition(text)
+    assert card_extract.extract(text) == _extract_by_definition(text)
     by_definition = [
-        card_state._clip(s)
+        card_extract._clip(s)
         for s in _SENTENCE_END_AS_DEFINED.split(text[:50_000])
-        if s.strip() and card_state._IMPERATIVE.search(s) and not card_state._LEFT_OUT.fullmatch(s.strip())
+        if s.strip()
+        and card_extract._IMPERATIVE.search(s)
+        and not card_extract._LEFT_OUT.fullmatch(s.strip())
     ]
-    assert card_state.instructions_of(text) == by_definition
+    assert card_extract.instructions_of(text) == by_definition
 
 
 def test_extraction_reads_the_first_50000_characters_only():
     """A sentence cut at the extraction limit is judged as cut, as before (no word found past the limit)."""
     for tail in ("never", "stop", "use it", "Do not"):
         text = "x" * (50_000 - 3) + " " + tail + " now. Keep going."
-        assert card_state.extract(text) == _extract_by_definition(text)
+        assert card_extract.extract(text) == _extract_by_definition(text)
 
 
 def test_a_checkbox_across_the_checklist_limit_is_not_a_checklist_line():
@@ -107,7 +109,7 @@ def test_a_checkbox_across_the_checklist_limit_is_not_a_checklist_line():
     for start in range(19_990, 20_001):
         text = "x" * start + "\n- [x] one\n- [ ] two"
         by_pattern = tuple(
-            f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {card_state._clip(item)}"
+            f"[{'x' if mark in 'xX' else ' ' if mark == ' ' else '~'}] {card_extract._clip(item)}"
             for mark, item in card_state._CHECK.findall(text[:20_000])
         )
         assert card_state.checklist_of(text) == by_pattern
