@@ -101,7 +101,7 @@ class ContextView:
         self.known = KnownRows()
         self._texts: dict[int, list[Text]] = {}
         """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
-        self._known: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
+        self._counts_ahead: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
         """The token rows ``ahead`` read for a coming batch whose every event they count, by its range."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
@@ -112,7 +112,7 @@ class ContextView:
         """Note where the view resumes; forget what memory holds if another runner moved it since."""
         if not self.known.begin(tracking):
             self._artifacts.clear()
-            self._known.clear()
+            self._counts_ahead.clear()
             self.renderer.forget()
 
     def ahead(self, after: int, upto: int, batch: Sequence[Notification]) -> None:
@@ -130,7 +130,7 @@ class ContextView:
         known = self.tokens.peek(after, upto) if mains else {}
         texts = {note.id: counted_texts(note.event) for note in mains if note.id not in known}
         if not texts:
-            self._known[(after, upto)] = known
+            self._counts_ahead[(after, upto)] = known
         self._texts.update(texts)
         counter.prefetch([t for group in texts.values() for t in group])
 
@@ -223,8 +223,8 @@ class ContextView:
                 fresh[note.id] = done.tokens
         if self._texts:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
-        if self._known:
-            self._known = {span: rows for span, rows in self._known.items() if span[1] > upto}
+        if self._counts_ahead:
+            self._counts_ahead = {span: rows for span, rows in self._counts_ahead.items() if span[1] > upto}
         read: dict[str, list[CountedEvent]] = {}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
         cards = self.card_facts
@@ -241,7 +241,7 @@ class ContextView:
         self, after: int, upto: int, mains: list[tuple[Notification, int]]
     ) -> dict[int, tuple[int, ...]]:
         """The batch's token rows: as ``ahead`` read them when they count every event, else read now."""
-        known = self._known.pop((after, upto), None)
+        known = self._counts_ahead.pop((after, upto), None)
         if known is None:
             known = self.tokens.load(after, upto) if mains else {}
         return known
