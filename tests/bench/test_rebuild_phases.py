@@ -1,0 +1,61 @@
+"""The rebuild-phases diagnostic (bench/rebuild_phases.py) times a real CLI rebuild and weighs each part."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import contextledger
+from contextledger.adapters.importers.service import import_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import rebuild_phases
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
+
+
+def _run(seconds: dict[str, float]) -> dict[str, float]:
+    keys = (
+        "start-up",
+        "catch-up",
+        "after the catch-up",
+        "exit",
+        "whole",
+        "tokenizer thread wall in its calls",
+    )
+    return {"events": 1_000.0, **dict.fromkeys(keys, 0.0), **seconds}
+
+
+def _rows(kind: str, runs: list[dict[str, float]], raw_rate: float, tiktoken_s: float) -> dict[str, str]:
+    lines = rebuild_phases._table(kind, runs, raw_rate, tiktoken_s)
+    return {line.split(" | ")[0].strip("| "): line for line in lines}
+
+
+def test_the_table_weighs_the_catch_up_and_the_fixed_costs_against_the_floors():
+    """Whole and catch-up alone as shares of raw; fixed costs as whole minus catch-up; first vs tiktoken."""
+    after = [_run({"whole": 2.0, "catch-up": 1.0}), _run({"whole": 4.0, "catch-up": 3.0})]
+    rows = _rows("warm", after, 1_000, 1.0)
+    assert rows["whole"].endswith("| 3.000 (2.000-4.000) |")
+    assert rows["fixed costs (whole - catch-up)"].endswith("| 1.000 (33% of the whole) |")  # medians 3 and 2
+    assert rows["whole, events/s / raw"].endswith("| 33.3% |")  # 1,000 events in 3 s against 1,000/s
+    assert rows["catch-up alone, events/s / raw"].endswith("| 50.0% |")
+    first = [_run({"whole": 2.6, "catch-up": 2.0, "tokenizer thread wall in its calls": 2.2})]
+    rows = _rows("first rebuild", first, 1, 2.0)
+    assert rows["whole / tiktoken alone"].endswith("| 1.30x |")
+    assert rows["tokenizer thread's calls / tiktoken alone"].endswith("| 1.10x |")
+
+
+def test_a_probed_cli_rebuild_reports_every_phase_and_thread(tmp_path):
+    """The probes still find what they wrap: phases add up to the whole and the tokenizer thread is seen."""
+    db = tmp_path / "ledger.db"
+    with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
+        assert import_file(ledger, FIXTURE / "mini-swe-agent__psf__requests-1142.traj.json").ok
+    first = rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "default", "--switch"))
+    parts = first["start-up"] + first["catch-up"] + first["after the catch-up"] + first["exit"]
+    assert abs(parts - first["whole"]) < 1e-6
+    assert min(first["start-up"], first["catch-up"], first["after the catch-up"], first["exit"]) > 0
+    assert first["events"] > 0
+    assert first["tokenizer thread CPU"] > 0  # the first rebuild tokenizes every text on that thread
+    assert first["writes set aside wall"] > 0  # each batch's commit
+    assert first["process CPU"] >= first["main thread CPU"]
