@@ -47,15 +47,14 @@ def test_the_table_weighs_the_catch_up_and_the_fixed_costs_against_the_floors():
 
 
 def test_a_probed_cli_rebuild_reports_every_phase_and_thread(tmp_path):
-    """The probes still find what they wrap: phases add up to the whole and the tokenizer thread is seen."""
+    """The probes still find what they wrap: every mark in order, the whole log folded, the threads seen."""
     db = tmp_path / "ledger.db"
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
         assert import_file(ledger, FIXTURE / "mini-swe-agent__psf__requests-1142.traj.json").ok
+        stored = ledger.ports.notifications.head()
     first = rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "default", "--switch"))
-    parts = first["start-up"] + first["catch-up"] + first["after the catch-up"] + first["exit"]
-    assert abs(parts - first["whole"]) < 1e-6
     assert min(first["start-up"], first["catch-up"], first["after the catch-up"], first["exit"]) > 0
-    assert first["events"] > 0
+    assert first["events"] == stored > 0  # the CLI's own report, read back from its output
     assert first["tokenizer thread CPU"] > 0  # the first rebuild tokenizes every text on that thread
     assert first["writes set aside wall"] > 0  # each batch's commit
     assert first["process CPU"] >= first["main thread CPU"]
