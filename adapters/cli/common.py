@@ -20,6 +20,7 @@ Heavy modules (rich, the store, importers, renderer) are imported inside the com
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -73,6 +74,7 @@ __all__ = [
     "ledger_opener",
     "main",
     "new_app",
+    "only_command",
     "out_console",
     "run_guarded",
     "use_cases",
@@ -326,12 +328,52 @@ def new_app() -> typer.Typer:
     return app
 
 
+_ROOT_OPTIONS_WITH_VALUE = frozenset({"--key-file"})
+"""The root's options that take a value (``new_app``): the word after one is not a command's name."""
+
+
+def only_command(app: typer.Typer, args: list[str]) -> typer.Typer:
+    """``app`` with only the command ``args`` name: typer builds every registered command's parser.
+
+    Building one command's options from its signature takes ~3 ms (``typing.get_type_hints``,
+    ``inspect.signature``); doing it for every command added ~0.06 s to the start of each one.
+    The app returned keeps the root's callback and options, so the command parses, runs and
+    reports usage errors as in ``app``. With no command named, an unknown name or shell completion
+    asking (its variable set), ``app`` itself is returned (the help lists every command; click
+    suggests close names).
+    """
+    if any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ):
+        return app
+    name = _command_name(args)
+    chosen = [info for info in app.registered_commands if info.name == name]
+    if name is None or len(chosen) != 1:
+        return app
+    one = copy.copy(app)  # every setting of the root (its callback, completion, help) shared
+    one.registered_commands = chosen
+    return one
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The first word of ``args`` that is neither a root option nor an option's value (the command)."""
+    takes_value = False
+    for arg in args:
+        if takes_value:
+            takes_value = False
+        elif arg in _ROOT_OPTIONS_WITH_VALUE:
+            takes_value = True
+        elif arg == "--":
+            return None
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
 def main(app: typer.Typer, argv: list[str] | None = None) -> NoReturn:
     """Run ``app`` and exit by the contract; usage errors are JSON on stderr when ``--json`` was given."""
     args = sys.argv[1:] if argv is None else argv
     json_output = "--json" in args
     try:
-        code = app(args=args, prog_name="contextledger", standalone_mode=False)
+        code = only_command(app, args)(args=args, prog_name="contextledger", standalone_mode=False)
     except typer.TyperException as error:  # click's usage errors: exit 2 with the usage line
         if json_output:
             usage = _report(type(error).__name__, error.format_message(), error.exit_code, json_output=True)
