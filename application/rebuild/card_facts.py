@@ -13,7 +13,7 @@ missing or unreadable, and its name changes with ``CARD_FACTS_FORMAT``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 import msgspec
 from contextledger.application.views.view_runner import Rows
@@ -107,10 +107,13 @@ class CardFacts:
         self.store = store
         self.name = CARD_FACTS
 
-    def batch(self, positions: Iterable[tuple[str, int]]) -> BatchFacts:
-        """The kept facts of the batch's ``(session, position)``; an unreadable row counts as none."""
-        blocks = dict.fromkeys((session_id, position // BLOCK) for session_id, position in positions)
-        keys = [facts_key(session_id, block * BLOCK) for session_id, block in blocks]
+    def batch(self, events: Mapping[str, list[CountedEvent]]) -> BatchFacts:
+        """The kept facts of a batch's events by session (each in order); an unreadable row counts as none."""
+        keys = [
+            f"{session_id}/{block}"  # facts_key, per block from the first event's to the last's
+            for session_id, counted in events.items()
+            for block in range(counted[0].position // BLOCK, counted[-1].position // BLOCK + 1)
+        ]
         found = self.store.load_rows(self.name, keys) if keys else {}
         kept: dict[str, _Kept] = {}
         for key, (upto, data) in found.items():

@@ -155,7 +155,10 @@ class ContextView:
                     position = forks.virtual_position(stream, note.position, note.event)
                     if forks.parent_of(stream) is None:
                         roots.add(stream)
-                touched[stream] = _session_head(position, note.event)
+                event = note.event
+                touched[stream] = (
+                    _session_head(position, event) if type(event) is SessionStarted else position
+                )
                 mains.append((note, position))
             elif kind == SUMMARIES_KIND:
                 touched.setdefault(stream, 0)
@@ -204,37 +207,41 @@ class ContextView:
         session, and the new token and card facts rows by name.
         """
         reader = self.renderer.reader
+        projector = self.projector
         known = self._known_counts(after, upto, mains)
-        counted: dict[int, CountedEvent] = {}
-        missing: list[tuple[Notification, int]] = []
+        read: dict[str, list[CountedEvent]] = {}  # by session, in order; an uncounted event's place kept
+        missing: list[tuple[list[CountedEvent], int, Notification, int]] = []
+        with_counts = reader.with_counts
         for note, position in mains:
+            events = read.get(note.stream_id)
+            if events is None:
+                events = read[note.stream_id] = []
             found = known.get(note.id)
             if found is None:
-                missing.append((note, position))
+                missing.append((events, len(events), note, position))
+                events.append(CountedEvent(position=position, event=note.event))  # its place, until counted
             else:
-                counted[note.id] = reader.with_counts(self.projector, position, note.event, found)
+                events.append(with_counts(projector, position, note.event, found))
         fresh: dict[int, tuple[int, ...]] = {}
         if missing:
-            records = [Recorded(position, note.event) for note, position in missing]
+            records = [Recorded(position, note.event) for _, _, note, position in missing]
             ahead = self._texts
-            texts = [ahead.pop(note.id, []) or counted_texts(note.event) for note, _ in missing]
-            for (note, _), done in zip(missing, reader.count(self.projector, records, texts), strict=True):
-                counted[note.id] = done
-                fresh[note.id] = done.tokens
+            texts = [ahead.pop(note.id, []) or counted_texts(note.event) for _, _, note, _ in missing]
+            done = reader.count(projector, records, texts)
+            for (events, at, note, _), counted in zip(missing, done, strict=True):
+                events[at] = counted
+                fresh[note.id] = counted.tokens
         if self._texts:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
         if self._counts_ahead:
             self._counts_ahead = {span: rows for span, rows in self._counts_ahead.items() if span[1] > upto}
-        read: dict[str, list[CountedEvent]] = {}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
         cards = self.card_facts
-        facts = cards.batch((n.stream_id, p) for n, p in mains) if cards is not None and mains else None
-        for note, _ in mains:
-            read.setdefault(note.stream_id, []).append(counted[note.id])
-        if facts is not None:
+        if cards is not None and read:
+            facts = cards.batch(read)
             read = {session_id: facts.attach(session_id, events) for session_id, events in read.items()}
-        if cards is not None and facts is not None and (written := facts.rows()):
-            produced[cards.name] = written
+            if written := facts.rows():
+                produced[cards.name] = written
         return read, produced
 
     def _known_counts(

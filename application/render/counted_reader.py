@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import msgspec
 from contextledger.application.kernel.ledger import Ledger
@@ -32,6 +32,17 @@ class Seen(msgspec.Struct):
     tools: set[str] = msgspec.field(default_factory=set)
 
 
+def _add_tools(events: list[CountedEvent], tools: set[str]) -> None:
+    """Add the names of the tools ``events`` call or answer to ``tools``."""
+    for counted in events:
+        event = counted.event
+        if isinstance(event, AssistantMessageAdded):
+            for call in event.tool_calls:
+                tools.add(call.name)
+        elif isinstance(event, ToolResultRecorded) and event.tool_name:
+            tools.add(event.tool_name)
+
+
 class CountedReader:
     """Yields the counted events of a session span: read in chunks (or handed in), counted per batch.
 
@@ -55,18 +66,33 @@ class CountedReader:
         span: tuple[int, int],
         due: dict[int, list[SummaryRecorded]],
         seen: Seen,
+    ) -> Iterable[CountedEvent]:
+        """The counted events in ``span`` (after, upto] with each due artifact after its position.
+
+        Read lazily, a chunk at a time, unless a caller read them already (``preread``) and no artifact
+        is due: then they are that list itself (a fold iterates over it without a generator's step).
+        """
+        after, position = span
+        if not due:
+            read = self._preread_span(session_id, after, position)
+            if read is not None:
+                _add_tools(read, seen.tools)
+                return read
+        return self._counted(session_id, projector, span, due, seen)
+
+    def _counted(
+        self,
+        session_id: str,
+        projector: Projector,
+        span: tuple[int, int],
+        due: dict[int, list[SummaryRecorded]],
+        seen: Seen,
     ) -> Iterator[CountedEvent]:
-        """Yield the counted events in ``span`` (after, upto] with each due artifact after its position."""
         after, position = span
         yield from self._summaries(due.pop(after, []), seen)
         for chunk in self._counted_chunks(session_id, projector, after, position):
+            _add_tools(chunk, seen.tools)
             for counted in chunk:
-                event = counted.event
-                if isinstance(event, AssistantMessageAdded):
-                    if event.tool_calls:
-                        seen.tools.update(call.name for call in event.tool_calls)
-                elif isinstance(event, ToolResultRecorded) and event.tool_name:
-                    seen.tools.add(event.tool_name)
                 yield counted
                 if due:
                     yield from self._summaries(due.pop(counted.position, []), seen)
@@ -94,12 +120,20 @@ class CountedReader:
             for s, tokens in zip(summaries, counts, strict=True)
         ]
 
+    def _preread_span(self, session_id: str, after: int, upto: int) -> list[CountedEvent] | None:
+        """The events of (after, upto] a caller read already, when ``preread`` holds them all."""
+        read = self.preread.get(session_id)
+        if read and read[0].position <= after + 1 and read[-1].position == upto:
+            first = after + 1 - read[0].position
+            return read if first == 0 else read[first:]
+        return None
+
     def _counted_chunks(
         self, session_id: str, projector: Projector, after: int, upto: int
     ) -> Iterator[list[CountedEvent]]:
-        read = self.preread.get(session_id)
-        if read and read[0].position <= after + 1 and read[-1].position == upto:
-            yield read[after + 1 - read[0].position :]
+        read = self._preread_span(session_id, after, upto)
+        if read is not None:
+            yield read
             return
         while after < upto:
             end = min(after + CHUNK, upto)

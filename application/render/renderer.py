@@ -236,7 +236,7 @@ class Renderer:
                 self._persisted[key] = row.state.position
                 self._remember(key, restored)
         if events:
-            self.reader.preread[session_id] = list(events)
+            self.reader.preread[session_id] = events if isinstance(events, list) else list(events)
         try:
             state = self._advance(session_id, projector, at, summaries)
         finally:

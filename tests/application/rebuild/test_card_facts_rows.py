@@ -97,7 +97,6 @@ def test_a_rebuild_without_the_card_keeps_no_facts(full_db, tmp_path):  # noqa: 
 def test_facts_grow_over_contiguous_positions_only(ledger):
     """A row says "looked at up to p": it grows from its block's first position, and a gap stops it."""
     positions = [1, 2, 4, BLOCK - 1, BLOCK, BLOCK + 1]
-    facts = CardFacts(ledger.ports.projections).batch(("s", p) for p in positions)
     text = "I decided to pin it. Then more."
     events = [
         CountedEvent(
@@ -106,6 +105,7 @@ def test_facts_grow_over_contiguous_positions_only(ledger):
         )
         for position in positions
     ]
+    facts = CardFacts(ledger.ports.projections).batch({"s": events})
     done = facts.attach("s", events)
     assert [e.position for e in done] == positions
     assert all(e.card is not None for e in done)
