@@ -31,7 +31,7 @@ from contextledger.application.views.view_runner import (
     View,
     ViewRunner,
 )
-from contextledger.domain.content import Text
+from contextledger.domain.content import BlobText, Text
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import (
@@ -220,17 +220,11 @@ class ContextView:
             if found is None:
                 missing.append((events, len(events), note, position))
                 events.append(CountedEvent(position=position, event=note.event))  # its place, until counted
+            elif isinstance(getattr(note.event, "content", None), BlobText):
+                events.append(with_counts(projector, position, note.event, found))  # the policy may cut it
             else:
-                events.append(with_counts(projector, position, note.event, found))
-        fresh: dict[int, tuple[int, ...]] = {}
-        if missing:
-            records = [Recorded(position, note.event) for _, _, note, position in missing]
-            ahead = self._texts
-            texts = [ahead.pop(note.id, []) or counted_texts(note.event) for _, _, note, _ in missing]
-            done = reader.count(projector, records, texts)
-            for (events, at, note, _), counted in zip(missing, done, strict=True):
-                events[at] = counted
-                fresh[note.id] = counted.tokens
+                events.append(CountedEvent(position=position, event=note.event, tokens=found))
+        fresh = self._count(missing) if missing else {}
         if self._texts:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}
         if self._counts_ahead:
@@ -243,6 +237,20 @@ class ContextView:
             if written := facts.rows():
                 produced[cards.name] = written
         return read, produced
+
+    def _count(
+        self, missing: list[tuple[list[CountedEvent], int, Notification, int]]
+    ) -> dict[int, tuple[int, ...]]:
+        """Count the events without token rows at once, each put in its place; return their counts by id."""
+        records = [Recorded(position, note.event) for _, _, note, position in missing]
+        ahead = self._texts
+        texts = [ahead.pop(note.id, []) or counted_texts(note.event) for _, _, note, _ in missing]
+        fresh: dict[int, tuple[int, ...]] = {}
+        done = self.renderer.reader.count(self.projector, records, texts)
+        for (events, at, note, _), counted in zip(missing, done, strict=True):
+            events[at] = counted
+            fresh[note.id] = counted.tokens
+        return fresh
 
     def _known_counts(
         self, after: int, upto: int, mains: list[tuple[Notification, int]]
