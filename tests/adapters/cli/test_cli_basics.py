@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,35 @@ def test_the_console_script_leaves_its_objects_to_the_exit(tmp_path):
     document, _, tail = done.stdout.rpartition("}")
     assert json.loads(document + "}") == {"sessions": []}
     assert tail.strip() == "frozen at exit: True"
+
+
+def _plugins_variable_seen(tmp_path: Path, env: dict[str, str]) -> str:
+    """What a console-script run leaves in PYDANTIC_DISABLE_PLUGINS (printed by an exit handler)."""
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('plugins:', repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS'))))\n"
+        "from contextledger.cli import main\n"
+        f"sys.argv = ['contextledger', 'sessions', '--db', {url!r}, '--json']\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.rpartition("plugins: ")[2].strip()
+
+
+def test_the_console_script_skips_pydantic_plugins_unless_told(tmp_path):
+    """The CLI does not scan every installed distribution for pydantic plugins; a value set is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    assert _plugins_variable_seen(tmp_path, env) == "'__all__'"
+    assert _plugins_variable_seen(tmp_path, {**env, "PYDANTIC_DISABLE_PLUGINS": ""}) == "''"
+    assert _plugins_variable_seen(tmp_path, {**env, "PYDANTIC_DISABLE_PLUGINS": "logfire"}) == "'logfire'"
+    # the library alone never touches it
+    done = subprocess.run(
+        [sys.executable, "-c", "import os, contextledger; print(os.environ.get('PYDANTIC_DISABLE_PLUGINS'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert done.stdout.strip() == "None"
