@@ -64,8 +64,20 @@ class BatchFacts:
         only over contiguous positions from its block's first, so that "looked at up to" stays true.
         The row is looked up once per block the events cross, not per event.
         """
-        done: list[CountedEvent] = []
+        if not events:
+            return []
         replace = msgspec.structs.replace
+        first, last = events[0].position, events[-1].position
+        whole = self._kept.get(facts_key(session_id, first)) if first // BLOCK == last // BLOCK else None
+        if whole is not None and last <= whole.upto:  # one block, every position looked at: all kept
+            get = whole.facts.get
+            return [
+                replace(c, card=get(c.position, NO_FACTS))
+                if c.card is None and isinstance(c.event, _MESSAGES)
+                else c
+                for c in events
+            ]
+        done: list[CountedEvent] = []
         block = -1
         key = ""
         kept: _Kept | None = None

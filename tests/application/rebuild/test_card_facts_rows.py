@@ -132,3 +132,34 @@ def test_forgetting_a_session_erases_its_card_facts(tmp_path, monkeypatch):
         assert sorted(views.row_keys(CARD_FACTS)) == ["gone/0", "kept/0"]
         ledger.forget("gone", reason="asked to")
         assert views.row_keys(CARD_FACTS) == ["kept/0"]
+
+
+class _Rows:
+    """Card facts rows held in memory (the ``ProjectionRows`` read a batch makes)."""
+
+    def __init__(self, rows: dict[str, tuple[int, bytes]]) -> None:
+        self.rows = rows
+
+    def load_rows(self, name: str, keys: list[str]) -> dict[str, tuple[int, bytes]]:
+        assert name == CARD_FACTS
+        return {key: self.rows[key] for key in keys if key in self.rows}
+
+
+def test_facts_read_back_are_the_facts_found():
+    """Events whose facts a row keeps get those facts (or none), as finding them gave; the rest are found."""
+    texts = ["ok", "I decided to pin it. Then more.", "- [ ] one\n- [x] two", "fine"]
+    events = [
+        CountedEvent(position=p, event=AssistantMessageAdded(content=InlineText(texts[p % len(texts)])))
+        for p in range(1, 41)
+    ]
+    found = CardFacts(_Rows({})).batch({"s": events})
+    first = found.attach("s", events)
+    rows = found.rows()
+    assert set(rows) == {"s/0"}
+    assert {e.card for e in first} > {NO_FACTS}
+    again = CardFacts(_Rows(rows)).batch({"s": events[:30]})
+    assert again.attach("s", events[:30]) == first[:30]  # all kept: read, never looked for
+    assert again.rows() == {}  # nothing grew
+    longer = CardFacts(_Rows({"s/0": (20, rows["s/0"][1])})).batch({"s": events})
+    assert longer.attach("s", events) == first  # kept up to 20, found after it
+    assert longer.rows()["s/0"][0] == 40
