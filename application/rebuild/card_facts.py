@@ -121,8 +121,8 @@ class CardFacts:
 
     def batch(self, events: Mapping[str, list[CountedEvent]]) -> BatchFacts:
         """The kept facts of a batch's events by session (each in order); an unreadable row counts as none."""
-        keys = [
-            f"{session_id}/{block}"  # facts_key, per block from the first event's to the last's
+        keys = [  # every block from each session's first event to its last
+            facts_key(session_id, block * BLOCK)
             for session_id, counted in events.items()
             for block in range(counted[0].position // BLOCK, counted[-1].position // BLOCK + 1)
         ]

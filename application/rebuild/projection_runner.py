@@ -155,9 +155,9 @@ class ContextView:
                     position = forks.virtual_position(stream, note.position, note.event)
                     if forks.parent_of(stream) is None:
                         roots.add(stream)
-                event = note.event
+                event = note.event  # a fork's first event brings its parent's prefix (``_session_head``)
                 touched[stream] = (
-                    _session_head(position, event) if type(event) is SessionStarted else position
+                    _session_head(position, event) if isinstance(event, SessionStarted) else position
                 )
                 mains.append((note, position))
             elif kind == SUMMARIES_KIND:
