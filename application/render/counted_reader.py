@@ -78,17 +78,19 @@ class CountedReader:
             if read is not None:
                 _add_tools(read, seen.tools)
                 return read
-        return self._counted(session_id, projector, span, due, seen)
+        return self._lazily(session_id, projector, after, position, due=due, seen=seen)
 
-    def _counted(
+    def _lazily(
         self,
         session_id: str,
         projector: Projector,
-        span: tuple[int, int],
+        after: int,
+        position: int,
+        *,
         due: dict[int, list[SummaryRecorded]],
         seen: Seen,
     ) -> Iterator[CountedEvent]:
-        after, position = span
+        """``counted`` read a chunk at a time."""
         yield from self._summaries(due.pop(after, []), seen)
         for chunk in self._counted_chunks(session_id, projector, after, position):
             _add_tools(chunk, seen.tools)
