@@ -13,6 +13,8 @@ missing or unreadable, and its name changes with ``CARD_FACTS_FORMAT``.
 
 from __future__ import annotations
 
+import bisect
+import operator
 from collections.abc import Mapping
 
 import msgspec
@@ -32,6 +34,7 @@ BLOCK = 1_024
 _DECODE = msgspec.msgpack.Decoder(dict[int, MessageFacts]).decode
 _ENCODE = msgspec.msgpack.Encoder().encode
 _MESSAGES = (AssistantMessageAdded, UserMessageAdded)
+_POSITION = operator.attrgetter("position")
 
 
 def facts_key(session_id: str, position: int) -> str:
@@ -60,46 +63,41 @@ class BatchFacts:
     def attach(self, session_id: str, events: list[CountedEvent]) -> list[CountedEvent]:
         """Return a session's events of the batch with their card facts (kept ones, else found now).
 
-        Other events come back unchanged. The events must come in the session's order. A row grows
-        only over contiguous positions from its block's first, so that "looked at up to" stays true.
-        The row is looked up once per block the events cross, not per event.
+        Other events come back unchanged. The events must come in the session's order. Per block the
+        events cross, its row is looked up once: the events up to the position it looked at get its
+        facts, the others are looked at now. A row grows only over contiguous positions from its
+        block's first, so that "looked at up to" stays true.
         """
-        if not events:
-            return []
-        replace = msgspec.structs.replace
-        first, last = events[0].position, events[-1].position
-        whole = self._kept.get(facts_key(session_id, first)) if first // BLOCK == last // BLOCK else None
-        if whole is not None and last <= whole.upto:  # one block, every position looked at: all kept
-            get = whole.facts.get
-            return [
-                replace(c, card=get(c.position, NO_FACTS))
-                if c.card is None and isinstance(c.event, _MESSAGES)
-                else c
-                for c in events
-            ]
         done: list[CountedEvent] = []
-        block = -1
-        key = ""
-        kept: _Kept | None = None
-        for counted in events:
-            position = counted.position
-            if position // BLOCK != block:
-                block = position // BLOCK
-                key = facts_key(session_id, position)
-                kept = self._kept.get(key)
-            if kept is not None and position <= kept.upto:
-                missing = counted.card is None and isinstance(counted.event, _MESSAGES)
-                done.append(replace(counted, card=kept.facts.get(position, NO_FACTS)) if missing else counted)
-                continue
-            facts = message_facts(counted.event, counted.full_text)
-            if kept is None:
-                kept = self._kept[key] = _Kept(max(block * BLOCK, 1) - 1, {})
-            if position == kept.upto + 1:
-                kept.upto = position
-                kept.changed = True
-                if facts is not None and facts is not NO_FACTS:
-                    kept.facts[position] = facts
-            done.append(counted if facts is None else replace(counted, card=facts))
+        replace = msgspec.structs.replace
+        start = 0
+        while start < len(events):
+            block = events[start].position // BLOCK
+            end = bisect.bisect_left(events, (block + 1) * BLOCK, lo=start, key=_POSITION)
+            key = facts_key(session_id, events[start].position)
+            kept = self._kept.get(key)
+            looked = (
+                start if kept is None else bisect.bisect_right(events, kept.upto, start, end, key=_POSITION)
+            )
+            if kept is not None:
+                facts = kept.facts
+                done += [
+                    replace(c, card=facts.get(c.position, NO_FACTS))
+                    if c.card is None and isinstance(c.event, _MESSAGES)
+                    else c
+                    for c in events[start:looked]
+                ]
+            for counted in events[looked:end]:
+                found = message_facts(counted.event, counted.full_text)
+                if kept is None:
+                    kept = self._kept[key] = _Kept(max(block * BLOCK, 1) - 1, {})
+                if counted.position == kept.upto + 1:
+                    kept.upto = counted.position
+                    kept.changed = True
+                    if found is not None and found is not NO_FACTS:
+                        kept.facts[counted.position] = found
+                done.append(counted if found is None else replace(counted, card=found))
+            start = end
         return done
 
     def rows(self) -> Rows:

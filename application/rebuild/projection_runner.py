@@ -33,7 +33,7 @@ from contextledger.application.views.view_runner import (
 )
 from contextledger.domain.content import BlobText, Text
 from contextledger.domain.errors import ContextLedgerError
-from contextledger.domain.events import AnyEvent, Recorded, SessionStarted, SummaryRecorded
+from contextledger.domain.events import Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import (
     Notification,
     NotificationReader,
@@ -155,10 +155,9 @@ class ContextView:
                     position = forks.virtual_position(stream, note.position, note.event)
                     if forks.parent_of(stream) is None:
                         roots.add(stream)
-                event = note.event  # a fork's first event brings its parent's prefix (``_session_head``)
-                touched[stream] = (
-                    _session_head(position, event) if isinstance(event, SessionStarted) else position
-                )
+                event = note.event  # a fork's first event already brings its parent's prefix
+                parent = event.parent if isinstance(event, SessionStarted) else None
+                touched[stream] = position if parent is None else max(position, parent.position)
                 mains.append((note, position))
             elif kind == SUMMARIES_KIND:
                 touched.setdefault(stream, 0)
@@ -300,13 +299,6 @@ class ContextView:
         """Whether a row must be read: not in memory, nor known absent (empty at start, not written since)."""
         in_memory = self.renderer.position_of(session_id, self.projector) > 0
         return not in_memory and self.known.may_exist(session_id)
-
-
-def _session_head(position: int, event: AnyEvent) -> int:
-    """The session's position after an event: a fork's first event already brings its parent's prefix."""
-    if isinstance(event, SessionStarted) and event.parent is not None:
-        return max(position, event.parent.position)
-    return position
 
 
 class ProjectionRunner:

@@ -51,3 +51,10 @@ def test_a_usage_error_reads_as_it_did(run_cli: RunCli) -> None:
     code, _, err = run_cli("rebuil")
     assert code == 2
     assert "Did you mean 'rebuild'?" in err
+
+
+def test_the_root_options_taking_a_value_are_the_ones_skipped() -> None:
+    """``only_command`` skips the value of each root option that takes one: the set is the root's own."""
+    root = typer.main.get_command(app)
+    with_value = {name for param in root.params if not getattr(param, "is_flag", True) for name in param.opts}
+    assert with_value == common._ROOT_OPTIONS_WITH_VALUE
