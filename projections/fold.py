@@ -217,12 +217,14 @@ class Projector:
         *,
         memo: MessageMemo | None = None,
         with_decisions: bool = True,
+        stand_in: Callable[[int], str] | None = None,
     ) -> RenderedContext:
         """Render the context of ``state``; ``resolve`` reads the texts of messages in the window only.
 
         ``memo`` (the last render's messages by entry) lets a render after new events reuse the
         messages of entries still shown; the output is the same with or without it.
-        ``with_decisions=False`` leaves the context's ``decisions`` empty (``projections.render``).
+        ``with_decisions=False`` leaves the context's ``decisions`` empty, and ``stand_in`` names the
+        texts shown as logged by their positions (``projections.render``).
         """
         return render(
             state,
@@ -233,6 +235,7 @@ class Projector:
             card_tail=self.policy.card.placement == "tail",
             memo=memo,
             with_decisions=with_decisions,
+            stand_in=stand_in,
         )
 
     # -- folding messages ------------------------------------------------------------------

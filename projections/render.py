@@ -42,6 +42,7 @@ def render(
     card_tail: bool = False,
     memo: MessageMemo | None = None,
     with_decisions: bool = True,
+    stand_in: Callable[[int], str] | None = None,
 ) -> RenderedContext:
     """Assemble the context of ``state``: system, pinned head, summaries, card, verbatim history.
 
@@ -61,6 +62,9 @@ def render(
             caller sees the same message object, unchanged). Left holding this render's messages.
         with_decisions: False leaves ``decisions`` empty (a caller that needs only the evictions
             counts them from the state: ``eviction_counts``).
+        stand_in: Given, a message that shows its event's non-empty inline text as logged shows
+            ``stand_in(position)`` instead (a render digest names such texts by position, ADR 0064).
+            A memo holds the messages of renders with the same ``stand_in``.
 
     Raises:
         PinnedOverBudgetError: The pinned items alone exceed the budget's target.
@@ -82,7 +86,7 @@ def render(
             # changes at every compaction point, they seldom do.
             messages.extend(card)
             card, stable = [], len(messages)
-        messages.extend(_group_messages(group, resolve, state.pending_tokens, memo, built))
+        messages.extend(_group_messages(group, resolve, state.pending_tokens, memo, built, stand_in=stand_in))
     if memo is not None and built is not None:
         memo.clear()
         memo.update(built)
@@ -140,15 +144,17 @@ def _group_messages(
     pending_tokens: int,
     memo: MessageMemo | None = None,
     built: MessageMemo | None = None,
+    *,
+    stand_in: Callable[[int], str] | None = None,
 ) -> list[RenderedMessage]:
     if memo is None or built is None:
-        out = [_entry_message(e, resolve) for e in group.entries]
+        out = [_entry_message(e, resolve, stand_in) for e in group.entries]
     else:
         out = []
         for entry in group.entries:
             known = memo.get(id(entry))
             if known is None or known[0] is not entry:
-                known = (entry, _entry_message(entry, resolve))
+                known = (entry, _entry_message(entry, resolve, stand_in))
             built[id(entry)] = known
             out.append(known[1])
     out += [
@@ -165,7 +171,9 @@ def _group_messages(
     return out
 
 
-def _entry_message(entry: Entry, resolve: Callable[[Text], str]) -> RenderedMessage:
+def _entry_message(
+    entry: Entry, resolve: Callable[[Text], str], stand_in: Callable[[int], str] | None = None
+) -> RenderedMessage:
     content = entry.content
     if entry.text is not None:
         text = entry.text
@@ -177,6 +185,8 @@ def _entry_message(entry: Entry, resolve: Callable[[Text], str]) -> RenderedMess
         text = ""
     if entry.media_note:
         text = f"{text}\n{entry.media_note}" if text else entry.media_note
+    if stand_in is not None and isinstance(content, InlineText) and content.text and text == content.text:
+        text = stand_in(entry.position)  # shown as logged: named by its position (``render``'s stand_in)
     if entry.media:
         media = tuple(msgspec.structs.replace(p, data=InlineText(resolve(p.data))) for p in entry.media)
         return MediaMessage(

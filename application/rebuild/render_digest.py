@@ -11,9 +11,10 @@ before digests existed, or before this format) is rendered from its row.
 In the hashed messages a text stored as a blob stands in by its content address (``by_address``):
 the address is the SHA-256 of the text, so two renders hash alike exactly when they show the same
 texts, and no blob is read (or hashed whole) to digest a session. A message showing its event's
-inline text as the log keeps it stands in by that event's position (``logged_texts``): an entry's
-inline content is always its event's own (the row codec leaves it out for that reason), so within a
-session the position names the text, and the render's largest texts are neither encoded nor hashed.
+inline text as the log keeps it stands in by that event's position (the render's ``stand_in``): an
+entry's inline content is always its event's own (the row codec leaves it out for that reason), so
+within a session the position names the text, and the render's largest texts are neither encoded nor
+hashed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import hashlib
 
 import msgspec
 from contextledger.domain.content import InlineText, Text
-from contextledger.projections.context import RenderedMessage
 from contextledger.projections.fold import Projector
 from contextledger.projections.render import eviction_counts
 from contextledger.projections.state import RenderState
@@ -37,7 +37,6 @@ __all__ = [
     "digests_of",
     "encode_digest",
     "failed_digest",
-    "logged_texts",
     "state_digest",
 ]
 
@@ -96,36 +95,17 @@ def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
     Raises:
         PinnedOverBudgetError: as ``render`` does.
     """
-    context = projector.render(state, by_address, with_decisions=False)
-    logged = logged_texts(state)
-    shown = [_by_position(message, logged) for message in context.messages]
-    messages = digest_of_messages(_ENCODER.encode(shown))
+    context = projector.render(state, by_address, with_decisions=False, stand_in=_at)
+    messages = digest_of_messages(_ENCODER.encode(context.messages))
     return RenderDigest(context.tokens, eviction_counts(state, EVICTING), messages, format=DIGEST_FORMAT)
 
 
-def logged_texts(state: RenderState) -> dict[int, str]:
-    """The window's non-empty inline texts by position: each is its event's logged text (``context_rows``)."""
-    logged: dict[int, str] = {}
-    for group in state.window.groups:
-        for entry in group.entries:
-            content = entry.content
-            if isinstance(content, InlineText) and content.text:
-                logged[entry.position] = content.text
-    return logged
+def _at(position: int) -> str:
+    """The stand-in of the text an event logged, shown as logged: injective (no logged text holds a NUL).
 
-
-def _by_position(message: RenderedMessage, logged: dict[int, str]) -> RenderedMessage:
-    """``message`` with its text stood for by its one source's position when it is that event's text.
-
-    Injective for a given source position (a stand-in starts with a NUL, which no logged text holds),
-    so two renders of a session hash alike exactly when they show the same texts.
+    So two renders of a session hash alike exactly when they show the same texts.
     """
-    sources = message.sources
-    if len(sources) == 1:
-        text = logged.get(sources[0])
-        if text is not None and message.text == text:
-            return msgspec.structs.replace(message, text=f"{_AT}{sources[0]}")
-    return message
+    return f"{_AT}{position}"
 
 
 def digest_of_messages(encoded: bytes) -> bytes:

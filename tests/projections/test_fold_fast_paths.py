@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import msgspec
+import pytest
 from contextledger.application.render.context_rows import ContextRow, encode_row
 from contextledger.domain.content import InlineText
-from contextledger.domain.events import ToolResultRecorded
+from contextledger.domain.errors import PinnedOverBudgetError
+from contextledger.domain.events import SummaryRecorded, ToolResultRecorded
 from contextledger.projections import card_extract, card_state
 from contextledger.projections.fold import Projector
 from contextledger.projections.groups import resize_group
@@ -15,7 +17,7 @@ from contextledger.projections.render import decisions, eviction_counts
 from contextledger.projections.state import Entry, Group, Removed, RenderState, SummaryRef
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from projection_helpers import RecordingWords, Words, count_all, policies, sessions
+from projection_helpers import RecordingWords, Words, count_all, policies, resolve, sessions
 
 WORDS = Words()
 _SENTENCE_END_AS_DEFINED = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -259,3 +261,41 @@ def test_eviction_counts_follow_the_decisions_order_across_removed_ranges_and_su
         == list(expected.items())
         == [("summary", 8), ("window", 2), ("orphan-result", 1)]
     )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), policy=policies())
+def test_a_stand_in_replaces_exactly_the_texts_shown_as_logged(session, policy):
+    """``render(stand_in=...)`` is the render with each text shown as its event logged it named by position.
+
+    Defined message by message on the plain render: a message from one event whose text is that event's
+    non-empty inline text gets ``stand_in(position)``; every other message, and every other field, is
+    unchanged (ADR 0064: the render digest's stand-ins, made while rendering).
+    """
+    projector = Projector(policy, WORDS)
+    logged = {  # a generated summary carries its produced_at as seq: it logs no text at a position
+        seq: e.content.text
+        for seq, e in session
+        if isinstance(getattr(e, "content", None), InlineText) and not isinstance(e, SummaryRecorded)
+    }
+    state = projector.start()
+    stood_in = 0
+    for counted in count_all(session, WORDS):
+        state = projector.evolve(state, counted)
+        try:
+            plain = projector.render(state, resolve, with_decisions=False)
+        except PinnedOverBudgetError:
+            with pytest.raises(PinnedOverBudgetError):
+                projector.render(state, resolve, stand_in=str)
+            continue
+        named = projector.render(state, resolve, with_decisions=False, stand_in=lambda at: f"@{at}")
+        expected = [
+            msgspec.structs.replace(m, text=f"@{m.sources[0]}")
+            if len(m.sources) == 1 and logged.get(m.sources[0]) and m.text == logged[m.sources[0]]
+            else m
+            for m in plain.messages
+        ]
+        assert list(named.messages) == expected
+        assert named.tokens == plain.tokens
+        stood_in += sum(m is not e for m, e in zip(plain.messages, expected, strict=True))
+    event(f"texts stood in: {stood_in > 0}")
