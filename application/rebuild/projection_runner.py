@@ -31,7 +31,7 @@ from contextledger.application.views.view_runner import (
     View,
     ViewRunner,
 )
-from contextledger.domain.content import BlobText, Text
+from contextledger.domain.content import Text
 from contextledger.domain.errors import ContextLedgerError
 from contextledger.domain.events import Recorded, SessionStarted, SummaryRecorded
 from contextledger.domain.ports import (
@@ -219,10 +219,8 @@ class ContextView:
             if found is None:
                 missing.append((events, len(events), note, position))
                 events.append(CountedEvent(position=position, event=note.event))  # its place, until counted
-            elif isinstance(getattr(note.event, "content", None), BlobText):
-                events.append(with_counts(projector, position, note.event, found))  # the policy may cut it
             else:
-                events.append(CountedEvent(position=position, event=note.event, tokens=found))
+                events.append(with_counts(projector, position, note.event, found))  # resolves a blob to cut
         fresh = self._count(missing) if missing else {}
         if self._texts:
             self._texts = {i: texts for i, texts in self._texts.items() if i > upto}

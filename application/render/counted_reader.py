@@ -73,12 +73,11 @@ class CountedReader:
         is due: then they are that list itself (a fold iterates over it without a generator's step).
         """
         after, position = span
-        if not due:
-            read = self._preread_span(session_id, after, position)
-            if read is not None:
-                _add_tools(read, seen.tools)
-                return read
-        return self._lazily(session_id, projector, after, position, due=due, seen=seen)
+        read = self._preread_span(session_id, after, position)
+        if read is not None and not due:
+            _add_tools(read, seen.tools)
+            return read
+        return self._lazily(session_id, projector, after, position, read, due=due, seen=seen)
 
     def _lazily(
         self,
@@ -86,13 +85,15 @@ class CountedReader:
         projector: Projector,
         after: int,
         position: int,
+        read: list[CountedEvent] | None,
         *,
         due: dict[int, list[SummaryRecorded]],
         seen: Seen,
     ) -> Iterator[CountedEvent]:
-        """``counted`` read a chunk at a time."""
+        """``counted`` read a chunk at a time (or from ``read``, the pre-read span), artifacts between."""
         yield from self._summaries(due.pop(after, []), seen)
-        for chunk in self._counted_chunks(session_id, projector, after, position):
+        chunks = [read] if read is not None else self._counted_chunks(session_id, projector, after, position)
+        for chunk in chunks:
             _add_tools(chunk, seen.tools)
             for counted in chunk:
                 yield counted
@@ -133,10 +134,6 @@ class CountedReader:
     def _counted_chunks(
         self, session_id: str, projector: Projector, after: int, upto: int
     ) -> Iterator[list[CountedEvent]]:
-        read = self._preread_span(session_id, after, upto)
-        if read is not None:
-            yield read
-            return
         while after < upto:
             end = min(after + CHUNK, upto)
             chunk = self.ledger.events(session_id, after=after, upto=end)
