@@ -282,7 +282,8 @@ def register(app: typer.Typer) -> None:
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
         --json prints {"version", "switched", "dropped", "live", "candidate", "differing", "folded"}.
         The comparison is read from the render digests each build writes beside its rows; with
-        --no-compare it is skipped ("live", "candidate" and "differing" are null).
+        --no-compare it is skipped ("live", "candidate" and "differing" are null) and a version built
+        from empty writes no digests (a later comparison renders its sessions from their rows).
         The same pass keeps the policy-free views (--views); large ledgers rebuild in --workers
         processes, each folding a share of the sessions (one checkpoint per share). --shard i/n folds
         share i of n in this process only; the process that finishes last completes the rebuild

@@ -107,9 +107,21 @@ class ContextView:
         """Summary artifacts read from the notifications and not yet folded, by session."""
         self.counts_at_finish = True
         """Whether ``finish`` writes the fresh counts kept back (else they wait for the caller's flush)."""
+        self.digests_wanted = True
+        """Whether a catch-up that starts empty writes render digests (off: a rebuild without comparison)."""
+        self._writes_digests = True
 
     def begin(self, tracking: int) -> None:
-        """Note where the view resumes; forget what memory holds if another runner moved it since."""
+        """Note where the view resumes; forget what memory holds if another runner moved it since.
+
+        A catch-up from empty with ``digests_wanted`` off writes no render digests, and first deletes
+        any the version's name still has (left by a drop that stopped half-way): a comparison renders
+        a session without a digest from its row. Else every row written gets its digest in the same
+        transaction, so no digest ever describes an older row.
+        """
+        self._writes_digests = self.digests_wanted or tracking > 0
+        if not self._writes_digests:
+            self.store.drop(self.digests)
         if not self.known.begin(tracking):
             self._artifacts.clear()
             self._counts_ahead.clear()
@@ -175,7 +187,7 @@ class ContextView:
             data = self._fold_session(session_id, at, row, read.get(session_id, []))
             if data is not None:
                 rows[session_id] = (at, data)
-                digests[session_id] = (at, encode_digest(self._digest(session_id)))
+                self._add_digest(digests, session_id, at)
         return {self.name: rows, self.digests: digests, **fresh}
 
     def finish(self) -> None:
@@ -186,6 +198,11 @@ class ContextView:
         """
         if self.counts_at_finish:
             self.renderer.counter.flush()
+
+    def _add_digest(self, digests: Rows, session_id: str, at: int) -> None:
+        """Add the digest of the session just folded to its row's, unless this catch-up writes none."""
+        if self._writes_digests:
+            digests[session_id] = (at, encode_digest(self._digest(session_id)))
 
     def _digest(self, session_id: str) -> RenderDigest:
         """The comparison's digest of the session's render, from the state just folded (nothing is read)."""

@@ -82,7 +82,9 @@ def rebuild(
     Order: the drop is checked first (nothing is written when it is refused), then the version's
     config is recorded, the version is built (in ``workers`` processes through ``in_shards`` when
     more than one), compared with the active version, made active with ``switch``, and ``drop`` is
-    deleted (with its render digests); ``compare=False`` skips the comparison.
+    deleted (with its render digests); ``compare=False`` skips the comparison, and a one-process
+    build from empty then writes no render digests (a later comparison renders those sessions from their
+    rows).
     Readers keep the active version until the switch. Before building, leases a finishing
     runner still holds (the workers of a run killed with -9) are waited for, ``on_wait`` told once
     per holder; a dead holder's lease is taken over at once.
@@ -112,6 +114,7 @@ def rebuild(
         runner.on_batch = on_batch
         counts = runner.renderer.counter
         runner.context.counts_at_finish = False
+        runner.context.digests_wanted = compare  # a version built from empty without one writes no digests
         with collector_paused():  # the folded states are freed before the collector would walk them all
             stats = runner.run()
             # The last fresh counts are written once the leases are released (their release, a write

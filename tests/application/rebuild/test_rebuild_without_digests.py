@@ -1,0 +1,96 @@
+"""A rebuild without comparison from empty writes no render digests; no digest ever describes an older row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import contextledger
+import pytest
+from contextledger.adapters.importers.service import import_file
+from contextledger.application.rebuild.blue_green import RebuildSpec, compare_versions
+from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
+from contextledger.application.rebuild.rebuild import rebuild
+from contextledger.application.rebuild.render_digest import RenderDigest, digests_of, encode_digest
+from contextledger.projections.presets import get_preset
+
+from tests.conftest import TRANSCRIPTS
+
+FILES = (
+    "mini-swe-agent__psf__requests-1142.traj.json",
+    "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl",
+)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path):
+    """A SQLite ledger holding two real transcripts."""
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as opened:
+        for name in FILES:
+            assert import_file(opened, TRANSCRIPTS / name).ok
+        yield opened
+
+
+def _spec(preset: str) -> RebuildSpec:
+    return RebuildSpec(get_preset(preset).model_dump_json(), 16_000)
+
+
+def _views(ledger):
+    views = ledger.ports.projections
+    assert views is not None
+    return views
+
+
+def _digest_positions(views, version: str) -> dict[str, int]:
+    keys = views.row_keys(digests_of(version))
+    return {key: position for key, (position, _) in views.load_rows(digests_of(version), keys).items()}
+
+
+def _row_positions(views, version: str) -> dict[str, int]:
+    keys = views.row_keys(version)
+    return {key: position for key, (position, _) in views.load_rows(version, keys).items()}
+
+
+def test_a_build_from_empty_without_comparison_writes_no_digests_and_later_comparisons_are_unchanged(ledger):
+    """No digest rows; a comparison against that version equals the one against a version with digests."""
+    views = _views(ledger)
+    quick = rebuild(ledger, _spec("default"), switch=True, compare=False)
+    assert len(views.row_keys(quick.version)) == 2
+    assert views.row_keys(digests_of(quick.version)) == []
+    rendered = rebuild(ledger, _spec("threshold"), compare=True).comparison  # the live one rendered from rows
+    views.activate(CONTEXT_VIEW, quick.version)
+    views.drop(quick.version)
+    views.drop(digests_of(quick.version))
+    again = rebuild(ledger, _spec("default"), switch=True, compare=True)  # now with digests
+    assert again.version == quick.version
+    assert len(views.row_keys(digests_of(again.version))) == 2
+    candidate = rendered.candidate if rendered else None
+    assert candidate is not None
+    from_digests = compare_versions(ledger, views, candidate.version)
+    assert rendered == from_digests
+    assert rendered.differing == sorted(s.session_id for s in ledger.sessions())
+
+
+def test_digests_left_under_an_empty_version_are_deleted_before_it_is_built_without_them(ledger):
+    """A digest row a half-done drop left (its version empty, no checkpoint) never outlives the build."""
+    views = _views(ledger)
+    version = rebuild(ledger, _spec("default"), compare=False).version
+    views.drop(version)  # a drop that stopped before deleting the digests
+    stale = encode_digest(RenderDigest(tokens=1, messages=b"stale", format=3))
+    session = ledger.sessions()[0].session_id
+    views.commit(digests_of(version), 0, {session: (1, stale)})
+    assert views.row_keys(digests_of(version)) == [session]
+    rebuild(ledger, _spec("default"), compare=False)
+    assert views.row_keys(digests_of(version)) == []
+
+
+def test_a_resumed_version_keeps_each_digest_at_its_row_even_without_comparison(ledger):
+    """Resuming a version that has digests writes them for every row it moves: none describes an older row."""
+    views = _views(ledger)
+    version = rebuild(ledger, _spec("default"), switch=True).version
+    assert _digest_positions(views, version) == _row_positions(views, version)
+    session = ledger.sessions()[0].session_id
+    ledger.add_user_message(session, "one more question about the failing test")
+    rebuild(ledger, _spec("default"), compare=False)
+    rows = _row_positions(views, version)
+    assert rows[session] == ledger.version(session)
+    assert _digest_positions(views, version) == rows
