@@ -19,7 +19,9 @@ even where ``PYTHONDONTWRITEBYTECODE`` is set):
   ~20 % within minutes, more than a ratio to a floor measured minutes apart can bear);
 - ``rebuild after a config change``: ``contextledger rebuild --policy threshold --workers 1`` on a
   copy of the ledger the first rebuild left (the default version live: the comparison renders both);
-  the same with ``--no-compare`` when the code has that flag.
+  the same with ``--no-compare`` when the code has that flag. Each round runs ``raw`` again just
+  before them, and their ratio is first the median of each run's rate over that run's (the raw floor
+  moved by up to 2x within an hour here), then the median rate over the median of every raw run.
 
 ``--before REF`` runs the same CLI of git ``REF`` (assembled from ``git archive``) interleaved with
 the current code on copies of the same ledger, round by round (each round a first rebuild and the rebuilds
@@ -118,7 +120,8 @@ def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compar
     """One round of one code: a first rebuild after a tiktoken run of its own, then the later rebuilds.
 
     The rebuild after a config change runs on a copy of what the first left (and the same with
-    ``--no-compare`` when the code has that flag).
+    ``--no-compare`` when the code has that flag), right after a raw run of its own: each keeps its rate
+    over that run's (``raw_ratio``).
     """
     cold = work / f"{label}-cold.db"
     shutil.copy(base, cold)
@@ -126,6 +129,7 @@ def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compar
     first = _cli(pythonpath, cold, "--policy", "default", "--switch")
     copy = work / f"{label}-warm.db"
     shutil.copy(cold, copy)
+    raw = _phase("raw", base)["events_per_s"]  # just before, as for the first rebuild
     warm = _cli(pythonpath, copy, "--policy", "threshold")
     quick = None
     if no_compare:
@@ -133,6 +137,9 @@ def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compar
         quick = _cli(pythonpath, copy, "--policy", "threshold", "--no-compare")
     copy.unlink()
     cold.unlink()
+    for run in (warm, quick):
+        if run is not None:
+            run["raw_ratio"] = run["events"] / run["seconds"] / raw
     return {"first": first, "ratio": first["seconds"] / floor, "warm": warm, "no_compare": quick}
 
 
@@ -186,13 +193,11 @@ def _rows(code: dict[str, Any], raw_rate: float, tiktoken_s: float) -> list[tupl
         rates = [r["events"] / r["seconds"] for r in code[key]]
         med, low, high = _stats(rates)
         seconds = statistics.median(r["seconds"] for r in code[key])
-        rows.append(
-            (
-                f"{name}, events/s",
-                f"{med:,.0f} ({low:,.0f}-{high:,.0f}); {seconds:.2f} s",
-                f"{med / raw_rate:.1%} of raw",
-            )
-        )
+        ratio = f"{med / raw_rate:.1%} of raw"
+        if pairs := [r["raw_ratio"] for r in code[key] if "raw_ratio" in r]:
+            mid, least, most = _stats(pairs)
+            ratio = f"{mid:.1%} ({least:.1%}-{most:.1%}) of the raw run just before each; {ratio} (of all)"
+        rows.append((f"{name}, events/s", f"{med:,.0f} ({low:,.0f}-{high:,.0f}); {seconds:.2f} s", ratio))
     return rows
 
 

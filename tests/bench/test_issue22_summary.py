@@ -63,7 +63,11 @@ def test_each_goal_is_judged_from_the_after_figures(tmp_path):
         "before": {"first": {"seconds": 5.0}, "warm": [{"events": 10_000, "seconds": 1.0}]},
         "after": {
             "first": {"seconds": 2.4, "paired_ratios": [1.1, 1.25, 1.9]},
-            "warm": [{"events": 30_000, "seconds": 1.0}],
+            "warm": [  # each run paired with the raw run just before it
+                {"events": 30_000, "seconds": 1.0, "raw_ratio": 0.31},
+                {"events": 20_000, "seconds": 1.0, "raw_ratio": 0.22},
+                {"events": 25_000, "seconds": 1.0, "raw_ratio": 0.26},
+            ],
         },
         "markdown": "R",
     }
@@ -77,7 +81,8 @@ def test_each_goal_is_judged_from_the_after_figures(tmp_path):
     assert table["PostgreSQL 4 writer processes / as many raw (>= 50 %)"] == ["25.0 %", "60.0 %", "met"]
     assert table["PostgreSQL 1 writer processes / as many raw (>= 50 %)"] == ["n/a", "n/a", "n/a"]
     assert table["PostgreSQL single append @40k / @1k events (<= 1.3)"] == ["n/a", "1.50x", "NOT met"]
-    assert table["rebuild after a config change, one process / raw (>= 25 %)"] == ["10.0 %", "30.0 %", "met"]
+    # before: its median rate over the median raw rate; after: the median of its paired ratios
+    assert table["rebuild after a config change, one process / raw (>= 25 %)"] == ["10.0 %", "26.0 %", "met"]
     # before: its median run over the median tiktoken run; after: the median of its paired ratios
     assert table["first rebuild / tiktoken alone on the same texts (<= 1.3)"] == ["2.50x", "1.25x", "met"]
 
