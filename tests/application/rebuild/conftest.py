@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import contextledger
 import pytest
+from contextledger.adapters.importers.service import import_file
+
+from tests.conftest import TRANSCRIPTS
+
+TWO_TRANSCRIPTS = (
+    "mini-swe-agent__psf__requests-1142.traj.json",
+    "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl",
+)
+
+
+@pytest.fixture
+def transcripts(tmp_path: Path):
+    """A SQLite ledger holding two real transcripts (``TWO_TRANSCRIPTS``)."""
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as opened:
+        for name in TWO_TRANSCRIPTS:
+            assert import_file(opened, TRANSCRIPTS / name).ok
+        yield opened
 
 
 @pytest.fixture

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import contextledger
 import pytest
-from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.blue_green import active_state, build_version, compare_versions
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
 from contextledger.application.render.renderer import Renderer
 from contextledger.projections.presets import get_preset
 
-from tests.conftest import TRANSCRIPTS
-
-FILES = (
-    "mini-swe-agent__psf__requests-1142.traj.json",
-    "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl",
-)
-
 
 @pytest.fixture
-def ledger(tmp_path: Path):
-    """A SQLite ledger holding two real transcripts."""
-    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as opened:
-        for name in FILES:
-            assert import_file(opened, TRANSCRIPTS / name).ok
-        yield opened
+def ledger(transcripts):
+    """The SQLite ledger holding two real transcripts (``transcripts``)."""
+    return transcripts
 
 
 def test_a_candidate_is_compared_with_the_live_version_then_switched(ledger):

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
-import contextledger
 import msgspec
 import pytest
-from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.blue_green import RebuildSpec, build_version, compare_versions
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
@@ -32,22 +29,13 @@ from contextledger.projections.fold import Projector
 from contextledger.projections.presets import get_preset
 from hypothesis import HealthCheck, event, given, settings
 
-from tests.conftest import TRANSCRIPTS
 from tests.projections.projection_helpers import Words, count_all, policies, resolve, sessions
-
-FILES = (
-    "mini-swe-agent__psf__requests-1142.traj.json",
-    "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl",
-)
 
 
 @pytest.fixture
-def ledger(tmp_path: Path):
-    """A SQLite ledger holding two real transcripts."""
-    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as opened:
-        for name in FILES:
-            assert import_file(opened, TRANSCRIPTS / name).ok
-        yield opened
+def ledger(transcripts):
+    """The SQLite ledger holding two real transcripts (``transcripts``)."""
+    return transcripts
 
 
 def _two_versions(ledger):
