@@ -17,7 +17,7 @@ TWO_TRANSCRIPTS = (
 
 
 @pytest.fixture
-def transcripts(tmp_path: Path):
+def two_transcripts(tmp_path: Path):
     """A SQLite ledger holding two real transcripts (``TWO_TRANSCRIPTS``)."""
     with contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as opened:
         for name in TWO_TRANSCRIPTS:

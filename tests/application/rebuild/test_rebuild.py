@@ -12,9 +12,9 @@ from contextledger.projections.presets import get_preset
 
 
 @pytest.fixture
-def ledger(transcripts):
-    """The SQLite ledger holding two real transcripts (``transcripts``)."""
-    return transcripts
+def ledger(two_transcripts):
+    """The SQLite ledger holding two real transcripts (``two_transcripts``)."""
+    return two_transcripts
 
 
 def test_a_candidate_is_compared_with_the_live_version_then_switched(ledger):

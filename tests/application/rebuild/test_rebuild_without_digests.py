@@ -11,9 +11,9 @@ from contextledger.projections.presets import get_preset
 
 
 @pytest.fixture
-def ledger(transcripts):
-    """The SQLite ledger holding two real transcripts (``transcripts``)."""
-    return transcripts
+def ledger(two_transcripts):
+    """The SQLite ledger holding two real transcripts (``two_transcripts``)."""
+    return two_transcripts
 
 
 def _spec(preset: str) -> RebuildSpec:

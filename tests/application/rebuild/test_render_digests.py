@@ -33,9 +33,9 @@ from tests.projections.projection_helpers import Words, count_all, policies, res
 
 
 @pytest.fixture
-def ledger(transcripts):
-    """The SQLite ledger holding two real transcripts (``transcripts``)."""
-    return transcripts
+def ledger(two_transcripts):
+    """The SQLite ledger holding two real transcripts (``two_transcripts``)."""
+    return two_transcripts
 
 
 def _two_versions(ledger):
