@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import contextledger
 import pytest
 from contextledger.adapters.importers.service import import_file
+from contextledger.application.kernel.ledger import Ledger
 
 from tests.conftest import TRANSCRIPTS
 
@@ -16,13 +18,23 @@ TWO_TRANSCRIPTS = (
 )
 
 
-@pytest.fixture
-def two_transcripts(tmp_path: Path):
-    """A SQLite ledger holding two real transcripts (``TWO_TRANSCRIPTS``)."""
-    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'r.db'}") as opened:
+def _holding_two_transcripts(url: str) -> Iterator[Ledger]:
+    with contextledger.open_ledger(url) as opened:
         for name in TWO_TRANSCRIPTS:
             assert import_file(opened, TRANSCRIPTS / name).ok
         yield opened
+
+
+@pytest.fixture
+def two_transcripts(tmp_path: Path) -> Iterator[Ledger]:
+    """A SQLite ledger holding two real transcripts (``TWO_TRANSCRIPTS``)."""
+    yield from _holding_two_transcripts(f"sqlite:///{tmp_path / 'r.db'}")
+
+
+@pytest.fixture(params=["sqlite_url", pytest.param("pg_url", marks=pytest.mark.postgres)])
+def two_transcripts_each_store(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    """The same ledger on a SQLite file, then on the PostgreSQL server (a fresh schema)."""
+    yield from _holding_two_transcripts(request.getfixturevalue(request.param))
 
 
 @pytest.fixture

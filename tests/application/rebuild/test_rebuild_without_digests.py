@@ -11,9 +11,9 @@ from contextledger.projections.presets import get_preset
 
 
 @pytest.fixture
-def ledger(two_transcripts):
-    """The SQLite ledger holding two real transcripts (``two_transcripts``)."""
-    return two_transcripts
+def ledger(two_transcripts_each_store):
+    """Two real transcripts, on SQLite and on PostgreSQL (``two_transcripts_each_store``)."""
+    return two_transcripts_each_store
 
 
 def _spec(preset: str) -> RebuildSpec:
