@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -31,6 +32,19 @@ def projections_of(ledger):
     return RecorderProjections(ledger.ports.log)
 
 
+def _reaped(pid: int) -> bool:
+    """Whether the process has exited and been reaped (its pid is gone).
+
+    Not ``Popen.poll()``: while the reaper thread is inside ``wait()``, ``poll()`` answers None until that
+    thread has stored the return code, even after the kernel has reaped the process.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def _held_by(ledger, child, name):
     holder = projections_of(ledger)
     holder.owner = f"{socket.gethostname()}:{child.pid}:dead0001"
@@ -48,7 +62,7 @@ def test_a_lease_held_by_a_live_worker_is_waited_for_then_taken(tmp_path, worker
             store.acquire("context/v@1/2")
         told: list[ProjectionLockedError] = []
         wait_for_leases(store, names, on_wait=told.append, poll=0.05, timeout=30)
-        assert worker.poll() is not None
+        assert _reaped(worker.pid)
         assert [e.projection for e in told] == ["context/v@1/2"]
         store.acquire("context/v@1/2").release()
 
