@@ -6,7 +6,12 @@ import pytest
 from contextledger.application.rebuild.blue_green import RebuildSpec, compare_versions
 from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
 from contextledger.application.rebuild.rebuild import rebuild
-from contextledger.application.rebuild.render_digest import RenderDigest, digests_of, encode_digest
+from contextledger.application.rebuild.render_digest import (
+    DIGEST_FORMAT,
+    RenderDigest,
+    digests_of,
+    encode_digest,
+)
 from contextledger.projections.presets import get_preset
 
 
@@ -26,14 +31,10 @@ def _views(ledger):
     return views
 
 
-def _digest_positions(views, version: str) -> dict[str, int]:
-    keys = views.row_keys(digests_of(version))
-    return {key: position for key, (position, _) in views.load_rows(digests_of(version), keys).items()}
-
-
-def _row_positions(views, version: str) -> dict[str, int]:
-    keys = views.row_keys(version)
-    return {key: position for key, (position, _) in views.load_rows(version, keys).items()}
+def _positions(views, name: str) -> dict[str, int]:
+    """Each row's position under ``name`` (a version's rows, or its digests')."""
+    keys = views.row_keys(name)
+    return {key: position for key, (position, _) in views.load_rows(name, keys).items()}
 
 
 def test_a_build_from_empty_without_comparison_writes_no_digests_and_later_comparisons_are_unchanged(ledger):
@@ -49,9 +50,8 @@ def test_a_build_from_empty_without_comparison_writes_no_digests_and_later_compa
     again = rebuild(ledger, _spec("default"), switch=True, compare=True)  # now with digests
     assert again.version == quick.version
     assert len(views.row_keys(digests_of(again.version))) == 2
-    candidate = rendered.candidate if rendered else None
-    assert candidate is not None
-    from_digests = compare_versions(ledger, views, candidate.version)
+    assert rendered is not None
+    from_digests = compare_versions(ledger, views, rendered.candidate.version)
     assert rendered == from_digests
     assert rendered.differing == sorted(s.session_id for s in ledger.sessions())
 
@@ -61,7 +61,7 @@ def test_digests_left_under_an_empty_version_are_deleted_before_it_is_built_with
     views = _views(ledger)
     version = rebuild(ledger, _spec("default"), compare=False).version
     views.drop(version)  # a drop that stopped before deleting the digests
-    stale = encode_digest(RenderDigest(tokens=1, messages=b"stale", format=3))
+    stale = encode_digest(RenderDigest(tokens=1, messages=b"stale", format=DIGEST_FORMAT))
     session = ledger.sessions()[0].session_id
     views.commit(digests_of(version), 0, {session: (1, stale)})
     assert views.row_keys(digests_of(version)) == [session]
@@ -73,10 +73,10 @@ def test_a_resumed_version_keeps_each_digest_at_its_row_even_without_comparison(
     """Resuming a version that has digests writes them for every row it moves: none describes an older row."""
     views = _views(ledger)
     version = rebuild(ledger, _spec("default"), switch=True).version
-    assert _digest_positions(views, version) == _row_positions(views, version)
+    assert _positions(views, digests_of(version)) == _positions(views, version)
     session = ledger.sessions()[0].session_id
     ledger.add_user_message(session, "one more question about the failing test")
     rebuild(ledger, _spec("default"), compare=False)
-    rows = _row_positions(views, version)
+    rows = _positions(views, version)
     assert rows[session] == ledger.version(session)
-    assert _digest_positions(views, version) == rows
+    assert _positions(views, digests_of(version)) == rows
