@@ -2,7 +2,7 @@
 
 Each case runs two subprocesses: one writes a SQLite ledger (a user message, one tool call and its
 50 MB result), then a new process opens it and renders once; that process reports its render time and
-its peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) before and after the render. Cases: text
+its peak RSS (``harness.peak_kib``: its own VmHWM) before and after the render. Cases: text
 made of the real transcripts in tests/fixtures/transcripts (repeated to the size), and one character
 repeated; each with cl100k_base and with the heuristic counter. Render time: wall and CPU seconds.
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import FIXTURES, save
+from harness import FIXTURES, peak_kib, save
 
 KINDS = ("text", "repeated")
 
@@ -38,8 +38,8 @@ def huge_text(kind: str, size: int) -> str:
 
 
 def peak_mb() -> float:
-    """This process's peak resident set size so far, in MB (ru_maxrss is in KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's own peak resident set size so far, in MiB (``harness.peak_kib``)."""
+    return peak_kib() / 1024
 
 
 def cpu_s() -> float:

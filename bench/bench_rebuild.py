@@ -8,7 +8,7 @@ The ledger holds every real transcript (tests/fixtures/transcripts, or the folde
 ``CONTEXTLEDGER_BENCH_TRANSCRIPTS`` names: ``harness.TRANSCRIPTS``) ``--copies`` times, each copy
 under renamed streams with its inline texts and call ids made distinct (so no in-process cache
 sees a copy's text twice). Each figure runs in a fresh process, which also reports its peak memory
-(``ru_maxrss``, workers included): ``raw`` scans the events table in notification order with
+(its own ``VmHWM``, workers' ``ru_maxrss``): ``raw`` scans the events table in notification order with
 sqlite3 and decodes every row with the store's msgspec mapper; ``rebuild_cold_context_only`` is
 the first rebuild of the ledger (the default context projection, every text tokenized, per-event
 token rows written); ``rebuild_all_views_*`` rebuild, under fresh names, the context projection
@@ -47,7 +47,7 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
 from contextledger.projections.presets import get_preset
 from eventsourcing.persistence import StoredEvent
-from harness import save, transcripts
+from harness import peak_kib, save, transcripts
 
 
 def _distinct(event: Any, copy: int) -> Any:
@@ -102,7 +102,7 @@ def build(db: Path, copies: int) -> int:
 
 
 def _peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return peak_kib() / 1024
 
 
 def phase_raw(db: Path) -> dict[str, float]:

@@ -50,7 +50,7 @@ import psycopg
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from harness import FIXTURES, machine, save, transcripts
+from harness import FIXTURES, PEAK_KIB, machine, save, transcripts
 
 PAYLOAD = "x" * 300
 _VALUES = "(%s, %s, %s, %s)"
@@ -661,12 +661,14 @@ def bench_render(samples: int, events: int, folder: Path) -> list[Row]:
     ]  # fmt: skip
 
 
-_IMPORT_CHILD = """
-import json, resource, sys
+_IMPORT_CHILD = (
+    PEAK_KIB
+    + """
+import json, sys
 import contextledger
 with contextledger.open_ledger(sys.argv[2]) as ledger:
     ledger.sessions()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_kib()
     if sys.argv[3] == "floor":  # the raw floor: decode the same file whole, nothing else
         with open(sys.argv[1], "rb") as file:
             sessions = len(json.load(file))
@@ -674,9 +676,10 @@ with contextledger.open_ledger(sys.argv[2]) as ledger:
         result = contextledger.import_file(ledger, sys.argv[1])  # "import" (SQLite) or "postgres"
         assert result.error is None, result.error
         sessions = len(result.sessions)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_kib()
     print(json.dumps({"before_kib": before, "peak_kib": peak, "sessions": sessions}))
 """
+)
 
 
 def _big_transcript(path: Path, megabytes: float) -> None:

@@ -21,13 +21,15 @@ from typing import Any
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import save
+from harness import PEAK_KIB, save
 
 PG = "postgresql://postgres@127.0.0.1:5432/test"
 WORKER = Path(__file__).resolve().parents[1] / "tests" / "adapters" / "store" / "store_workers.py"
 
-CHILD = """
-import resource, sys, time
+CHILD = (
+    PEAK_KIB
+    + """
+import sys, time
 import contextledger
 kind, url = sys.argv[1], sys.argv[2]
 with contextledger.open_ledger(url) as ledger:
@@ -40,8 +42,9 @@ with contextledger.open_ledger(url) as ledger:
         ledger.add_assistant_message(s, tool_calls=[{"id": "c1", "name": "cat", "arguments": {}}])
         ledger.add_tool_result(s, "c1", text)
     seconds = time.perf_counter() - start
-print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+print(seconds, peak_kib() / 1024)
 """
+)
 
 
 def one_write(kind: str, url: str) -> tuple[float, float] | None:

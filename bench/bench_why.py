@@ -33,7 +33,7 @@ from typing import Any
 
 import contextledger
 from contextledger.application.audit.call_recorder import CallRecorder
-from harness import save
+from harness import PEAK_KIB, save
 
 FACT = "the staging database password rotates on Thursdays (ticket OPS-4471)"
 WORDS = ["alpha", "beta", "gamma", "delta", "file", "path", "test", "error", "value", "module", "import"]
@@ -152,8 +152,10 @@ def record_calls(db: Path, meta: dict[str, Any]) -> dict[str, Any]:
     return {"calls": calls, "record_calls_s": round(time.perf_counter() - started, 1)}
 
 
-CHILD = """
-import sys, time, json, resource
+CHILD = (
+    PEAK_KIB
+    + """
+import sys, time, json
 t0 = time.perf_counter()
 import contextledger
 from contextledger.application.audit.forensics import why
@@ -178,11 +180,14 @@ with contextledger.open_ledger("sqlite:///" + db) as ledger:
     t3 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "why_s": t3 - t2,
                   "verdict": answer.verdict, "entered_at": answer.entered_at,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": peak_kib() / 1024}))
 """
+)
 
-FLOOR = """
-import sys, time, json, re, sqlite3, resource
+FLOOR = (
+    PEAK_KIB
+    + """
+import sys, time, json, re, sqlite3
 import contextledger
 from contextledger.application.search.log_search import searchable_texts
 db, session, query = sys.argv[1:4]
@@ -214,8 +219,9 @@ print(json.dumps({"read_texts_s": t1 - t0, "texts": len(texts), "chars": sum(map
                   "regex_scan_s": sorted(scans)[1], "casefold_find_scan_s": find_s,
                   "fts5_trigram_build_s": fts_build_s, "fts5_trigram_query_s": fts_query_s,
                   "agree": first == folded == hit,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": peak_kib() / 1024}))
 """
+)
 
 
 def time_why(db: Path, session: str, mode: str, arg: str, runs: int) -> dict[str, Any]:
