@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness import FIXTURES, peak_kib, save
+from harness import FIXTURES, peak_mib, save
 
 KINDS = ("text", "repeated")
 
@@ -35,11 +35,6 @@ def huge_text(kind: str, size: int) -> str:
         p.read_text(encoding="utf-8", errors="replace") for p in sorted(FIXTURES.iterdir()) if p.is_file()
     )
     return (corpus * (size // len(corpus) + 1))[:size]
-
-
-def peak_mb() -> float:
-    """This process's own peak resident set size so far, in MiB (``harness.peak_kib``)."""
-    return peak_kib() / 1024
 
 
 def cpu_s() -> float:
@@ -61,7 +56,7 @@ def write(url: str, kind: str, size: int) -> None:
         )
         ledger.add_tool_result(session, "c1", text)
         ledger.add_assistant_message(session, "done")
-    print(json.dumps({"session": session, "write_peak_mb": round(peak_mb(), 1)}))
+    print(json.dumps({"session": session, "write_peak_mb": round(peak_mib(), 1)}))
 
 
 def render(url: str, session: str, tokenizer: str) -> None:
@@ -70,7 +65,7 @@ def render(url: str, session: str, tokenizer: str) -> None:
 
     with contextledger.open_ledger(url) as ledger:
         renderer = contextledger.Renderer(ledger, tokenizer=tokenizer)
-        before = peak_mb()
+        before = peak_mib()
         start, cpu = time.perf_counter(), cpu_s()
         context = renderer.render(session, budget=32_000)
         seconds, cpu = time.perf_counter() - start, cpu_s() - cpu
@@ -80,7 +75,7 @@ def render(url: str, session: str, tokenizer: str) -> None:
                     "render_s": round(seconds, 2),
                     "render_cpu_s": round(cpu, 2),
                     "peak_before_render_mb": round(before, 1),
-                    "peak_mb": round(peak_mb(), 1),
+                    "peak_mb": round(peak_mib(), 1),
                     "tokens": context.tokens,
                 }
             )

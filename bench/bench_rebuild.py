@@ -47,7 +47,7 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, SessionStarted, ToolResultRecorded
 from contextledger.projections.presets import get_preset
 from eventsourcing.persistence import StoredEvent
-from harness import peak_kib, save, transcripts
+from harness import peak_mib, save, transcripts
 
 
 def _distinct(event: Any, copy: int) -> Any:
@@ -101,10 +101,6 @@ def build(db: Path, copies: int) -> int:
         return int(conn.execute("SELECT count(*) FROM ledger_events").fetchone()[0])
 
 
-def _peak_mib() -> float:
-    return peak_kib() / 1024
-
-
 def phase_raw(db: Path) -> dict[str, float]:
     """Scan every event in notification order and decode it (the floor a rebuild is compared with)."""
     mapper = MsgspecMapper()
@@ -119,7 +115,7 @@ def phase_raw(db: Path) -> dict[str, float]:
                 mapper.to_recorded(StoredEvent(row[0], row[1], row[2], row[3]))
             count += len(rows)
     elapsed = time.perf_counter() - started
-    return {"events": count, "seconds": elapsed, "events_per_s": count / elapsed, "peak_mib": _peak_mib()}
+    return {"events": count, "seconds": elapsed, "events_per_s": count / elapsed, "peak_mib": peak_mib()}
 
 
 def phase_rebuild(db: Path, projection: str, workers: int, views: tuple[str, ...]) -> dict[str, float]:
@@ -151,7 +147,7 @@ def phase_rebuild(db: Path, projection: str, workers: int, views: tuple[str, ...
         "failed_sessions": len(stats.failed),
         "seconds": elapsed,
         "events_per_s": stats.events / elapsed,
-        "peak_mib": _peak_mib(),
+        "peak_mib": peak_mib(),
         "peak_mib_workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     }
 

@@ -85,6 +85,11 @@ def peak_kib() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+def peak_mib() -> float:
+    """``peak_kib`` in MiB."""
+    return peak_kib() / 1024
+
+
 PEAK_KIB = inspect.getsource(peak_kib)
 """``peak_kib``'s source, to put first in the code of a child run with ``python -c``."""
 

@@ -22,4 +22,3 @@ def test_a_child_of_a_large_parent_reports_its_own_peak():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     child = int(done.stdout.strip())
     assert 0 < child < 100 * 1024, f"the child reported {child} KiB"
-    del held
