@@ -26,10 +26,13 @@ CHUNK = 2_000
 
 
 class Seen(msgspec.Struct):
-    """What one catch-up folded besides events: summary ids and the tool names called or answered."""
+    """What one catch-up folded besides events: summary ids and the tool names called or answered.
+
+    ``tools`` is None when nobody asks for the names (only a policy whose retention names tools does).
+    """
 
     summaries: set[str] = msgspec.field(default_factory=set)
-    tools: set[str] = msgspec.field(default_factory=set)
+    tools: set[str] | None = msgspec.field(default_factory=set)
 
 
 def _add_tools(events: list[CountedEvent], tools: set[str]) -> None:
@@ -75,7 +78,8 @@ class CountedReader:
         after, position = span
         read = self._preread_span(session_id, after, position)
         if read is not None and not due:
-            _add_tools(read, seen.tools)
+            if seen.tools is not None:
+                _add_tools(read, seen.tools)
             return read
         return self._lazily(session_id, projector, after, position, read, due=due, seen=seen)
 
@@ -94,7 +98,8 @@ class CountedReader:
         yield from self._summaries(due.pop(after, []), seen)
         chunks = [read] if read is not None else self._counted_chunks(session_id, projector, after, position)
         for chunk in chunks:
-            _add_tools(chunk, seen.tools)
+            if seen.tools is not None:
+                _add_tools(chunk, seen.tools)
             for counted in chunk:
                 yield counted
                 if due:

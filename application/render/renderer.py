@@ -48,7 +48,10 @@ SNAPSHOT_FORMAT = 6
 
 
 class _Cached(msgspec.Struct):
-    """A folded state, the summary artifacts and tool names folded into it, and its last snapshot position."""
+    """A folded state, the summary artifacts and tool names folded into it, and its last snapshot position.
+
+    The tool names are gathered only under a policy whose retention names tools (``_check_tools``).
+    """
 
     state: RenderState
     summaries: set[str]
@@ -405,9 +408,10 @@ class Renderer:
                 due.setdefault(summary.produced_at, []).append(summary)
         if cached.state.position == position and not due:
             return  # nothing to fold: no copy of the state
-        seen = Seen()
+        seen = Seen(tools=set() if projector.policy.retention.tools else None)  # only its check needs them
         span = (cached.state.position, position)
         events = self.reader.counted(session_id, projector, span, due, seen)
         cached.state = projector.fold(events, cached.state)
         cached.summaries |= seen.summaries
-        cached.tool_names |= seen.tools
+        if seen.tools:
+            cached.tool_names |= seen.tools

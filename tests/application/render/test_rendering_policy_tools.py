@@ -6,6 +6,7 @@ import logging
 
 import contextledger
 import pytest
+from contextledger.application.render.context_rows import decode_row
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import ConfigError
 from contextledger.projections.policy import Policy
@@ -52,3 +53,24 @@ def test_without_schemas_an_unmatched_tool_warns_and_the_policy_still_renders(le
     assert [r.levelname for r in caplog.records if "policy_names_unknown_tools" in r.getMessage()] == [
         "WARNING"
     ]
+
+
+def test_a_row_keeps_the_called_tool_names_for_the_policy_that_checks_them_and_only_for_it(ledger, caplog):
+    """Rows under a policy naming tools keep the tools called; a policy naming none gathers no names.
+
+    Read back by another renderer, which folds no event, the row's names still let the policy's check
+    find the called tool: the render is silent (without them it would warn that none is known).
+    """
+    session = _session(ledger, schemas=False)
+    rows = {}
+    for name, policy in (("checks", _policy("read_file")), ("plain", "default")):
+        renderer = Renderer(ledger)
+        rows[name] = renderer.fold_row(session, renderer.projector(policy), 4, None)
+    assert decode_row(ledger, session, rows["checks"]).tool_names == ["read_file"]
+    assert decode_row(ledger, session, rows["plain"]).tool_names == []
+    reader = Renderer(ledger)
+    reader.fold_row(session, reader.projector(_policy("read_file")), 4, rows["checks"])
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="contextledger"):
+        assert reader.render(session, _policy("read_file")).messages
+    assert not [r for r in caplog.records if "policy_names_unknown_tools" in r.getMessage()]
