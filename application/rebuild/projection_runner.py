@@ -109,6 +109,9 @@ class ContextView:
         """Whether ``finish`` writes the fresh counts kept back (else they wait for the caller's flush)."""
         self.digests_wanted = True
         """Whether a catch-up that starts empty writes render digests (off: a rebuild without comparison)."""
+        self.release_at_head = False
+        """Whether a session folded to its last event leaves memory once its row is written (a rebuild's
+        catch-up: memory then holds the sessions in flight, not every session; a live tail keeps them)."""
         self._writes_digests = True
 
     def begin(self, tracking: int) -> None:
@@ -188,7 +191,23 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 self._add_digest(digests, session_id, at)
+        self._release_at_head(rows)
         return {self.name: rows, self.digests: digests, **fresh}
+
+    def _release_at_head(self, rows: Rows) -> None:
+        """Drop the states of the sessions this batch folded to their last event (one read of their heads).
+
+        Their rows, in this batch's commit, hold them: a session touched again (an event appended since,
+        an artifact) is read back from its row, as after an eviction. A session with an artifact not yet
+        due keeps its state, and so does a fork (its positions follow its parent's, not its stream's).
+        Nothing is read unless ``release_at_head`` is on.
+        """
+        if not self.release_at_head or not rows:
+            return
+        heads = self.renderer.ledger.log.versions(list(rows))
+        for session_id, (at, _) in rows.items():
+            if heads.get(session_id) == at and session_id not in self._artifacts:
+                self.renderer.release(session_id, self.projector)
 
     def finish(self) -> None:
         """Write the fresh token counts kept back (the batches write them only in large groups).

@@ -115,6 +115,7 @@ def rebuild(
         counts = runner.renderer.counter
         runner.context.counts_at_finish = False
         runner.context.digests_wanted = compare  # a version built from empty without one writes no digests
+        runner.context.release_at_head = True  # memory holds the sessions in flight, not every session
         with collector_paused():  # the folded states are freed before the collector would walk them all
             stats = runner.run()
             # The last fresh counts are written once the leases are released (their release, a write

@@ -263,6 +263,13 @@ class Renderer:
         self._persisted.clear()
         self._rendered.clear()
 
+    def release(self, session_id: str, projector: Projector) -> None:
+        """Drop a session's folded state for ``projector`` from memory (its next fold starts from its row)."""
+        key = self._key(session_id, projector)
+        self._states.pop(key, None)
+        self._persisted.pop(key, None)
+        self._rendered.pop(key, None)
+
     def _advance(
         self,
         session_id: str,
