@@ -9,13 +9,16 @@ from contextledger.application.kernel.aside import Aside
 from contextledger.domain.content import BlobText, InlineText, Text, content_address
 from contextledger.domain.ports import BlobReader, TokenCounter, TokenCountStore, TokenFloor
 
-__all__ = ["AHEAD_BLOB_CHARS", "PROBE", "UNSAVED_COUNTS", "CachedTokenCounter", "CountsAhead"]
+__all__ = ["AHEAD_BLOB_CHARS", "PROBE", "TEXT_CHARS", "UNSAVED_COUNTS", "CachedTokenCounter", "CountsAhead"]
 
 AHEAD_BLOB_CHARS = 1 << 24
 """Characters of blobs one ``prefetch`` reads and hands to the background at most (others are read later)."""
 
 PROBE = 64
 """Inline texts of a batch looked up first (``prefetch``): when none is stored, the rest are not looked up."""
+
+TEXT_CHARS = 1 << 25
+"""Characters of the texts whose counts are kept by the text itself at most (~32 M: a few batches' texts)."""
 
 UNSAVED_COUNTS = 1 << 16
 """Fresh counts a rebuild keeps back before it writes them (``flush(at_least=...)``): ~10 MiB at most."""
@@ -58,6 +61,7 @@ class CachedTokenCounter:
         blobs: BlobReader,
         *,
         memory_limit: int = 200_000,
+        text_chars: int = TEXT_CHARS,
     ) -> None:
         """Cache ``counter``'s results in memory and in ``counts``; read unknown blobs from ``blobs``."""
         self.counter = counter
@@ -68,6 +72,8 @@ class CachedTokenCounter:
         self._memory: dict[str, int] = {}
         self._by_text: dict[str, int] = {}
         """Counts of inline texts seen in this process, by the text itself (no SHA-256 to look one up)."""
+        self._by_text_chars = 0
+        self._text_chars = text_chars
         self._memory_limit = memory_limit
         self.tokenized = 0
         """How many texts were actually tokenized (cache misses)."""
@@ -205,9 +211,7 @@ class CachedTokenCounter:
         inline = {content_address(text): text for text in new}
         self._fill([*inline, *blobs], inline)
         memory = self._memory
-        if len(by_text) + len(inline) > self._memory_limit:
-            by_text.clear()
-        by_text.update((text, memory[key]) for key, text in inline.items())
+        self._keep_by_text({text: memory[key] for key, text in inline.items()})
         return [
             n if n is not None else memory[t.sha256] if isinstance(t, BlobText) else by_text[t.text]
             for t, n in zip(texts, found, strict=True)
@@ -261,13 +265,25 @@ class CachedTokenCounter:
 
     def _remember(self, by_text: dict[str, int], by_key: dict[str, int]) -> None:
         """Keep counts in memory by text and by key (each memory emptied first if it would overflow)."""
-        limit = self._memory_limit
-        if len(self._by_text) + len(by_text) > limit:
-            self._by_text.clear()
-        self._by_text.update(by_text)
-        if len(self._memory) + len(by_key) > limit:
+        self._keep_by_text(by_text)
+        if len(self._memory) + len(by_key) > self._memory_limit:
             self._memory.clear()
         self._memory.update(by_key)
+
+    def _keep_by_text(self, counts: dict[str, int]) -> None:
+        """Keep counts by their texts, emptying that memory first if it would pass its entries or characters.
+
+        The texts are held alive by this memory: bounded by characters too, a first rebuild holds a few
+        batches' texts instead of every text of the log (a text met again after the memory was emptied is
+        found by its hash, in the store or by counting it again).
+        """
+        chars = sum(map(len, counts))
+        by_text = self._by_text
+        if len(by_text) + len(counts) > self._memory_limit or self._by_text_chars + chars > self._text_chars:
+            by_text.clear()
+            self._by_text_chars = 0
+        by_text.update(counts)
+        self._by_text_chars += chars
 
     def _fresh(self, fresh: dict[str, int]) -> None:
         """Count texts just tokenized and save them (or keep them for ``flush``)."""

@@ -38,15 +38,22 @@ class RecordingStore:
 @given(
     batches=st.lists(st.lists(_TEXTS, max_size=12), min_size=1, max_size=4),
     defer=st.booleans(),
-    memory_limit=st.sampled_from([3, 200_000]),
+    limits=st.sampled_from([(3, 1 << 25), (200_000, 8), (200_000, 1 << 25)]),
     at_least=st.sampled_from([1, 4, 10**6]),
     aside=st.booleans(),
 )
-def test_batched_counts_equal_counting_each_text_alone(batches, defer, memory_limit, at_least, aside):
-    """Repeated texts, small or large memory, saves deferred (grouped, aside or not) or not: as one by one."""
+def test_batched_counts_equal_counting_each_text_alone(batches, defer, limits, at_least, aside):
+    """Repeated texts, small or large memory (entries, characters), saves deferred (grouped, aside) or not."""
+    memory_limit, text_chars = limits
     plain = get_counter("cl100k_base")
     store = RecordingStore(aside=aside)
-    cache = CachedTokenCounter(plain, store, blobs=None, memory_limit=memory_limit)  # type: ignore[arg-type]
+    cache = CachedTokenCounter(
+        plain,
+        store,  # type: ignore[arg-type]
+        blobs=None,  # type: ignore[arg-type]
+        memory_limit=memory_limit,
+        text_chars=text_chars,
+    )
     cache.defer_saves = defer
     for batch in batches:
         assert cache.count_texts([InlineText(t) for t in batch]) == [plain.count(t) for t in batch]
