@@ -86,6 +86,7 @@ def _shard_main(job: _Job, events: Any) -> None:
             runner = msgspec.msgpack.decode(job.spec, type=RebuildSpec).runner(
                 ledger, reader, views, shard=Shard(*job.shard), on_batch=report
             )
+            runner.context.release_at_head = True  # memory holds this share's sessions in flight
             stats = runner.run()
             checkpoints = runner.runner.checkpoints()
         events.put(("done", index, msgspec.msgpack.encode(stats), checkpoints))

@@ -98,6 +98,7 @@ def rebuild_shard(
     runner = spec.runner(ledger, reader, views, shard=shard)
     check_droppable(views, drop, switch_to=runner.projection if switch else None)
     record_config(views, runner.projection, runner.projector.policy, spec.budget, spec.tokenizer)
+    runner.context.release_at_head = True  # memory holds this share's sessions in flight
     stats = runner.run()  # takes and releases this shard's leases
     label = f"{shard.index + 1}/{shard.count}"
     names = [view.name for view in runner.runner.views]
