@@ -264,7 +264,7 @@ class Renderer:
         self._rendered.clear()
 
     def release(self, session_id: str, projector: Projector) -> None:
-        """Drop a session's folded state for ``projector`` from memory (its next fold starts from its row)."""
+        """Drop a session's state for ``projector`` from memory (later folded from a row, snapshot or log)."""
         key = self._key(session_id, projector)
         self._states.pop(key, None)
         self._persisted.pop(key, None)
