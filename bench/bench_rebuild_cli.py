@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -74,9 +75,10 @@ def phase_tiktoken(db: Path) -> dict[str, float]:
 
 
 def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
-    """Run ``contextledger rebuild ... --json`` in a fresh process; its wall time and what it printed."""
+    """Run ``contextledger rebuild ... --json`` in a fresh process: its wall and CPU time, what it printed."""
     env = child_env(pythonpath)
     command = [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args]
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         [*command, "--workers", "1", "--db", f"sqlite:///{db}", "--json"],
@@ -86,10 +88,13 @@ def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
         check=False,
     )
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # this child's: the only one waited for meanwhile
+    cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
     out = json.loads(done.stdout)
-    return {"seconds": elapsed, "events": out["folded"]["events"], "differing": len(out["differing"] or [])}
+    differing = len(out["differing"] or [])
+    return {"seconds": elapsed, "cpu_seconds": cpu, "events": out["folded"]["events"], "differing": differing}
 
 
 def _phase(name: str, db: Path) -> dict[str, float]:
