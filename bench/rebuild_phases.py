@@ -24,6 +24,13 @@ process of its own, as bench_rebuild_cli measures them), it prints what each par
 of issue 22: the catch-up alone as a share of raw, and the tokenizer thread's time against tiktoken's.
 Results land in ``bench/results/rebuild_phases.json``. A probe costs a few microseconds per call wrapped
 (about 130 calls a run): the figures are the CLI's, not a profiler's.
+
+``--parts`` also splits the rebuild after a config change into the parts its catch-up and comparison run on
+the main thread (``PARTS``: the reads, the counts, the policy's fold, each session's row, its render digest,
+the release of the states folded to their heads, the comparison, and what is left of each batch's loop),
+in runs of their own: those probes wrap calls made once per session (about 4,500 a run on the fixtures
+x20), a few microseconds each. With them, the table shows what a rebuild at 25 % of raw may spend in all
+(``budget at 25 %``), next to what each part spends now and what the raw floor itself takes.
 """
 
 from __future__ import annotations
@@ -46,7 +53,62 @@ KINDS = {
 }
 
 
-def probe(out: Path) -> None:
+PARTS = (
+    (
+        "reads (scan + decode + notifications)",
+        "contextledger.adapters.store.projections",
+        "RecorderProjections",
+        "read_batch",
+    ),
+    ("counts read ahead", "contextledger.application.rebuild.projection_runner", "ContextView", "ahead"),
+    (
+        "counts and card facts per event",
+        "contextledger.application.rebuild.projection_runner",
+        "ContextView",
+        "_counted",
+    ),
+    ("the policy's fold", "contextledger.projections.fold", "Projector", "fold"),
+    ("each session's catch-up and row", "contextledger.application.render.renderer", "Renderer", "fold_row"),
+    ("render digests", "contextledger.application.rebuild.projection_runner", "ContextView", "_digest"),
+    (
+        "release at head",
+        "contextledger.application.rebuild.projection_runner",
+        "ContextView",
+        "_release_at_head",
+    ),
+    ("a batch's fold, in all", "contextledger.application.rebuild.projection_runner", "ContextView", "fold"),
+    ("comparison", "contextledger.application.rebuild.rebuild", "", "compare_versions"),
+)
+"""The parts ``--parts`` times: (name, module, class or "" for a module function, function). The fold runs
+inside each session's catch-up, and the counts, rows, digests and release inside a batch's fold: the table
+shows each part with what it holds, and what the batch's fold leaves to its loop."""
+
+
+def _timer(function: Any, name: str, seen: dict[str, float]) -> Any:
+    """``function`` adding its wall time to ``seen[name]`` at each call."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            seen[name] += time.perf_counter() - started
+
+    return wrapper
+
+
+def _wrap_parts(seen: dict[str, float]) -> None:
+    """Wrap every ``PARTS`` function with a timer adding its wall time to ``seen[name]``."""
+    import importlib  # noqa: PLC0415
+
+    for name, module_name, owner_name, function_name in PARTS:
+        module = importlib.import_module(module_name)
+        owner: Any = getattr(module, owner_name) if owner_name else module
+        seen[name] = 0.0
+        setattr(owner, function_name, _timer(getattr(owner, function_name), name, seen))
+
+
+def probe(out: Path, parts: bool = False) -> None:
     """Run the CLI (``sys.argv`` after ``--``) with the probes; write what they saw to ``out`` at exit."""
     import atexit  # noqa: PLC0415 - the child's own imports: the probes wrap the installed package
     import threading  # noqa: PLC0415
@@ -91,6 +153,8 @@ def probe(out: Path) -> None:
         (aside.Aside, "_run", timed("aside")),
     ):
         setattr(owner, name, wrap(getattr(owner, name)))
+    if parts:
+        _wrap_parts(seen)
 
     def at_exit() -> None:
         seen["exit_ns"] = time.time_ns()
@@ -104,11 +168,20 @@ def probe(out: Path) -> None:
     main()
 
 
-def _run(db: Path, out: Path, args: tuple[str, ...]) -> dict[str, float]:
-    """One CLI run under the probes; its phases in seconds and its CPU times."""
+def _run(db: Path, out: Path, args: tuple[str, ...], *, parts: bool = False) -> dict[str, float]:
+    """One CLI run under the probes: its phases in seconds, its CPU times, with ``parts`` its parts."""
     from harness import child_env  # noqa: PLC0415 - the probed child imports nothing of bench/
 
-    command = [sys.executable, __file__, "--probe", str(out), "--", "rebuild", *args]
+    command = [
+        sys.executable,
+        __file__,
+        "--probe",
+        str(out),
+        *(["--parts"] if parts else []),
+        "--",
+        "rebuild",
+    ]
+    command += args
     command += ["--workers", "1", "--db", f"sqlite:///{db}", "--json"]
     spawned = time.time_ns()
     done = subprocess.run(command, capture_output=True, text=True, env=child_env(None), check=False)
@@ -131,7 +204,61 @@ def _run(db: Path, out: Path, args: tuple[str, ...]) -> dict[str, float]:
         "writes set aside CPU": seen["aside_cpu"],
         "writes set aside wall": seen["aside_wall"],
         "process CPU": seen["process_cpu"],
+        **{name: seen[name] for name, *_ in PARTS if name in seen},
     }
+
+
+def _parts_table(runs: list[dict[str, float]], raw_rate: float) -> list[str]:
+    """The Markdown rows of the parts: each one's median seconds, share of the whole, and the 25 % budget."""
+    events = runs[0]["events"]
+    whole = statistics.median(r["whole"] for r in runs)
+    budget = events / (0.25 * raw_rate)
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    fold, row, batch = (
+        median("the policy's fold"),
+        median("each session's catch-up and row"),
+        median("a batch's fold, in all"),
+    )
+    held = sum(
+        median(name)
+        for name in (
+            "counts and card facts per event",
+            "each session's catch-up and row",
+            "render digests",
+            "release at head",
+        )
+    )
+    reads, ahead = median("reads (scan + decode + notifications)"), median("counts read ahead")
+    catch_up = median("catch-up")
+    rows = [
+        ("start-up (spawn to catch-up)", median("start-up")),
+        ("reads (scan + decode + notifications)", reads),
+        ("  of which the raw floor's own work", events / raw_rate),
+        ("counts read ahead", ahead),
+        ("counts and card facts per event", median("counts and card facts per event")),
+        ("the policy's fold", fold),
+        ("each session's row (its catch-up less the fold)", row - fold),
+        ("render digests", median("render digests")),
+        ("release at head", median("release at head")),
+        ("the rest of each batch's fold (its loop)", batch - held),
+        ("the rest of the catch-up (commits handed aside, batches freed)", catch_up - reads - ahead - batch),
+        ("after the catch-up (comparison included)", median("after the catch-up")),
+        ("  of which the comparison", median("comparison")),
+        ("exit", median("exit")),
+    ]
+    lines = [
+        "| part of the rebuild after a config change | median s | share of the whole |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {name} | {seconds:.3f} | {seconds / whole:.1%} |" for name, seconds in rows]
+    lines.append(f"| whole | {whole:.3f} | 100.0% |")
+    lines.append(
+        f"| budget at 25 % of raw (events / (0.25 x raw rate)) | {budget:.3f} | {budget / whole:.1%} |"
+    )
+    return [*lines, ""]
 
 
 def _table(kind: str, runs: list[dict[str, float]], raw_rate: float, tiktoken_s: float) -> list[str]:
@@ -162,11 +289,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--parts", action="store_true", help="also time the parts of the rebuild (PARTS)")
     parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.probe is not None:
         sys.argv = [sys.argv[0], *rest[rest.index("--") + 1 :]]
-        probe(args.probe)
+        probe(args.probe, args.parts)
         return
     from bench_rebuild import build  # noqa: PLC0415 - not in the probed child: its start-up is timed
     from bench_rebuild_cli import _phase  # noqa: PLC0415
@@ -179,6 +307,8 @@ def main() -> None:
         raw = [_phase("raw", base)["events_per_s"]]
         tiktoken_runs = [_phase("tiktoken", base)["seconds"]]
         runs: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
+        if args.parts:
+            runs["parts"] = []
         for index in range(args.runs):
             shutil.copy(base, cold)
             runs["first rebuild"].append(_run(cold, out, KINDS["first rebuild"]))
@@ -186,6 +316,9 @@ def main() -> None:
             runs["rebuild after a config change"].append(
                 _run(warm, out, KINDS["rebuild after a config change"])
             )
+            if args.parts:  # a run of its own: its probes cost a few microseconds a session
+                shutil.copy(cold, warm)
+                runs["parts"].append(_run(warm, out, KINDS["rebuild after a config change"], parts=True))
             raw.append(_phase("raw", base)["events_per_s"])
             tiktoken_runs.append(_phase("tiktoken", base)["seconds"])
             print(f"# run {index + 1} done", file=sys.stderr, flush=True)
@@ -195,7 +328,11 @@ def main() -> None:
         "",
     ]
     for kind, kind_runs in runs.items():
-        lines += _table(kind, kind_runs, raw_rate, tiktoken_s)
+        lines += (
+            _parts_table(kind_runs, raw_rate)
+            if kind == "parts"
+            else _table(kind, kind_runs, raw_rate, tiktoken_s)
+        )
     text = "\n".join(lines)
     corpus = os.environ.get("CONTEXTLEDGER_BENCH_TRANSCRIPTS", "fixtures")
     path = save(

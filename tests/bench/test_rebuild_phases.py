@@ -58,3 +58,44 @@ def test_a_probed_cli_rebuild_reports_every_phase_and_thread(tmp_path):
     assert first["tokenizer thread CPU"] > 0  # the first rebuild tokenizes every text on that thread
     assert first["writes set aside wall"] > 0  # each batch's commit
     assert first["process CPU"] >= first["main thread CPU"]
+
+
+def test_the_parts_table_derives_what_each_part_leaves_and_the_budget_at_25_percent():
+    """Each part's seconds and share; the row and the loop as differences; the budget, events / (0.25 raw)."""
+    parts = {name: 0.0 for name, *_ in rebuild_phases.PARTS}
+    parts.update(
+        {
+            "reads (scan + decode + notifications)": 0.5,
+            "counts read ahead": 0.1,
+            "counts and card facts per event": 0.2,
+            "the policy's fold": 0.6,
+            "each session's catch-up and row": 0.8,
+            "render digests": 0.3,
+            "release at head": 0.1,
+            "a batch's fold, in all": 1.6,
+            "comparison": 0.1,
+        }
+    )
+    run = _run({"whole": 4.0, "catch-up": 2.5, "start-up": 0.4, "after the catch-up": 0.2, **parts})
+    lines = rebuild_phases._parts_table([run], 1_000)  # 1,000 events at 1,000 events/s: 25 % allows 4 s
+    rows = {line.split(" | ")[0].strip("| "): line for line in lines}
+    assert rows["each session's row (its catch-up less the fold)"].endswith("| 0.200 | 5.0% |")
+    loop = rows["the rest of each batch's fold (its loop)"]
+    assert loop.endswith("| 0.200 | 5.0% |")  # 1.6 less the counts, rows, digests and release
+    assert rows["the rest of the catch-up (commits handed aside, batches freed)"].endswith("| 0.300 | 7.5% |")
+    assert rows["of which the raw floor's own work"].endswith("| 1.000 | 25.0% |")
+    assert rows["budget at 25 % of raw (events / (0.25 x raw rate))"].endswith("| 4.000 | 100.0% |")
+
+
+def test_a_rebuild_with_the_part_timers_times_every_part(tmp_path):
+    """Every function ``PARTS`` names is still found and called in a rebuild after a config change."""
+    db = tmp_path / "ledger.db"
+    with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
+        assert import_file(ledger, FIXTURE / "mini-swe-agent__psf__requests-1142.traj.json").ok
+    rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "default", "--switch"))
+    warm = rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "threshold"), parts=True)
+    for name, *_ in rebuild_phases.PARTS:
+        assert warm[name] > 0, name
+    assert (
+        warm["a batch's fold, in all"] >= warm["each session's catch-up and row"] >= warm["the policy's fold"]
+    )
