@@ -53,32 +53,19 @@ KINDS = {
 }
 
 
+_VIEW = "contextledger.application.rebuild.projection_runner"
+_STORE = "contextledger.adapters.store.projections"
 PARTS = (
-    (
-        "reads (scan + decode + notifications)",
-        "contextledger.adapters.store.projections",
-        "RecorderProjections",
-        "read_batch",
-    ),
-    ("counts read ahead", "contextledger.application.rebuild.projection_runner", "ContextView", "ahead"),
-    (
-        "counts and card facts per event",
-        "contextledger.application.rebuild.projection_runner",
-        "ContextView",
-        "_counted",
-    ),
+    ("reads (scan + decode + notifications)", _STORE, "RecorderProjections", "read_batch"),
+    ("counts read ahead", _VIEW, "ContextView", "ahead"),
+    ("counts and card facts per event", _VIEW, "ContextView", "_counted"),
     ("the policy's fold", "contextledger.projections.fold", "Projector", "fold"),
     ("each session's catch-up and row", "contextledger.application.render.renderer", "Renderer", "fold_row"),
-    ("render digests", "contextledger.application.rebuild.projection_runner", "ContextView", "_digest"),
-    (
-        "release at head",
-        "contextledger.application.rebuild.projection_runner",
-        "ContextView",
-        "_release_at_head",
-    ),
-    ("a batch's fold, in all", "contextledger.application.rebuild.projection_runner", "ContextView", "fold"),
+    ("render digests", _VIEW, "ContextView", "_digest"),
+    ("release at head", _VIEW, "ContextView", "_release_at_head"),
+    ("a batch's fold, in all", _VIEW, "ContextView", "fold"),
     ("comparison", "contextledger.application.rebuild.rebuild", "", "compare_versions"),
-)
+)  # fmt: skip
 """The parts ``--parts`` times: (name, module, class or "" for a module function, function). The fold runs
 inside each session's catch-up, and the counts, rows, digests and release inside a batch's fold: the table
 shows each part with what it holds, and what the batch's fold leaves to its loop."""

@@ -46,12 +46,17 @@ def test_the_table_weighs_the_catch_up_and_the_fixed_costs_against_the_floors():
     assert rows["tokenizer thread's calls / tiktoken alone"].endswith("| 1.10x |")
 
 
-def test_a_probed_cli_rebuild_reports_every_phase_and_thread(tmp_path):
-    """The probes still find what they wrap: every mark in order, the whole log folded, the threads seen."""
+def _ledger(tmp_path: Path) -> tuple[Path, int]:
+    """A SQLite file holding one fixture transcript, and its newest notification id."""
     db = tmp_path / "ledger.db"
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
         assert import_file(ledger, FIXTURE / "mini-swe-agent__psf__requests-1142.traj.json").ok
-        stored = ledger.ports.notifications.head()
+        return db, ledger.ports.notifications.head()
+
+
+def test_a_probed_cli_rebuild_reports_every_phase_and_thread(tmp_path):
+    """The probes still find what they wrap: every mark in order, the whole log folded, the threads seen."""
+    db, stored = _ledger(tmp_path)
     first = rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "default", "--switch"))
     assert min(first["start-up"], first["catch-up"], first["after the catch-up"], first["exit"]) > 0
     assert first["events"] == stored > 0  # the CLI's own report, read back from its output
@@ -89,9 +94,7 @@ def test_the_parts_table_derives_what_each_part_leaves_and_the_budget_at_25_perc
 
 def test_a_rebuild_with_the_part_timers_times_every_part(tmp_path):
     """Every function ``PARTS`` names is still found and called in a rebuild after a config change."""
-    db = tmp_path / "ledger.db"
-    with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
-        assert import_file(ledger, FIXTURE / "mini-swe-agent__psf__requests-1142.traj.json").ok
+    db, _ = _ledger(tmp_path)
     rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "default", "--switch"))
     warm = rebuild_phases._run(db, tmp_path / "probe.json", ("--policy", "threshold"), parts=True)
     for name, *_ in rebuild_phases.PARTS:
