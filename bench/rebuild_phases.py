@@ -71,28 +71,15 @@ inside each session's catch-up, and the counts, rows, digests and release inside
 shows each part with what it holds, and what the batch's fold leaves to its loop."""
 
 
-def _timer(function: Any, name: str, seen: dict[str, float]) -> Any:
-    """``function`` adding its wall time to ``seen[name]`` at each call."""
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            seen[name] += time.perf_counter() - started
-
-    return wrapper
-
-
-def _wrap_parts(seen: dict[str, float]) -> None:
-    """Wrap every ``PARTS`` function with a timer adding its wall time to ``seen[name]``."""
+def _parts() -> list[tuple[str, Any, str]]:
+    """Each ``PARTS`` entry as (name, the class or module holding the function, the function's name)."""
     import importlib  # noqa: PLC0415
 
+    found = []
     for name, module_name, owner_name, function_name in PARTS:
         module = importlib.import_module(module_name)
-        owner: Any = getattr(module, owner_name) if owner_name else module
-        seen[name] = 0.0
-        setattr(owner, function_name, _timer(getattr(owner, function_name), name, seen))
+        found.append((name, getattr(module, owner_name) if owner_name else module, function_name))
+    return found
 
 
 def probe(out: Path, parts: bool = False) -> None:
@@ -134,14 +121,16 @@ def probe(out: Path, parts: bool = False) -> None:
         return wrapper
 
     # by name: the probes wrap private methods of the installed package (a bench, not an API)
-    for owner, name, wrap in (
+    wraps = [
         (view_runner.ViewRunner, "_catch_up", marked),
         (tokenizers.TiktokenCounter, "_count_joined", timed("tokenizer")),
         (aside.Aside, "_run", timed("aside")),
-    ):
+    ]
+    for name, owner, function_name in _parts() if parts else []:
+        seen[f"{name}_cpu"] = seen[f"{name}_wall"] = 0.0
+        wraps.append((owner, function_name, timed(name)))
+    for owner, name, wrap in wraps:
         setattr(owner, name, wrap(getattr(owner, name)))
-    if parts:
-        _wrap_parts(seen)
 
     def at_exit() -> None:
         seen["exit_ns"] = time.time_ns()
@@ -159,16 +148,8 @@ def _run(db: Path, out: Path, args: tuple[str, ...], *, parts: bool = False) -> 
     """One CLI run under the probes: its phases in seconds, its CPU times, with ``parts`` its parts."""
     from harness import child_env  # noqa: PLC0415 - the probed child imports nothing of bench/
 
-    command = [
-        sys.executable,
-        __file__,
-        "--probe",
-        str(out),
-        *(["--parts"] if parts else []),
-        "--",
-        "rebuild",
-    ]
-    command += args
+    probes = ["--probe", str(out), *(["--parts"] if parts else [])]
+    command = [sys.executable, __file__, *probes, "--", "rebuild", *args]
     command += ["--workers", "1", "--db", f"sqlite:///{db}", "--json"]
     spawned = time.time_ns()
     done = subprocess.run(command, capture_output=True, text=True, env=child_env(None), check=False)
@@ -191,7 +172,7 @@ def _run(db: Path, out: Path, args: tuple[str, ...], *, parts: bool = False) -> 
         "writes set aside CPU": seen["aside_cpu"],
         "writes set aside wall": seen["aside_wall"],
         "process CPU": seen["process_cpu"],
-        **{name: seen[name] for name, *_ in PARTS if name in seen},
+        **{name: seen[f"{name}_wall"] for name, *_ in PARTS if f"{name}_wall" in seen},
     }
 
 

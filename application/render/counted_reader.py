@@ -35,8 +35,10 @@ class Seen(msgspec.Struct):
     tools: set[str] | None = msgspec.field(default_factory=set)
 
 
-def _add_tools(events: list[CountedEvent], tools: set[str]) -> None:
-    """Add the names of the tools ``events`` call or answer to ``tools``."""
+def _add_tools(events: list[CountedEvent], tools: set[str] | None) -> None:
+    """Add the names of the tools ``events`` call or answer to ``tools`` (None: nobody asks for them)."""
+    if tools is None:
+        return
     for counted in events:
         event = counted.event
         if isinstance(event, AssistantMessageAdded):
@@ -78,8 +80,7 @@ class CountedReader:
         after, position = span
         read = self._preread_span(session_id, after, position)
         if read is not None and not due:
-            if seen.tools is not None:
-                _add_tools(read, seen.tools)
+            _add_tools(read, seen.tools)
             return read
         return self._lazily(session_id, projector, after, position, read, due=due, seen=seen)
 
@@ -98,8 +99,7 @@ class CountedReader:
         yield from self._summaries(due.pop(after, []), seen)
         chunks = [read] if read is not None else self._counted_chunks(session_id, projector, after, position)
         for chunk in chunks:
-            if seen.tools is not None:
-                _add_tools(chunk, seen.tools)
+            _add_tools(chunk, seen.tools)
             for counted in chunk:
                 yield counted
                 if due:
