@@ -80,18 +80,25 @@ def _cli(db: Path, args: tuple[str, ...]) -> list[str]:
             "--workers", "1", "--db", f"sqlite:///{db}", "--json"]  # fmt: skip
 
 
+def _copy(source: Path, target: Path) -> None:
+    """``source`` copied over ``target``, with no write-ahead log of an earlier run left beside ``target``."""
+    for suffix in ("-wal", "-shm"):
+        target.with_name(target.name + suffix).unlink(missing_ok=True)
+    shutil.copy(source, target)
+
+
 def _code(pythonpath: str | None, base: Path, empty: Path, work: Path) -> dict[str, int]:
     """One code's counts: start-up on the empty ledger, then each ``KINDS`` rebuild on a fresh copy."""
     from harness import child_env  # noqa: PLC0415
 
     env = child_env(pythonpath)
     cold, warm = work / "cold.db", work / "warm.db"
-    shutil.copy(base, cold)
+    _copy(base, cold)
     subprocess.run(_cli(cold, FIRST), check=True, capture_output=True, env=env)
-    shutil.copy(empty, warm)
+    _copy(empty, warm)
     found = {"start-up": counted(_cli(warm, KINDS["rebuild after a config change"]), work, env)}
     for kind, args in KINDS.items():
-        shutil.copy(cold, warm)
+        _copy(cold, warm)
         found[kind] = counted(_cli(warm, args), work, env)
     return found
 
