@@ -24,7 +24,7 @@ import hashlib
 import msgspec
 from contextledger.domain.content import InlineText, Text
 from contextledger.projections.fold import Projector
-from contextledger.projections.render import eviction_counts
+from contextledger.projections.render import as_logged_key, check_fits, eviction_counts, shown_as_logged
 from contextledger.projections.state import RenderState
 
 __all__ = [
@@ -45,15 +45,18 @@ EVICTING = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 
 _SUFFIX = "#renders"
 
-DIGEST_FORMAT = 3
+DIGEST_FORMAT = 4
 """What a digest's ``messages`` hash: 1, the rendered texts; 2, blob texts stood for by their addresses;
 3, as 2, and texts shown as logged stood for by their positions, hashed with SHA-256 (its first 16
-bytes) instead of BLAKE2b (``digest_of_messages``)."""
+bytes) instead of BLAKE2b (``digest_of_messages``); 4, as 3, and a render that shows the log as it is
+named by each message's sources, tokens and tool call id (``as_logged_key``)."""
 
 _BLOB = "\x00blob:"
 """Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
 _AT = "\x00at:"
 """Starts the stand-in of a text shown as its event logged it, followed by the event's position."""
+_AS_LOGGED = b"\x00as logged"
+"""Heads the hashed key of a render shown as logged (a render's messages hash as an array of messages)."""
 
 
 def digests_of(version: str) -> str:
@@ -92,9 +95,20 @@ def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
     per rule, by first eviction), counted from the state's ranges (``eviction_counts``): the decisions'
     details, about half of a render, are never written for a digest.
 
+    A state ``shown_as_logged`` (nothing left out, summarized, cut or added: most sessions of a rebuild)
+    is not rendered: its messages are the log's own, named by ``as_logged_key``, so two such renders of a
+    session hash alike exactly when they show the same messages, and never like a render that changed one.
+
     Raises:
         PinnedOverBudgetError: as ``render`` does.
     """
+    if shown_as_logged(state):
+        check_fits(state, projector.budget)
+        key = as_logged_key(state)
+        tokens = state.system_tokens + state.tools_tokens + sum([shown[1] for shown in key])
+        return RenderDigest(
+            tokens, {}, digest_of_messages(_ENCODER.encode((_AS_LOGGED, key))), format=DIGEST_FORMAT
+        )
     context = projector.render(state, by_address, with_decisions=False, stand_in=_at)
     messages = digest_of_messages(_ENCODER.encode(context.messages))
     return RenderDigest(context.tokens, eviction_counts(state, EVICTING), messages, format=DIGEST_FORMAT)

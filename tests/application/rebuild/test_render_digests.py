@@ -26,7 +26,9 @@ from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorde
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
+from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.presets import get_preset
+from contextledger.projections.render import shown_as_logged
 from hypothesis import HealthCheck, event, given, settings
 
 from tests.projections.projection_helpers import Words, count_all, policies, resolve, sessions
@@ -82,13 +84,38 @@ def test_a_rebuild_without_comparison_builds_and_switches(ledger):
     assert len(views.row_keys(result.version)) == 2
 
 
+def _shows_the_log(context: RenderedContext) -> bool:
+    """The render shows the log as it is: every decision keeps or pins, every message is as logged.
+
+    A message as logged is of kind "message", or the placeholder of a call still waiting for its result.
+    """
+    return all(d.action in ("kept", "pinned") for d in context.decisions) and all(
+        m.kind == "message" or (m.kind == "stub" and not m.sources and m.text == PENDING_TEXT)
+        for m in context.messages
+    )
+
+
 def _digest_of_render(context: RenderedContext, logged: dict[int, str]) -> RenderDigest:
     """The digest by its definition: the render's decisions counted per rule, its messages hashed.
 
     ``context`` is rendered with ``by_address``: a blob's text stands in by its content address; a
     message from one event showing that event's logged text (``logged``: read from the events, not
-    the state) stands in by the event's position.
+    the state) stands in by the event's position. A render that shows the log as it is hashes each
+    message's sources, tokens, tool call id and blob address instead (ADR 0069).
     """
+    if _shows_the_log(context):
+        blob = "\x00blob:"  # how ``by_address`` shows a blob's text
+        key = [
+            (
+                m.sources,
+                m.tokens,
+                m.tool_call_id,
+                m.text.removeprefix(blob) if m.text.startswith(blob) else None,
+            )
+            for m in context.messages
+        ]
+        named = hashlib.sha256(msgspec.msgpack.encode((b"\x00as logged", key))).digest()[:16]
+        return RenderDigest(context.tokens, {}, named, format=DIGEST_FORMAT)
     evictions: dict[str, int] = {}
     for decision in context.decisions:
         if decision.action in EVICTING:
@@ -133,6 +160,30 @@ def test_the_digest_of_a_state_equals_the_digest_of_its_render(session, policy):
         assert encode_digest(state_digest(projector, state)) == encode_digest(expected)
         evicted = evicted or bool(expected.evictions)
     event(f"evicted: {evicted}")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(session=sessions(), first=policies(), second=policies())
+def test_under_two_policies_digests_agree_exactly_where_the_renders_do(session, first, second):
+    """One session folded under two policies: at every position, equal digests iff equal rendered messages.
+
+    The renders read the real texts; a render shown as logged is digested without rendering (ADR 0069), so
+    this is what makes its key sound: never alike for renders that differ, never apart for equal ones.
+    """
+    words = Words()
+    a, b = Projector(first, words), Projector(second, words)
+    state_a, state_b = a.start(), b.start()
+    seen: set[tuple[bool, bool, bool]] = set()
+    for counted in count_all(session, words):
+        state_a, state_b = a.evolve(state_a, counted), b.evolve(state_b, counted)
+        try:
+            same = a.render(state_a, resolve).messages == b.render(state_b, resolve).messages
+        except PinnedOverBudgetError:
+            continue
+        assert (state_digest(a, state_a).messages == state_digest(b, state_b).messages) == same
+        seen.add((shown_as_logged(state_a), shown_as_logged(state_b), same))
+    for logged_a, logged_b, same in seen:
+        event(f"as logged: {logged_a}/{logged_b}, same render: {same}")
 
 
 def test_digests_hash_alike_exactly_when_the_renders_show_the_same_texts(ledger, monkeypatch):
