@@ -14,7 +14,9 @@ texts, and no blob is read (or hashed whole) to digest a session. A message show
 inline text as the log keeps it stands in by that event's position (the render's ``stand_in``): an
 entry's inline content is always its event's own (the row codec leaves it out for that reason), so
 within a session the position names the text, and the render's largest texts are neither encoded nor
-hashed.
+hashed. A session whose render shows the log as it is (nothing left out, summarized, cut or added: most
+sessions) is not rendered at all: its messages are named by their positions, tokens, tool call ids and
+blob addresses (``as_logged_key``, ADR 0069).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ DIGEST_FORMAT = 4
 """What a digest's ``messages`` hash: 1, the rendered texts; 2, blob texts stood for by their addresses;
 3, as 2, and texts shown as logged stood for by their positions, hashed with SHA-256 (its first 16
 bytes) instead of BLAKE2b (``digest_of_messages``); 4, as 3, and a render that shows the log as it is
-named by each message's sources, tokens and tool call id (``as_logged_key``)."""
+named by each message's sources, tokens, tool call id and blob address (``as_logged_key``)."""
 
 _BLOB = "\x00blob:"
 """Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
