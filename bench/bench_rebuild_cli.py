@@ -74,14 +74,19 @@ def phase_tiktoken(db: Path) -> dict[str, float]:
     return {"texts": len(texts), "tokens": tokens, "seconds": elapsed}
 
 
+def rebuild_command(db: Path, *args: str) -> list[str]:
+    """``contextledger rebuild ARGS --workers 1 --db sqlite:///DB --json`` as a fresh interpreter runs it."""
+    cli = [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args]
+    return [*cli, "--workers", "1", "--db", f"sqlite:///{db}", "--json"]
+
+
 def _cli(pythonpath: str | None, db: Path, *args: str) -> dict[str, Any]:
-    """Run ``contextledger rebuild ... --json`` in a fresh process: its wall and CPU time, what it printed."""
+    """Run ``rebuild_command`` in a fresh process: its wall and CPU time, what it printed."""
     env = child_env(pythonpath)
-    command = [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args]
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [*command, "--workers", "1", "--db", f"sqlite:///{db}", "--json"],
+        rebuild_command(db, *args),
         capture_output=True,
         text=True,
         env=env,

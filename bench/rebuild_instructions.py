@@ -75,11 +75,6 @@ def counted(command: list[str], work: Path, env: dict[str, str]) -> int:
     return totals(out)
 
 
-def _cli(db: Path, args: tuple[str, ...]) -> list[str]:
-    return [sys.executable, "-c", "from contextledger.cli import main; main()", "rebuild", *args,
-            "--workers", "1", "--db", f"sqlite:///{db}", "--json"]  # fmt: skip
-
-
 def _copy(source: Path, target: Path) -> None:
     """``source`` copied over ``target``, with no write-ahead log of an earlier run left beside ``target``."""
     for suffix in ("-wal", "-shm"):
@@ -89,17 +84,18 @@ def _copy(source: Path, target: Path) -> None:
 
 def _code(pythonpath: str | None, base: Path, empty: Path, work: Path) -> dict[str, int]:
     """One code's counts: start-up on the empty ledger, then each ``KINDS`` rebuild on a fresh copy."""
+    from bench_rebuild_cli import rebuild_command  # noqa: PLC0415
     from harness import child_env  # noqa: PLC0415
 
     env = child_env(pythonpath)
     cold, warm = work / "cold.db", work / "warm.db"
     _copy(base, cold)
-    subprocess.run(_cli(cold, FIRST), check=True, capture_output=True, env=env)
+    subprocess.run(rebuild_command(cold, *FIRST), check=True, capture_output=True, env=env)
     _copy(empty, warm)
-    found = {"start-up": counted(_cli(warm, KINDS["rebuild after a config change"]), work, env)}
+    found = {"start-up": counted(rebuild_command(warm, *KINDS["rebuild after a config change"]), work, env)}
     for kind, args in KINDS.items():
         _copy(cold, warm)
-        found[kind] = counted(_cli(warm, args), work, env)
+        found[kind] = counted(rebuild_command(warm, *args), work, env)
     return found
 
 
