@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import msgspec
-from contextledger.domain.content import BlobText, InlineText, Text
+from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import (
@@ -21,14 +21,12 @@ from contextledger.projections.state import Entry, Group, Removed, RenderState, 
 from contextledger.projections.wire import REQUEST_OVERHEAD
 
 __all__ = [
-    "AsLoggedKey",
     "MessageMemo",
-    "as_logged_key",
     "check_fits",
     "decisions",
     "eviction_counts",
+    "messages_as_logged",
     "render",
-    "shown_as_logged",
     "summary_header",
 ]
 
@@ -129,39 +127,24 @@ def check_fits(state: RenderState, budget: Budget) -> None:
         raise PinnedOverBudgetError(state.total, budget.target)
 
 
-def shown_as_logged(state: RenderState) -> bool:
-    """Whether ``render`` shows the log as it is: every logged message whole, in log order, nothing added.
+def messages_as_logged(state: RenderState) -> int | None:
+    """How many logged messages ``render`` shows when it shows the log as it is, else None.
 
-    No removed range, summary or card, and every entry in its logged form (``kind`` "message": no stub, cut
-    form or media note). The messages are then the log's own whatever the policy, and ``as_logged_key``
-    names them without building them (most sessions of a rebuild render so: ADR 0069).
+    As it is: no removed range, summary or card, and every entry in its logged form (``kind`` "message": no
+    stub, cut form or media note). The render then shows every message event of the session up to its last,
+    whole and in log order (a placeholder after each call still waiting for its result), whatever the
+    policy: within a session, their number names the render for a given tokenizer (ADR 0070).
     """
     window = state.window
     if window.removed or window.summaries or window.card:
-        return False
-    return all(entry.kind == "message" for group in window.groups for entry in group.entries)
-
-
-AsLoggedKey = list[tuple[tuple[int, ...], int, str | None, str | None]]
-"""Per message of a render shown as logged: its sources, tokens, tool call id and blob address."""
-
-
-def as_logged_key(state: RenderState) -> AsLoggedKey:
-    """Each message of the render of a state ``shown_as_logged``, in order, as ``AsLoggedKey`` names it.
-
-    The render's order (``_group_messages``: a group's entries, then a placeholder per pending call) without
-    rendering: a message's sources, tokens, tool call id, and the content address of a text stored as a
-    blob (else None). Within a session these name the messages: each shows the event at its position.
-    """
-    pending = state.pending_tokens
-    key: AsLoggedKey = []
-    for group in state.window.groups:
+        return None
+    shown = 0
+    for group in window.groups:
         for entry in group.entries:
-            content = entry.content
-            blob = content.sha256 if isinstance(content, BlobText) else None
-            key.append(((entry.position,), entry.tokens, entry.tool_call_id, blob))
-        key += [((), pending, call.call_id, None) for call in group.pending]
-    return key
+            if entry.kind != "message":
+                return None
+        shown += len(group.entries)
+    return shown
 
 
 def summary_header(summary: SummaryRef) -> str:

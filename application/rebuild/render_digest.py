@@ -15,8 +15,8 @@ inline text as the log keeps it stands in by that event's position (the render's
 entry's inline content is always its event's own (the row codec leaves it out for that reason), so
 within a session the position names the text, and the render's largest texts are neither encoded nor
 hashed. A session whose render shows the log as it is (nothing left out, summarized, cut or added: most
-sessions) is not rendered at all: its messages are named by their positions, tokens, tool call ids and
-blob addresses (``as_logged_key``, ADR 0069).
+sessions) is not rendered at all: within its session, the number of messages it shows names it
+(``messages_as_logged``, ADR 0069 and 0070).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import hashlib
 import msgspec
 from contextledger.domain.content import InlineText, Text
 from contextledger.projections.fold import Projector
-from contextledger.projections.render import as_logged_key, check_fits, eviction_counts, shown_as_logged
+from contextledger.projections.render import check_fits, eviction_counts, messages_as_logged
 from contextledger.projections.state import RenderState
 
 __all__ = [
@@ -47,11 +47,12 @@ EVICTING = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 
 _SUFFIX = "#renders"
 
-DIGEST_FORMAT = 4
+DIGEST_FORMAT = 5
 """What a digest's ``messages`` hash: 1, the rendered texts; 2, blob texts stood for by their addresses;
 3, as 2, and texts shown as logged stood for by their positions, hashed with SHA-256 (its first 16
 bytes) instead of BLAKE2b (``digest_of_messages``); 4, as 3, and a render that shows the log as it is
-named by each message's sources, tokens, tool call id and blob address (``as_logged_key``)."""
+named by each message's sources, tokens, tool call id and blob address; 5, as 3, and a render that shows the
+log as it is named by the number of messages it shows and the tokenizer (``messages_as_logged``)."""
 
 _BLOB = "\x00blob:"
 """Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
@@ -97,20 +98,19 @@ def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
     per rule, by first eviction), counted from the state's ranges (``eviction_counts``): the decisions'
     details, about half of a render, are never written for a digest.
 
-    A state ``shown_as_logged`` (nothing left out, summarized, cut or added: most sessions of a rebuild)
-    is not rendered: its messages are the log's own, named by ``as_logged_key``, so two such renders of a
-    session hash alike exactly when they show the same messages, and never like a render that changed one.
+    A state shown as logged (nothing left out, summarized, cut or added: most sessions of a rebuild) is
+    not rendered: it shows the session's first ``messages_as_logged`` message events whole, so two such
+    renders of a session under one tokenizer show the same messages exactly when they show as many, and
+    never hash like a render that changed one.
 
     Raises:
         PinnedOverBudgetError: as ``render`` does.
     """
-    if shown_as_logged(state):
+    shown = messages_as_logged(state)
+    if shown is not None:
         check_fits(state, projector.budget)
-        key = as_logged_key(state)
-        tokens = state.system_tokens + state.tools_tokens + sum([shown[1] for shown in key])
-        return RenderDigest(
-            tokens, {}, digest_of_messages(_ENCODER.encode((_AS_LOGGED, key))), format=DIGEST_FORMAT
-        )
+        named = digest_of_messages(_ENCODER.encode((_AS_LOGGED, shown, projector.tokenizer)))
+        return RenderDigest(state.total, {}, named, format=DIGEST_FORMAT)
     context = projector.render(state, by_address, with_decisions=False, stand_in=_at)
     messages = digest_of_messages(_ENCODER.encode(context.messages))
     return RenderDigest(context.tokens, eviction_counts(state, EVICTING), messages, format=DIGEST_FORMAT)

@@ -28,7 +28,7 @@ from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
 from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.presets import get_preset
-from contextledger.projections.render import shown_as_logged
+from contextledger.projections.render import messages_as_logged
 from hypothesis import HealthCheck, event, given, settings
 
 from tests.projections.projection_helpers import Words, count_all, policies, resolve, sessions
@@ -100,22 +100,13 @@ def _digest_of_render(context: RenderedContext, logged: dict[int, str]) -> Rende
 
     ``context`` is rendered with ``by_address``: a blob's text stands in by its content address; a
     message from one event showing that event's logged text (``logged``: read from the events, not
-    the state) stands in by the event's position. A render that shows the log as it is hashes each
-    message's sources, tokens, tool call id and blob address instead (ADR 0069).
+    the state) stands in by the event's position. A render that shows the log as it is hashes the
+    number of logged messages it shows and its tokenizer instead (ADR 0069, 0070).
     """
     if _shows_the_log(context):
-        blob = "\x00blob:"  # how ``by_address`` shows a blob's text
-        key = [
-            (
-                m.sources,
-                m.tokens,
-                m.tool_call_id,
-                m.text.removeprefix(blob) if m.text.startswith(blob) else None,
-            )
-            for m in context.messages
-        ]
-        named = hashlib.sha256(msgspec.msgpack.encode((b"\x00as logged", key))).digest()[:16]
-        return RenderDigest(context.tokens, {}, named, format=DIGEST_FORMAT)
+        shown = sum(1 for m in context.messages if m.sources)  # the placeholders have no source
+        named = hashlib.sha256(msgspec.msgpack.encode((b"\x00as logged", shown, context.tokenizer))).digest()
+        return RenderDigest(context.tokens, {}, named[:16], format=DIGEST_FORMAT)
     evictions: dict[str, int] = {}
     for decision in context.decisions:
         if decision.action in EVICTING:
@@ -181,7 +172,7 @@ def test_under_two_policies_digests_agree_exactly_where_the_renders_do(session, 
         except PinnedOverBudgetError:
             continue
         assert (state_digest(a, state_a).messages == state_digest(b, state_b).messages) == same
-        seen.add((shown_as_logged(state_a), shown_as_logged(state_b), same))
+        seen.add((messages_as_logged(state_a) is not None, messages_as_logged(state_b) is not None, same))
     for logged_a, logged_b, same in seen:
         event(f"as logged: {logged_a}/{logged_b}, same render: {same}")
 
@@ -235,7 +226,12 @@ def test_a_digest_of_an_earlier_format_is_rendered_again(ledger):
 
 
 def test_a_blob_shown_whole_is_hashed_by_its_address():
-    """Two renders that differ only in which blob a message shows hash differently; the same blob alike."""
+    """Two renders that differ only in which blob a message shows hash differently; the same blob alike.
+
+    The renders are not shown as logged (an orphan result was dropped), so they are digested from their
+    messages. (One shown as logged is named by its number of messages: within a session's log, which never
+    changes, that number names the messages, blobs included.)
+    """
     from contextledger.domain.events import SessionStarted  # noqa: PLC0415
 
     projector = Projector(get_preset("default"), Words())
@@ -243,13 +239,16 @@ def test_a_blob_shown_whole_is_hashed_by_its_address():
     def digest_showing(sha256: str) -> bytes:
         blob = BlobText(sha256=sha256, chars=9_000, preview="the same preview")
         started = SessionStarted(session_id="s", system_prompt="sys")
+        orphan = ToolResultRecorded(call_id="none", tool_name="t", content=InlineText("late"))
         state = projector.fold(
             [
                 CountedEvent(position=1, event=started, tokens=(1, 0)),
                 CountedEvent(position=2, event=UserMessageAdded(content=blob), tokens=(40,)),
+                CountedEvent(position=3, event=orphan, tokens=(1,)),
             ]
         )
         assert isinstance(state.window.groups[0].entries[0].content, BlobText)  # shown whole
+        assert messages_as_logged(state) is None
         return state_digest(projector, state).messages
 
     assert digest_showing("a" * 64) == digest_showing("a" * 64)
