@@ -15,7 +15,7 @@ inline text as the log keeps it stands in by that event's position (the render's
 entry's inline content is always its event's own (the row codec leaves it out for that reason), so
 within a session the position names the text, and the render's largest texts are neither encoded nor
 hashed. A session whose render shows the log as it is (nothing left out, summarized, cut or added: most
-sessions) is not rendered at all: within its session, the number of messages it shows names it
+sessions) is not rendered at all: within its session, the number of logged messages it shows names it
 (``messages_as_logged``, ADR 0069 and 0070).
 """
 
@@ -52,7 +52,7 @@ DIGEST_FORMAT = 5
 3, as 2, and texts shown as logged stood for by their positions, hashed with SHA-256 (its first 16
 bytes) instead of BLAKE2b (``digest_of_messages``); 4, as 3, and a render that shows the log as it is
 named by each message's sources, tokens, tool call id and blob address; 5, as 3, and a render that shows the
-log as it is named by the number of messages it shows and the tokenizer (``messages_as_logged``)."""
+log as it is named by the number of logged messages it shows and the tokenizer (``messages_as_logged``)."""
 
 _BLOB = "\x00blob:"
 """Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
