@@ -135,11 +135,13 @@ def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compar
     """
     cold = work / f"{label}-cold.db"
     shutil.copy(base, cold)
-    floor = _phase("tiktoken", base)["seconds"]  # just before: the machine's speed drifts within minutes
+    tiktoken_run = _phase("tiktoken", base)  # just before: the machine's speed drifts within minutes
+    floor = tiktoken_run["seconds"]
     first = _cli(pythonpath, cold, "--policy", "default", "--switch")
     copy = work / f"{label}-warm.db"
     shutil.copy(cold, copy)
-    raw = _phase("raw", base)["events_per_s"]  # just before, as for the first rebuild
+    raw_run = _phase("raw", base)  # just before, as for the first rebuild
+    raw = raw_run["events_per_s"]
     warm = _cli(pythonpath, copy, "--policy", "threshold")
     quick = None
     if no_compare:
@@ -150,7 +152,14 @@ def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compar
     for run in (warm, quick):
         if run is not None:
             run["raw_ratio"] = run["events"] / run["seconds"] / raw
-    return {"first": first, "ratio": first["seconds"] / floor, "warm": warm, "no_compare": quick}
+    return {
+        "first": first,
+        "ratio": first["seconds"] / floor,
+        "warm": warm,
+        "no_compare": quick,
+        "raw": raw_run,
+        "tiktoken": tiktoken_run,
+    }
 
 
 def _code(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -242,7 +251,10 @@ def main() -> None:
         for index in range(args.runs):
             # interleaved, the order alternating: a drift of the machine's speed falls on both codes
             for label, path in labels if index % 2 == 0 else labels[::-1]:
-                rounds[label].append(_round(label, path, base, work, flags[label]))
+                done = _round(label, path, base, work, flags[label])
+                rounds[label].append(done)
+                raw.append(done["raw"])  # every run counts in "of all" and the spread, the paired ones too
+                tiktoken_runs.append(done["tiktoken"])
                 print(f"# {label} round {index + 1} done", file=sys.stderr, flush=True)
             raw.append(_phase("raw", base))
             tiktoken_runs.append(_phase("tiktoken", base))
