@@ -18,8 +18,14 @@ work (the fetch and the msgspec decode), start-up and exit, tiktoken counting th
 policy's fold, the card facts rows, the counts per event, the states freed at their heads, the catch-up's
 own loop (mostly the freeing of each folded batch), row encoding, render digests, the comparison, the reads
 ahead, the rest of the reads, and the rest. It prints each part's median share over the runs (min-max) and
-the runs' wall times. Sampling is statistical: at 500 Hz a 6 s run gives ~3,000 main-thread samples, so a
-share moves by about a percentage point from run to run. Results land in
+the runs' wall times.
+
+py-spy pauses the process for each sample (its default), so a sampled run takes about twice as long as one
+alone; the shares agreed with ``rebuild_phases.py --parts``, whose probes time the same parts. With
+``--nonblocking`` the run kept its pace but a sample taken while Python code ran was often lost, so the
+shares leaned towards the C calls (the raw floor's work read 23 % of the samples instead of 14 %): it is not
+used. At 500 Hz a rebuild of the fixtures x20 gives ~6,000 main-thread samples; a share still moves by a few
+points from run to run (the raw floor's read 12-18 % over three runs), so read the medians. Results land in
 ``bench/results/rebuild_profile.json``.
 """
 
