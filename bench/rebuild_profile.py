@@ -4,13 +4,13 @@ Usage::
 
     .venv/bin/python bench/rebuild_profile.py [--copies 20] [--runs 3] [--rate 500]
 
-Needs py-spy (the ``bench`` extra: ``pip install -e ".[bench]"``) and the right to trace a child process
-(root, or ``kernel.yama.ptrace_scope`` 0). The ledger is bench_rebuild's (every fixture transcript
-``--copies`` times; another corpus with ``CONTEXTLEDGER_BENCH_TRANSCRIPTS``). A first rebuild (``rebuild
---policy default --switch``) runs once, unsampled; then, ``--runs`` times on a fresh copy of what it left,
-the rebuild after a config change as bench_rebuild_cli runs it (``rebuild --policy threshold --workers 1
---json``) runs under ``py-spy record --rate RATE --format raw``: every sample is one thread's Python stack,
-taken from outside the process (no probe, no profiler hook: the figures are the CLI's own).
+Needs py-spy (the ``bench`` extra: ``pip install -e ".[bench]"``), allowed to trace the child it starts
+(ptrace: some containers forbid it). The ledger is bench_rebuild's (every fixture transcript ``--copies``
+times; another corpus with ``CONTEXTLEDGER_BENCH_TRANSCRIPTS``). A first rebuild (``rebuild --policy default
+--switch``) runs once, unsampled; then, ``--runs`` times on a fresh copy of what it left, the rebuild after
+a config change as bench_rebuild_cli runs it (``rebuild --policy threshold --workers 1 --json``) runs under
+``py-spy record --rate RATE --format raw``: every sample is one thread's Python stack, taken from outside
+the process (no probe, no profiler hook: the figures are the CLI's own).
 
 The main thread's samples (the stacks from ``<module>``: the CLI runs as ``python -c``) are attributed to
 the first of ``PARTS`` whose test the stack passes, so the parts add up to the whole: the raw floor's own
