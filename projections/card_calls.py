@@ -19,10 +19,21 @@ _CALL_FACTS = 4_096
 """How many distinct tool calls ``call_facts`` remembers (by name and argument text)."""
 _LINE = 300
 """How long a line the card shows (``clip``)."""
+_CLIP_HEAD = 4
+"""``clip`` first reads this many times its limit of a long text (whitespace runs shorten a head's line)."""
 
 
 def clip(text: str, limit: int = _LINE) -> str:
-    """One line of at most ``limit`` characters: whitespace runs made one space, an ellipsis when cut."""
+    """One line of at most ``limit`` characters: whitespace runs made one space, an ellipsis when cut.
+
+    A long text is read from a head of ``_CLIP_HEAD`` times ``limit`` characters first: the head's line is a
+    prefix of the whole text's, so when it is already longer than ``limit`` the cut is the same (a card clips
+    whole assistant messages and tool outputs, many times a rebuild). Otherwise the whole text is read.
+    """
+    if len(text) > _CLIP_HEAD * limit:
+        one = " ".join(text[: _CLIP_HEAD * limit].split())
+        if len(one) > limit:
+            return one[: limit - 1] + "…"
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
 

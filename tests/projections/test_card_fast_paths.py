@@ -9,7 +9,7 @@ import shlex
 
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
-from contextledger.projections import card_extract, card_state, shell_files
+from contextledger.projections import card_calls, card_extract, card_state, shell_files
 from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -187,3 +187,20 @@ def test_the_fold_lowers_every_character_re_matches_to_an_ascii_letter():
             assert len(folded) == 1, hex(code)
             assert "a" <= folded <= "z", hex(code)
             assert re.fullmatch(folded, char, re.IGNORECASE), hex(code)
+
+
+def _clip_definition(text: str, limit: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+_CLIP_PIECES = ["a", "é", "word", " ", "\t", "\n", "\r\n", "\x0b", "\u2028", "\u3000", "    "]
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(
+    st.lists(st.sampled_from(_CLIP_PIECES), max_size=200).map("".join), st.integers(min_value=1, max_value=40)
+)
+def test_clip_reads_a_head_and_cuts_as_the_whole_text_does(text, limit):
+    """Clipped from its head or whole, a text gives the definition's line (spaces collapsed, cut with …)."""
+    assert card_calls.clip(text, limit) == _clip_definition(text, limit)
