@@ -30,8 +30,9 @@ def clip(text: str, limit: int = _LINE) -> str:
     prefix of the whole text's, so when it is already longer than ``limit`` the cut is the same (a card clips
     whole assistant messages and tool outputs, many times a rebuild). Otherwise the whole text is read.
     """
-    if len(text) > _CLIP_HEAD * limit:
-        one = " ".join(text[: _CLIP_HEAD * limit].split())
+    head = _CLIP_HEAD * limit
+    if len(text) > head:
+        one = " ".join(text[:head].split())
         if len(one) > limit:
             return one[: limit - 1] + "…"
     one = " ".join(text.split())

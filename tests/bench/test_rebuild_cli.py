@@ -16,7 +16,7 @@ EVENTS = 1_000
 
 
 def test_of_all_and_the_spread_cover_the_raw_runs_paired_with_each_round(monkeypatch, tmp_path, capsys):
-    """Raw runs paired with a round are kept: the spread printed and the median 'of all' include them.
+    """Raw runs paired with a round are kept: the runs saved and the spread printed include them.
 
     The raw runs between rounds all read 1,000 events/s and the paired ones 4,000: a summary of the runs
     between rounds alone kept four raw runs and printed a spread of 1,000-1,000.
