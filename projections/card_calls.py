@@ -11,7 +11,7 @@ from contextledger.domain.events import ToolCall
 from contextledger.projections.shell_files import files_of_call
 from contextledger.projections.wire import arguments_object
 
-__all__ = ["NO_CALL_FACTS", "CallFacts", "call_facts", "calls_facts", "clip", "todo_items"]
+__all__ = ["NO_CALL_FACTS", "CallFacts", "call_facts", "calls_facts", "clip", "first_line", "todo_items"]
 
 _TODO_TOOL = re.compile(r"todo|plan|task", re.IGNORECASE)
 """A tool whose name says it keeps a plan: the list its call writes is the new plan revision."""
@@ -21,6 +21,9 @@ _LINE = 300
 """How long a line the card shows (``clip``)."""
 _CLIP_HEAD = 4
 """``clip`` first reads this many times its limit of a long text (whitespace runs shorten a head's line)."""
+_FIRST_LINE = re.compile(r"\s*([^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*)")
+"""A text's leading whitespace (``\\s`` is ``str.isspace``, what ``strip`` strips), then the characters up to
+the next line boundary of ``str.splitlines`` (every boundary is whitespace: a line found is never empty)."""
 
 
 def clip(text: str, limit: int = _LINE) -> str:
@@ -37,6 +40,16 @@ def clip(text: str, limit: int = _LINE) -> str:
             return one[: limit - 1] + "…"
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def first_line(text: str) -> str | None:
+    """The first line of ``text.strip()`` (``splitlines``), give or take trailing whitespace; None when blank.
+
+    Only the leading whitespace and that line are read: a tool output's first line is what a card
+    reports of a failed call, and the output can be long.
+    """
+    found = _FIRST_LINE.match(text)  # matches every text (both parts may be empty)
+    return (found.group(1) if found else "") or None
 
 
 def todo_items(arguments: object) -> tuple[str, ...] | None:

@@ -7,7 +7,7 @@ import re
 import msgspec
 from contextledger.domain.content import InlineText, Text, text_preview
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
-from contextledger.projections.card_calls import CallFacts, call_facts, calls_facts, todo_items
+from contextledger.projections.card_calls import CallFacts, call_facts, calls_facts, first_line, todo_items
 from contextledger.projections.card_calls import clip as _clip
 from contextledger.projections.card_config import CardConfig
 from contextledger.projections.card_extract import SENTENCE_END, extract, folded
@@ -247,7 +247,7 @@ def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_te
     card.results.append((seq, event.tool_name))
     text = _text(event.content, full_text)
     if event.is_error or (_may_report_error(text) and _ERROR.search(text, 0, 200)):  # as in text[:200]
-        first = _clip(text.strip().splitlines()[0] if text.strip() else "(no output)", 120)
+        first = _clip(first_line(text) or "(no output)", 120)
         card.errors.append((seq, f"{event.tool_name}: {first}", ""))
         card.errors = card.errors[-_KEEP:]
         card.open_error = len(card.errors) - 1

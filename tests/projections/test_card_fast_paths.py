@@ -204,3 +204,49 @@ _CLIP_PIECES = ["a", "é", "word", " ", "\t", "\n", "\r\n", "\x0b", "\u2028", "\
 def test_clip_reads_a_head_and_cuts_as_the_whole_text_does(text, limit):
     """Clipped from its head or whole, a text gives the definition's line (spaces collapsed, cut with …)."""
     assert card_calls.clip(text, limit) == _clip_definition(text, limit)
+
+
+_LINE_PIECES = [
+    "a",
+    "é",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x1f",
+    "\x85",
+    "\xa0",
+]
+_LINE_PIECES += ["\u2028", "\u2029", "\u3000", "\u200b"]
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(st.sampled_from(_LINE_PIECES), max_size=40).map("".join))
+def test_first_line_is_the_first_line_of_the_stripped_text(text):
+    """A blank text has no first line; another's is ``text.strip().splitlines()[0]`` up to trailing spaces."""
+    line = card_calls.first_line(text)
+    if not text.strip():
+        assert line is None
+    else:
+        assert line is not None
+        assert line.rstrip() == text.strip().splitlines()[0].rstrip()
+        assert card_calls.clip(line, 120) == card_calls.clip(text.strip().splitlines()[0], 120)
+
+
+def test_a_failed_calls_error_shows_the_first_line_of_its_output():
+    """The card reports a failed call by its tool and the first non-blank line of its output, clipped."""
+    card = card_state.CardState()
+    event = ToolResultRecorded(
+        call_id="c1", tool_name="bash", content=InlineText("\n  \n  boom: it broke  \nmore"), is_error=True
+    )
+    card_state.observe(card, 7, event, None)
+    assert card.errors == [(7, "bash: boom: it broke", "")]
+    blank = ToolResultRecorded(call_id="c2", tool_name="bash", content=InlineText(" \n\t"), is_error=True)
+    card_state.observe(card, 8, blank, None)
+    assert card.errors[-1] == (8, "bash: (no output)", "")
