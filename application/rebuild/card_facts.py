@@ -130,9 +130,9 @@ class CardFacts:
         self.store = store
         self.name = CARD_FACTS
 
-    def read_ahead(self, spans: Mapping[str, tuple[int, int]]) -> ReadAhead:
+    def read_ahead(self, first: Mapping[str, int], last: Mapping[str, int]) -> ReadAhead:
         """Read the rows of a coming batch, given each session's first and last position in it."""
-        keys = _keys((session_id, first, last) for session_id, (first, last) in spans.items())
+        keys = _keys((session_id, at, last[session_id]) for session_id, at in first.items())
         return frozenset(keys), self.store.load_rows(self.name, keys) if keys else {}
 
     def batch(self, events: Mapping[str, list[CountedEvent]], ahead: ReadAhead | None = None) -> BatchFacts:

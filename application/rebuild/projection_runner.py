@@ -151,13 +151,9 @@ class ContextView:
         """
         mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
         if self.card_facts is not None and mains and not self._facts_written:
-            spans: dict[str, tuple[int, int]] = {}
-            for note in mains:
-                span = spans.get(note.stream_id)
-                spans[note.stream_id] = (
-                    (note.position, note.position) if span is None else (span[0], note.position)
-                )
-            self._facts_ahead[(after, upto)] = self.card_facts.read_ahead(spans)
+            last = {note.stream_id: note.position for note in mains}
+            first = {note.stream_id: note.position for note in reversed(mains)}
+            self._facts_ahead[(after, upto)] = self.card_facts.read_ahead(first, last)
         counter = self.renderer.counter
         if not counter.counts_ahead:
             return
