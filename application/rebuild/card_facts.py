@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import msgspec
 from contextledger.application.views.view_runner import Rows
@@ -24,7 +24,7 @@ from contextledger.domain.ports import ProjectionRows
 from contextledger.projections.card_state import CARD_FACTS_FORMAT, NO_FACTS, MessageFacts, message_facts
 from contextledger.projections.counting import CountedEvent
 
-__all__ = ["BLOCK", "CARD_FACTS", "BatchFacts", "CardFacts", "ReadAhead", "facts_key"]
+__all__ = ["BLOCK", "CARD_FACTS", "BatchFacts", "CardFacts", "facts_key"]
 
 CARD_FACTS = f"card-facts/v{CARD_FACTS_FORMAT}"
 """The name of the rows (shared by every context version: the facts do not depend on the policy)."""
@@ -37,22 +37,9 @@ _MESSAGES = (AssistantMessageAdded, UserMessageAdded)
 _POSITION = operator.attrgetter("position")
 
 
-ReadAhead = tuple[frozenset[str], Rows]
-"""Rows read ahead of a batch: the keys asked for, and the rows of those that exist."""
-
-
 def facts_key(session_id: str, position: int) -> str:
     """The key of the row holding the facts of a session position."""
     return f"{session_id}/{position // BLOCK}"
-
-
-def _keys(spans: Iterable[tuple[str, int, int]]) -> list[str]:
-    """The keys of every block from each session's first position to its last."""
-    return [
-        facts_key(session_id, block * BLOCK)
-        for session_id, first, last in spans
-        for block in range(first // BLOCK, last // BLOCK + 1)
-    ]
 
 
 class _Kept:
@@ -130,27 +117,14 @@ class CardFacts:
         self.store = store
         self.name = CARD_FACTS
 
-    def read_ahead(self, first: Mapping[str, int], last: Mapping[str, int]) -> ReadAhead:
-        """Read the rows of a coming batch, given each session's first and last position in it."""
-        keys = _keys((session_id, at, last[session_id]) for session_id, at in first.items())
-        return frozenset(keys), self.store.load_rows(self.name, keys) if keys else {}
-
-    def batch(self, events: Mapping[str, list[CountedEvent]], ahead: ReadAhead | None = None) -> BatchFacts:
-        """The kept facts of a batch's events by session (each in order); an unreadable row counts as none.
-
-        ``ahead``: rows ``read_ahead`` read for the batch, still as stored (no row written since): only the
-        keys it did not ask for are read now.
-        """
-        keys = _keys(
-            (session_id, counted[0].position, counted[-1].position) for session_id, counted in events.items()
-        )
-        if ahead is None:
-            found = self.store.load_rows(self.name, keys) if keys else {}
-        else:
-            asked, found = ahead
-            rest = [key for key in keys if key not in asked]
-            if rest:
-                found = {**found, **self.store.load_rows(self.name, rest)}
+    def batch(self, events: Mapping[str, list[CountedEvent]]) -> BatchFacts:
+        """The kept facts of a batch's events by session (each in order); an unreadable row counts as none."""
+        keys = [  # every block from each session's first event to its last
+            facts_key(session_id, block * BLOCK)
+            for session_id, counted in events.items()
+            for block in range(counted[0].position // BLOCK, counted[-1].position // BLOCK + 1)
+        ]
+        found = self.store.load_rows(self.name, keys) if keys else {}
         kept: dict[str, _Kept] = {}
         for key, (upto, data) in found.items():
             try:

@@ -10,7 +10,7 @@ from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
 from contextledger.application.kernel.token_cache import UNSAVED_COUNTS
-from contextledger.application.rebuild.card_facts import CardFacts, ReadAhead
+from contextledger.application.rebuild.card_facts import CardFacts
 from contextledger.application.rebuild.render_digest import (
     RenderDigest,
     digests_of,
@@ -103,10 +103,6 @@ class ContextView:
         """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
         self._counts_ahead: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
         """The token rows ``ahead`` read for a coming batch whose every event they count, by its range."""
-        self._facts_ahead: dict[tuple[int, int], ReadAhead] = {}
-        """The card facts rows ``ahead`` read for a coming batch, by its range (while no batch wrote any)."""
-        self._facts_written = False
-        """Whether a batch of this catch-up wrote card facts rows (then rows read ahead may be behind)."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
         self.counts_at_finish = True
@@ -129,8 +125,6 @@ class ContextView:
         self._writes_digests = self.digests_wanted or tracking > 0
         if not self._writes_digests:
             self.store.drop(self.digests)
-        self._facts_ahead.clear()
-        self._facts_written = False
         if not self.known.begin(tracking):
             self._artifacts.clear()
             self._counts_ahead.clear()
@@ -143,20 +137,11 @@ class ContextView:
         no-op unless the tokenizer counts ahead). When the rows count every event of the batch,
         ``fold`` takes them as read here (it writes no count of its own, so this writer's blocks,
         which the current batch's commit may change, are not needed); else it reads them again.
-
-        The card facts rows of the batch's sessions are read here too, before the commit of the batch
-        folded last starts (a read beside a commit waits for it at every row): ``fold`` takes them
-        as read while no batch of the catch-up has written any (a rebuild after a config change finds
-        every message's facts kept), and reads the rows of the sessions whose positions a fork moves.
         """
-        mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
-        if self.card_facts is not None and mains and not self._facts_written:
-            last = {note.stream_id: note.position for note in mains}
-            first = {note.stream_id: note.position for note in reversed(mains)}
-            self._facts_ahead[(after, upto)] = self.card_facts.read_ahead(first, last)
         counter = self.renderer.counter
         if not counter.counts_ahead:
             return
+        mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
         known = self.tokens.peek(after, upto) if mains else {}
         texts = {note.id: counted_texts(note.event) for note in mains if note.id not in known}
         if not texts:
@@ -279,15 +264,11 @@ class ContextView:
             self._counts_ahead = {span: rows for span, rows in self._counts_ahead.items() if span[1] > upto}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
         cards = self.card_facts
-        ahead = self._facts_ahead.pop((after, upto), None)
-        if self._facts_ahead:
-            self._facts_ahead = {span: rows for span, rows in self._facts_ahead.items() if span[1] > upto}
         if cards is not None and read:
-            facts = cards.batch(read, None if self._facts_written else ahead)
+            facts = cards.batch(read)
             read = {session_id: facts.attach(session_id, events) for session_id, events in read.items()}
             if written := facts.rows():
                 produced[cards.name] = written
-                self._facts_written = True
         return read, produced
 
     def _count(

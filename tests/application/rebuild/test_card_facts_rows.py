@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import base64
-import itertools
 import shutil
 import sqlite3
 from pathlib import Path
 
 import contextledger
 import msgspec
-from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, CardFacts
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
 from contextledger.domain.content import InlineText
@@ -165,53 +163,3 @@ def test_facts_read_back_are_the_facts_found():
     longer = CardFacts(_Rows({"s/0": (20, rows["s/0"][1])})).batch({"s": events})
     assert longer.attach("s", events) == first  # kept up to 20, found after it
     assert longer.rows()["s/0"][0] == 40
-
-
-def _reads(callers: list[str]) -> tuple[int, int]:
-    """The card facts rows read ahead of a fold and while folding, from the calls recorded in order."""
-    pairs = list(itertools.pairwise(callers))
-    return pairs.count(("ahead", "store")), pairs.count(("batch", "store"))
-
-
-def test_a_rebuild_finding_every_fact_kept_reads_the_rows_ahead_of_each_fold(full_db, tmp_path, monkeypatch):  # noqa: F811
-    """With every message's facts kept, each batch's rows are read ahead (before a commit), none in a fold.
-
-    When the facts are found again instead (none kept), a batch writes rows, so the batches after it
-    read theirs while folding, past the rows being committed: the rows written are the first rebuild's.
-    """
-    first = tmp_path / "first.db"
-    shutil.copy(full_db, first)
-    _rebuild(first, "default")
-    callers: list[str] = []
-
-    def spied(name: str, method):
-        def call(self, *args):
-            callers.append(name)
-            return method(self, *args)
-
-        return call
-
-    monkeypatch.setattr(CardFacts, "read_ahead", spied("ahead", CardFacts.read_ahead))
-    monkeypatch.setattr(CardFacts, "batch", spied("batch", CardFacts.batch))
-    loads = RecorderProjections.load_rows
-
-    def load_rows(self, projection, keys):
-        if projection == CARD_FACTS:
-            callers.append("store")
-        return loads(self, projection, keys)
-
-    monkeypatch.setattr(RecorderProjections, "load_rows", load_rows)
-    kept = tmp_path / "kept.db"
-    shutil.copy(first, kept)
-    _rebuild(kept, _THRESHOLD)
-    assert callers.count("batch") > 3  # several batches
-    assert _reads(callers) == (callers.count("store"), 0)
-
-    callers.clear()
-    missing = tmp_path / "missing.db"
-    shutil.copy(first, missing)
-    with sqlite3.connect(missing) as db:
-        db.execute("DELETE FROM ledger_projection_rows WHERE projection = ?", (CARD_FACTS,))
-    _rebuild(missing, _THRESHOLD)
-    assert _reads(callers)[1] > 0  # the batches after the first write read while folding
-    assert _facts_rows(missing) == _facts_rows(first)
