@@ -206,24 +206,8 @@ def test_clip_reads_a_head_and_cuts_as_the_whole_text_does(text, limit):
     assert card_calls.clip(text, limit) == _clip_definition(text, limit)
 
 
-_LINE_PIECES = [
-    "a",
-    "é",
-    " ",
-    "\t",
-    "\n",
-    "\r",
-    "\r\n",
-    "\x0b",
-    "\x0c",
-    "\x1c",
-    "\x1d",
-    "\x1e",
-    "\x1f",
-    "\x85",
-    "\xa0",
-]
-_LINE_PIECES += ["\u2028", "\u2029", "\u3000", "\u200b"]
+_LINE_PIECES = [*"aé \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u2029\u3000\u200b", "\r\n"]
+"""Letters, the whitespace and line boundaries of ``strip`` and ``splitlines``, and a non-space (U+200B)."""
 
 
 @settings(max_examples=3_000, deadline=None)
