@@ -47,9 +47,11 @@ from bench_rebuild_cli import rebuild_command
 from harness import save
 
 Test = Callable[[str], bool]
+"""Whether a sample's stack (frames joined by ``;``, outermost first) belongs to a part."""
 
 
 def _has(*names: str) -> Test:
+    """One of ``names`` is in the stack (``"Projector.fold ("`` names a frame, ``"CardFacts."`` a class)."""
     return lambda stack: any(name in stack for name in names)
 
 
@@ -82,6 +84,7 @@ PARTS: list[tuple[str, Test]] = [
 """Each part of the main thread's time: its test of a stack (frames joined by ``;``); first match wins."""
 
 REST = "the rest"
+"""The part of the main thread's samples that no part of ``PARTS`` holds."""
 
 
 def attribute(lines: Iterable[str]) -> Counter[str]:
