@@ -1,0 +1,233 @@
+"""How fast a rebuild after a config change could be with none of its plumbing: the same rows, against raw.
+
+Usage::
+
+    .venv/bin/python bench/rebuild_ceiling.py [--copies 20] [--runs 5]
+
+Issue 22 asks a rebuild after a config change for >= 25 % of the raw scan + decode. Much of a rebuild's time
+is neither that floor nor the policy's fold: notifications built, token rows and card facts read per batch,
+fork positions, the renderer's cache, a commit per batch, the states released at their heads. This bench
+asks how far taking ALL of that away could go. The **ceiling** (``phase_ceiling``, in a process of its own,
+timed after its imports and the tokenizer's load) does only what every rebuild must:
+
+- the floor's scan of every stored event and its msgspec decode;
+- each session event given its stored token counts (``CountedReader.with_counts``, which also resolves the
+  blob texts the policy cuts);
+- each message given its stored card facts (``CardFacts``);
+- the policy's fold of each session from its first event to its last (``Projector.fold``);
+- each session's row encoded (``encode_row``).
+
+It holds every session in memory at once and writes nothing: it is a bound, not a design. It is checked:
+every row it encodes must equal, byte for byte, the row the CLI rebuild wrote for that session, else the
+phase fails (a ledger with summary artifacts or forks, which it does not fold, fails so).
+
+Each round runs, each in a fresh process: raw (``bench_rebuild.phase_raw``); the CLI rebuild after a config
+change (``rebuild --policy threshold --workers 1 --json --no-compare`` on a copy of what a first rebuild
+left); the ceiling on that copy; and the same CLI on an empty ledger (``fixed costs``: interpreter, imports,
+typer, leases, exit, what every CLI rebuild pays whatever its size). The table gives medians (min-max) of the
+seconds and of each figure's share of the raw run of its round (raw's seconds over its own), and the
+**ceiling + fixed costs**: what a CLI rebuild would read with every part of its plumbing gone.
+Results land in ``bench/results/rebuild_ceiling.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_rebuild import build, phase_raw
+from bench_rebuild_cli import rebuild_command
+from harness import child_env, save
+
+POLICY = "threshold"
+"""The policy of the rebuild after a config change (bench_rebuild_cli's)."""
+
+
+def phase_ceiling(db: Path, policy: str = POLICY) -> dict[str, Any]:
+    """Fold every session of ``db`` with no plumbing; check each row against the one stored; time it.
+
+    ``db`` holds the rows of ``policy``'s version (a CLI rebuild wrote them) and the token counts and card
+    facts of every event (a first rebuild wrote them). The collector is paused, as in a rebuild's catch-up.
+    Raises ``RuntimeError`` when a row differs from the stored one or is missing, and ``KeyError`` when a
+    session event has no stored counts.
+    """
+    import contextledger  # noqa: PLC0415 - the phase runs in its own process
+    from contextledger.application.kernel.collector import collector_paused  # noqa: PLC0415
+    from contextledger.application.rebuild.projection_runner import ContextView  # noqa: PLC0415
+    from contextledger.application.rebuild.rebuild import store_views  # noqa: PLC0415
+    from contextledger.domain.content import InlineText  # noqa: PLC0415
+
+    with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
+        view = ContextView(ledger, store_views(ledger)[0], policy=policy)
+        view.renderer.counter.count_texts([InlineText("the tokenizer loads before the clock starts")])
+        with collector_paused():
+            started = time.perf_counter()
+            encoded, events, split = _fold_all(db, view)
+            elapsed = time.perf_counter() - started
+        stored = view.store.load_rows(view.name, list(encoded))
+    differing = [key for key, data in encoded.items() if stored.get(key, (0, b""))[1] != data]
+    if differing or not encoded:
+        msg = f"{len(differing)} of {len(encoded)} rows differ from {view.name}'s, e.g. {differing[:3]}"
+        raise RuntimeError(msg)
+    return {"seconds": elapsed, "sessions": len(encoded), "events_folded": events, **split}
+
+
+def _fold_all(db: Path, view: Any) -> tuple[dict[str, bytes], int, dict[str, float]]:
+    """``phase_ceiling``'s timed part: every session's row, the events folded, the seconds of each step.
+
+    The steps are ``reads`` (scan, decode, stored counts) and ``folds`` (card facts, fold, row encoding). The
+    events are freed on return: the rest of ``phase_ceiling``'s time.
+    """
+    import sqlite3  # noqa: PLC0415
+    from collections import defaultdict  # noqa: PLC0415
+
+    from contextledger.adapters.store.mapper import MsgspecMapper  # noqa: PLC0415
+    from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR  # noqa: PLC0415
+    from contextledger.application.render.context_rows import encode_row  # noqa: PLC0415
+    from contextledger.projections.counting import CountedEvent  # noqa: PLC0415
+
+    projector, cards = view.projector, view.card_facts
+    with_counts, decode = view.renderer.reader.with_counts, MsgspecMapper().decode
+    started = time.perf_counter()
+    counts = view.tokens.load(0, sys.maxsize)
+    sessions: defaultdict[str, list[CountedEvent]] = defaultdict(list)
+    with sqlite3.connect(db) as conn:
+        cursor = conn.execute(
+            "SELECT rowid, originator_id, originator_version, topic, state FROM ledger_events ORDER BY rowid"
+        )
+        while rows := cursor.fetchmany(1_000):
+            for row_id, stream, position, topic, state in rows:
+                event = decode(stream, position, topic, state)
+                if SIDE_STREAM_SEPARATOR not in stream:
+                    sessions[stream].append(with_counts(projector, position, event, counts[row_id]))
+    read = time.perf_counter()
+    facts = cards.batch(sessions) if cards is not None else None
+    encoded: dict[str, bytes] = {}
+    for session_id, events in sessions.items():
+        folded = projector.fold(events if facts is None else facts.attach(session_id, events))
+        encoded[session_id] = encode_row(folded, set(), set())
+    split = {"reads": read - started, "folds": time.perf_counter() - read}
+    return encoded, sum(len(events) for events in sessions.values()), split
+
+
+def _phase(name: str, db: Path) -> dict[str, Any]:
+    """Run ``--phase name`` on ``db`` in a fresh process; what it printed last."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--phase", name, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=child_env(None),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _cli_seconds(db: Path, *args: str) -> float:
+    """The wall time of ``rebuild ARGS`` on ``db`` (``bench_rebuild_cli.rebuild_command``), from outside."""
+    started = time.perf_counter()
+    subprocess.run(rebuild_command(db, *args), capture_output=True, env=child_env(None), check=True)
+    return time.perf_counter() - started
+
+
+def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
+    """One round: raw, the CLI rebuild after a config change, the ceiling on its rows, the empty ledger's."""
+    raw = _phase("raw", cold)
+    copy, blank = work / "warm.db", work / "blank.db"
+    shutil.copy(cold, copy)
+    cli = _cli_seconds(copy, "--policy", POLICY, "--no-compare")
+    ceiling = _phase("ceiling", copy)
+    shutil.copy(empty, blank)
+    fixed = _cli_seconds(blank, "--policy", POLICY, "--no-compare")
+    copy.unlink()
+    blank.unlink()
+    return {
+        "raw": raw["seconds"],
+        "cli": cli,
+        "ceiling": ceiling["seconds"],
+        "ceiling_reads": ceiling["reads"],
+        "ceiling_folds": ceiling["folds"],
+        "fixed": fixed,
+        "sessions": ceiling["sessions"],
+    }
+
+
+def table(events: int, rounds: list[dict[str, float]]) -> list[str]:
+    """The markdown table of the rounds: seconds and share of each round's raw run, medians (min-max).
+
+    Each round holds the seconds of ``raw``, ``ceiling`` (its ``ceiling_reads`` and ``ceiling_folds``),
+    ``fixed`` and ``cli``, and the ``sessions`` whose rows the ceiling matched.
+    """
+    sessions = ", ".join(sorted({f"{r['sessions']:,.0f}" for r in rounds}))
+    figures = [
+        ("raw scan + decode (the floor)", lambda r: r["raw"]),
+        ("ceiling: the same rows with no plumbing, after its imports", lambda r: r["ceiling"]),
+        ("- of which reads: scan, decode, stored counts", lambda r: r["ceiling_reads"]),
+        ("- of which folds: card facts, the policy's fold, row encoding", lambda r: r["ceiling_folds"]),
+        ("fixed costs: the CLI rebuild of an empty ledger", lambda r: r["fixed"]),
+        ("ceiling + fixed costs: a CLI rebuild with no plumbing", lambda r: r["ceiling"] + r["fixed"]),
+        ("the CLI rebuild after a config change, --no-compare", lambda r: r["cli"]),
+    ]
+    lines = [
+        (
+            f"{events:,} events, {len(rounds)} rounds; the ceiling's rows of {sessions} sessions equal to "
+            "the CLI's, byte for byte"
+        ),
+        "",
+        "| measurement | s, median (min-max) | share of raw, median (min-max) |",
+        "|---|---:|---:|",
+    ]
+    for name, seconds_of in figures:
+        seconds = [seconds_of(r) for r in rounds]
+        shares = [r["raw"] / seconds_of(r) for r in rounds]
+        lines.append(
+            f"| {name} | {statistics.median(seconds):.3f} ({min(seconds):.3f}-{max(seconds):.3f}) "
+            f"| {statistics.median(shares):.1%} ({min(shares):.1%}-{max(shares):.1%}) |"
+        )
+    budget = statistics.median(r["raw"] / 0.25 for r in rounds)
+    lines.append(f"| budget at 25 % of raw (raw's seconds / 0.25) | {budget:.3f} | 25.0% |")
+    return lines
+
+
+def main() -> None:
+    """Build the ledger, run a first rebuild, then ``--runs`` rounds; print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--phase", choices=["raw", "ceiling"])
+    args = parser.parse_args()
+    if args.phase:
+        print(json.dumps(phase_raw(args.db) if args.phase == "raw" else phase_ceiling(args.db)))
+        return
+    import contextledger  # noqa: PLC0415 - only the parent opens a ledger of its own
+
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        cold, empty = work / "cold.db", work / "empty.db"
+        events = build(cold, args.copies)
+        first = rebuild_command(cold, "--policy", "default", "--switch")  # token counts and card facts stored
+        subprocess.run(first, check=True, capture_output=True, env=child_env(None))
+        contextledger.open_ledger(f"sqlite:///{empty}").close()
+        rounds = []
+        for index in range(args.runs):
+            rounds.append(_round(cold, empty, work))
+            print(f"# round {index + 1} done", file=sys.stderr, flush=True)
+    lines = table(events, rounds)
+    path = save("rebuild_ceiling", {"events": events, "rounds": rounds, "markdown": "\n".join(lines)})
+    print("\n".join(lines))
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
