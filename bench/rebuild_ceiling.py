@@ -35,16 +35,28 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import contextledger
 from bench_rebuild import build, phase_raw
 from bench_rebuild_cli import rebuild_command
+from contextledger.adapters.store.mapper import MsgspecMapper
+from contextledger.application.kernel.collector import collector_paused
+from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
+from contextledger.application.rebuild.projection_runner import ContextView
+from contextledger.application.rebuild.rebuild import store_views
+from contextledger.application.render.context_rows import encode_row
+from contextledger.domain.content import InlineText
+from contextledger.projections.counting import CountedEvent
 from harness import child_env, save
 
 POLICY = "threshold"
@@ -59,12 +71,6 @@ def phase_ceiling(db: Path, policy: str = POLICY) -> dict[str, Any]:
     Raises ``RuntimeError`` when a row differs from the stored one or is missing, and ``KeyError`` when a
     session event has no stored counts.
     """
-    import contextledger  # noqa: PLC0415 - the phase runs in its own process
-    from contextledger.application.kernel.collector import collector_paused  # noqa: PLC0415
-    from contextledger.application.rebuild.projection_runner import ContextView  # noqa: PLC0415
-    from contextledger.application.rebuild.rebuild import store_views  # noqa: PLC0415
-    from contextledger.domain.content import InlineText  # noqa: PLC0415
-
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
         view = ContextView(ledger, store_views(ledger)[0], policy=policy)
         view.renderer.counter.count_texts([InlineText("the tokenizer loads before the clock starts")])
@@ -80,20 +86,12 @@ def phase_ceiling(db: Path, policy: str = POLICY) -> dict[str, Any]:
     return {"seconds": elapsed, "sessions": len(encoded), "events_folded": events, **split}
 
 
-def _fold_all(db: Path, view: Any) -> tuple[dict[str, bytes], int, dict[str, float]]:
+def _fold_all(db: Path, view: ContextView) -> tuple[dict[str, bytes], int, dict[str, float]]:
     """``phase_ceiling``'s timed part: every session's row, the events folded, the seconds of each step.
 
     The steps are ``reads`` (scan, decode, stored counts) and ``folds`` (card facts, fold, row encoding). The
     events are freed on return: the rest of ``phase_ceiling``'s time.
     """
-    import sqlite3  # noqa: PLC0415
-    from collections import defaultdict  # noqa: PLC0415
-
-    from contextledger.adapters.store.mapper import MsgspecMapper  # noqa: PLC0415
-    from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR  # noqa: PLC0415
-    from contextledger.application.render.context_rows import encode_row  # noqa: PLC0415
-    from contextledger.projections.counting import CountedEvent  # noqa: PLC0415
-
     projector, cards = view.projector, view.card_facts
     with_counts, decode = view.renderer.reader.with_counts, MsgspecMapper().decode
     started = time.perf_counter()
@@ -169,7 +167,7 @@ def table(events: int, rounds: list[dict[str, float]]) -> list[str]:
     ``fixed`` and ``cli``, and the ``sessions`` whose rows the ceiling matched.
     """
     sessions = ", ".join(sorted({f"{r['sessions']:,.0f}" for r in rounds}))
-    figures = [
+    figures: list[tuple[str, Callable[[dict[str, float]], float]]] = [
         ("raw scan + decode (the floor)", lambda r: r["raw"]),
         ("ceiling: the same rows with no plumbing, after its imports", lambda r: r["ceiling"]),
         ("- of which reads: scan, decode, stored counts", lambda r: r["ceiling_reads"]),
@@ -210,8 +208,6 @@ def main() -> None:
     if args.phase:
         print(json.dumps(phase_raw(args.db) if args.phase == "raw" else phase_ceiling(args.db)))
         return
-    import contextledger  # noqa: PLC0415 - only the parent opens a ledger of its own
-
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         cold, empty = work / "cold.db", work / "empty.db"
