@@ -15,18 +15,21 @@ timed after its imports and the tokenizer's load) does only what every rebuild m
   blob texts the policy cuts);
 - each message given its stored card facts (``CardFacts``);
 - the policy's fold of each session from its first event to its last (``Projector.fold``);
-- each session's row encoded (``encode_row``).
+- each session's row encoded (``encode_row``);
+- the rows written, in one commit (under a scratch name, dropped after).
 
-It holds every session in memory at once and writes nothing: it is a bound, not a design. It is checked:
-every row it encodes must equal, byte for byte, the row the CLI rebuild wrote for that session, else the
-phase fails (a ledger with summary artifacts or forks, which it does not fold, fails so).
+It holds every session in memory at once: it is a bound, not a design. It is checked: the sessions it folds
+must be those of the version the CLI rebuild wrote, and every row must equal that rebuild's, byte for byte,
+else the phase fails (a ledger with summary artifacts or forks, which it does not fold, fails so).
 
 Each round runs, each in a fresh process: raw (``bench_rebuild.phase_raw``); the CLI rebuild after a config
 change (``rebuild --policy threshold --workers 1 --json --no-compare`` on a copy of what a first rebuild
-left); the ceiling on that copy; and the same CLI on an empty ledger (``fixed costs``: interpreter, imports,
-typer, leases, exit, what every CLI rebuild pays whatever its size). The table gives medians (min-max) of the
-seconds and of each figure's share of the raw run of its round (raw's seconds over its own), and the
-**ceiling + fixed costs**: what a CLI rebuild would read with every part of its plumbing gone.
+left); the ceiling on that copy; the same CLI rebuild with its comparison, on a fresh copy; and the same CLI
+on an empty ledger (``fixed costs``: interpreter, imports, typer, the config recorded, leases, exit: what
+every CLI rebuild pays whatever its size). The table gives medians (min-max) of the seconds and of each
+figure's share of the raw run of its round (raw's seconds over its own); the **ceiling + fixed costs**: what a
+CLI rebuild would read with every part of its plumbing gone; and the same plus the comparison's cost (the CLI
+with it less without, per round): what a rebuild with its comparison would read.
 Results land in ``bench/results/rebuild_ceiling.json``.
 """
 
@@ -62,27 +65,42 @@ from harness import child_env, save
 POLICY = "threshold"
 """The policy of the rebuild after a config change (bench_rebuild_cli's)."""
 
+SCRATCH = "#ceiling"
+"""Appended to the version's name: where the ceiling writes its rows (dropped after each run)."""
+
 
 def phase_ceiling(db: Path, policy: str = POLICY) -> dict[str, Any]:
-    """Fold every session of ``db`` with no plumbing; check each row against the one stored; time it.
+    """Fold every session of ``db`` with no plumbing, write the rows; check each against the CLI's; time it.
 
     ``db`` holds the rows of ``policy``'s version (a CLI rebuild wrote them) and the token counts and card
     facts of every event (a first rebuild wrote them). The collector is paused, as in a rebuild's catch-up.
-    Raises ``RuntimeError`` when a row differs from the stored one or is missing, and ``KeyError`` when a
-    session event has no stored counts.
+    The rows are written in one commit under a scratch name (``SCRATCH``, dropped after), as a rebuild must
+    write them. Raises ``RuntimeError`` when a row differs from the stored one, or when the ceiling's sessions
+    are not the version's; ``KeyError`` when a session event has no stored counts.
     """
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
         view = ContextView(ledger, store_views(ledger)[0], policy=policy)
         view.renderer.counter.count_texts([InlineText("the tokenizer loads before the clock starts")])
+        stored = view.store.load_rows(view.name, view.store.row_keys(view.name))
+        scratch = view.name + SCRATCH
         with collector_paused():
             started = time.perf_counter()
             encoded, events, split = _fold_all(db, view)
+            written = time.perf_counter()
+            rows = {key: (stored[key][0] if key in stored else 0, data) for key, data in encoded.items()}
+            view.store.commit(scratch, 0, rows)
             elapsed = time.perf_counter() - started
-        stored = view.store.load_rows(view.name, list(encoded))
-    differing = [key for key, data in encoded.items() if stored.get(key, (0, b""))[1] != data]
-    if differing or not encoded:
-        msg = f"{len(differing)} of {len(encoded)} rows differ from {view.name}'s, e.g. {differing[:3]}"
+        view.store.drop(scratch)
+    missing, extra = sorted(stored.keys() - encoded.keys()), sorted(encoded.keys() - stored.keys())
+    differing = [key for key, data in encoded.items() if key in stored and stored[key][1] != data]
+    if missing or extra or differing or not encoded:
+        msg = (
+            f"{view.name}: of {len(encoded)} rows folded, {len(differing)} differ from the stored ones "
+            f"(e.g. {differing[:3]}), {len(extra)} are not stored (e.g. {extra[:3]}); "
+            f"{len(missing)} stored rows were not folded (e.g. {missing[:3]})"
+        )
         raise RuntimeError(msg)
+    split["writes"] = elapsed - (written - started)
     return {"seconds": elapsed, "sessions": len(encoded), "events_folded": events, **split}
 
 
@@ -145,6 +163,8 @@ def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
     shutil.copy(cold, copy)
     cli = _cli_seconds(copy, "--policy", POLICY, "--no-compare")
     ceiling = _phase("ceiling", copy)
+    shutil.copy(cold, copy)
+    compared = _cli_seconds(copy, "--policy", POLICY)
     shutil.copy(empty, blank)
     fixed = _cli_seconds(blank, "--policy", POLICY, "--no-compare")
     copy.unlink()
@@ -155,7 +175,9 @@ def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
         "ceiling": ceiling["seconds"],
         "ceiling_reads": ceiling["reads"],
         "ceiling_folds": ceiling["folds"],
+        "ceiling_writes": ceiling["writes"],
         "fixed": fixed,
+        "cli_compare": compared,
         "sessions": ceiling["sessions"],
     }
 
@@ -163,8 +185,10 @@ def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
 def table(events: int, rounds: list[dict[str, float]]) -> list[str]:
     """The markdown table of the rounds: seconds and share of each round's raw run, medians (min-max).
 
-    Each round holds the seconds of ``raw``, ``ceiling`` (its ``ceiling_reads`` and ``ceiling_folds``),
-    ``fixed`` and ``cli``, and the ``sessions`` whose rows the ceiling matched.
+    Each round holds the seconds of ``raw``, ``ceiling`` (its ``ceiling_reads``, ``ceiling_folds`` and
+    ``ceiling_writes``), ``fixed``, ``cli`` and ``cli_compare``, and the ``sessions`` whose rows the ceiling
+    matched. A part or a difference (a row named "- ...": plumbing, the comparison's cost) is taken per round,
+    then its median; it has no share of raw.
     """
     sessions = ", ".join(sorted({f"{r['sessions']:,.0f}" for r in rounds}))
     figures: list[tuple[str, Callable[[dict[str, float]], float]]] = [
@@ -172,9 +196,20 @@ def table(events: int, rounds: list[dict[str, float]]) -> list[str]:
         ("ceiling: the same rows with no plumbing, after its imports", lambda r: r["ceiling"]),
         ("- of which reads: scan, decode, stored counts", lambda r: r["ceiling_reads"]),
         ("- of which folds: card facts, the policy's fold, row encoding", lambda r: r["ceiling_folds"]),
+        ("- of which writes: the rows in one commit", lambda r: r["ceiling_writes"]),
         ("fixed costs: the CLI rebuild of an empty ledger", lambda r: r["fixed"]),
         ("ceiling + fixed costs: a CLI rebuild with no plumbing", lambda r: r["ceiling"] + r["fixed"]),
         ("the CLI rebuild after a config change, --no-compare", lambda r: r["cli"]),
+        (
+            "- its plumbing: less the ceiling and the fixed costs",
+            lambda r: r["cli"] - r["ceiling"] - r["fixed"],
+        ),
+        ("the same CLI rebuild with its comparison", lambda r: r["cli_compare"]),
+        ("- the comparison's cost: with it less without", lambda r: r["cli_compare"] - r["cli"]),
+        (
+            "ceiling + fixed costs + the comparison's cost",
+            lambda r: r["ceiling"] + r["fixed"] + r["cli_compare"] - r["cli"],
+        ),
     ]
     lines = [
         (
@@ -187,11 +222,13 @@ def table(events: int, rounds: list[dict[str, float]]) -> list[str]:
     ]
     for name, seconds_of in figures:
         seconds = [seconds_of(r) for r in rounds]
+        cell = f"{statistics.median(seconds):.3f} ({min(seconds):.3f}-{max(seconds):.3f})"
+        if name.startswith("- "):
+            lines.append(f"| {name} | {cell} | |")
+            continue
         shares = [r["raw"] / seconds_of(r) for r in rounds]
-        lines.append(
-            f"| {name} | {statistics.median(seconds):.3f} ({min(seconds):.3f}-{max(seconds):.3f}) "
-            f"| {statistics.median(shares):.1%} ({min(shares):.1%}-{max(shares):.1%}) |"
-        )
+        share = f"{statistics.median(shares):.1%} ({min(shares):.1%}-{max(shares):.1%})"
+        lines.append(f"| {name} | {cell} | {share} |")
     budget = statistics.median(r["raw"] / 0.25 for r in rounds)
     lines.append(f"| budget at 25 % of raw (raw's seconds / 0.25) | {budget:.3f} | 25.0% |")
     return lines
