@@ -22,7 +22,7 @@ It holds every session in memory at once: it is a bound, not a design. It is che
 must be those of the version the CLI rebuild wrote, and every row must equal that rebuild's, byte for byte,
 else the phase fails (a ledger with summary artifacts or forks, which it does not fold, fails so).
 
-Each round runs, each in a fresh process: raw (``bench_rebuild.phase_raw``); the CLI rebuild after a config
+Each round runs, each in a fresh process: raw (``bench_rebuild_cli``'s phase); the CLI rebuild after a config
 change (``rebuild --policy threshold --workers 1 --json --no-compare`` on a copy of what a first rebuild
 left); the ceiling on that copy; the same CLI rebuild with its comparison, on a fresh copy; and the same CLI
 on an empty ledger (``fixed costs``: interpreter, imports, typer, the config recorded, leases, exit: what
@@ -50,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 import contextledger
-from bench_rebuild import build, phase_raw
+from bench_rebuild import build
+from bench_rebuild_cli import _cli as cli_run
+from bench_rebuild_cli import _phase as raw_phase
 from bench_rebuild_cli import rebuild_command
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.application.kernel.collector import collector_paused
@@ -149,24 +151,20 @@ def _phase(name: str, db: Path) -> dict[str, Any]:
     return result
 
 
-def _cli_seconds(db: Path, *args: str) -> float:
-    """The wall time of ``rebuild ARGS`` on ``db`` (``bench_rebuild_cli.rebuild_command``), from outside."""
-    started = time.perf_counter()
-    subprocess.run(rebuild_command(db, *args), capture_output=True, env=child_env(None), check=True)
-    return time.perf_counter() - started
-
-
 def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
-    """One round: raw, the CLI rebuild after a config change, the ceiling on its rows, the empty ledger's."""
-    raw = _phase("raw", cold)
+    """One round's seconds: raw, the CLI rebuild, the ceiling on its rows, the rebuild compared, an empty one.
+
+    Raw and the CLI runs are ``bench_rebuild_cli``'s own (its raw phase; its CLI run, timed from outside).
+    """
+    raw = raw_phase("raw", cold)
     copy, blank = work / "warm.db", work / "blank.db"
     shutil.copy(cold, copy)
-    cli = _cli_seconds(copy, "--policy", POLICY, "--no-compare")
+    cli = cli_run(None, copy, "--policy", POLICY, "--no-compare")["seconds"]
     ceiling = _phase("ceiling", copy)
     shutil.copy(cold, copy)
-    compared = _cli_seconds(copy, "--policy", POLICY)
+    compared = cli_run(None, copy, "--policy", POLICY)["seconds"]
     shutil.copy(empty, blank)
-    fixed = _cli_seconds(blank, "--policy", POLICY, "--no-compare")
+    fixed = cli_run(None, blank, "--policy", POLICY, "--no-compare")["seconds"]
     copy.unlink()
     blank.unlink()
     return {
@@ -240,10 +238,10 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--db", type=Path)
-    parser.add_argument("--phase", choices=["raw", "ceiling"])
+    parser.add_argument("--phase", choices=["ceiling"])
     args = parser.parse_args()
     if args.phase:
-        print(json.dumps(phase_raw(args.db) if args.phase == "raw" else phase_ceiling(args.db)))
+        print(json.dumps(phase_ceiling(args.db)))
         return
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
