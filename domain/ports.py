@@ -27,6 +27,7 @@ __all__ = [
     "ProjectionLeases",
     "ProjectionRows",
     "ProjectionStore",
+    "ScansAhead",
     "SessionEraser",
     "SessionInfo",
     "SnapshotStore",
@@ -224,6 +225,19 @@ class NotificationReader(Protocol):
 
     def head(self) -> int:
         """Return the id of the newest notification, 0 when the store holds none."""
+        ...
+
+
+@runtime_checkable
+class ScansAhead(Protocol):
+    """A ``NotificationReader`` that can gather its next page beside the caller's work (SQLite's)."""
+
+    def scan_ahead(self, after: int, limit: int) -> None:
+        """Start reading the page that ``read_batch(after, limit)`` (every stream kept) will ask for next."""
+        ...
+
+    def end_scans(self) -> None:
+        """Wait for a page started by ``scan_ahead`` that no read took, and drop it."""
         ...
 
 

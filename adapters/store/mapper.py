@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from itertools import repeat, starmap
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 from contextledger.domain.errors import EventDecodeError, InvalidMessageError
@@ -41,6 +41,9 @@ class MsgspecMapper:
         """Decoders of topics that name their class's current version (no upcast): one lookup per row."""
         self._topics: dict[type[LedgerEvent], str] = {}
         """The registry's topic of each event type met (a topic names a type and its version)."""
+        self._batch = msgspec.msgpack.Decoder(list[AnyEvent])
+        self._batch_types: dict[str, type[LedgerEvent]] = {}
+        """The type of each topic ``decode_batch`` takes: a current version of a member of ``AnyEvent``."""
         self.unseal: Callable[[str, str, bytes], bytes] | None = None
         """Decrypts a stored payload (stream, topic, bytes) of an encrypted ledger; None in plaintext."""
 
@@ -142,6 +145,40 @@ class MsgspecMapper:
             msg = f"stored event {stream_id}@{position} ({topic}) does not decode: {error}"
             raise EventDecodeError(msg) from error
         return _as_any(event)
+
+    def decode_batch(self, topics: Sequence[str], states: bytes) -> list[AnyEvent] | None:
+        """Decode the payloads of rows with ``topics``, joined in ``states``, in one call; or None.
+
+        None when the ledger is encrypted, when a topic is not a current version of a type of
+        ``AnyEvent`` (``decode`` upcasts those, one by one), or when the payloads do not decode as
+        exactly those types, in that order: then ``decode``, row by row, says which row is at fault.
+        """
+        if self.unseal is not None:
+            return None
+        types = self._batch_types
+        for topic in set(topics).difference(types):
+            found = _batch_type(self.registry, topic)
+            if found is None:
+                return None
+            types[topic] = found
+        header = b"\xdd" + len(topics).to_bytes(4, "big")  # a MessagePack array of that many items
+        try:
+            events: list[AnyEvent] = self._batch.decode(header + states)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        if list(map(type, events)) != list(map(types.__getitem__, topics)):
+            return None
+        return events
+
+
+def _batch_type(registry: TopicRegistry, topic: str) -> type[LedgerEvent] | None:
+    """The type ``decode_batch`` decodes a topic's payloads as, or None (an older version, another type)."""
+    try:
+        event_type, version = registry.resolve(topic)
+    except EventDecodeError:
+        return None
+    current = version == event_type.VERSION and event_type in get_args(AnyEvent)
+    return event_type if current else None
 
 
 def _stored_event(stream_id: str, position: int, topic: str, state: bytes) -> StoredEvent:

@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
+from contextledger.adapters.store.notification_scan import NotificationScan, joined_rows, scan_sql
 from contextledger.adapters.system import process_alive
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from contextledger.domain.ports import LeaseHolder, ProjectionCommit
@@ -91,6 +92,16 @@ def stale_tracking(projection: str, current: int, tracking: int) -> StoreError:
     msg = f"projection {projection!r} is at {current}; a commit at {tracking} would move it back"
     return StoreError(msg)
 
+
+_JOINED_ROWS = (
+    "SELECT count(*), group_concat(key, char(31)), group_concat(position), group_concat(length(state)), "
+    "CAST(group_concat(state, x'') AS BLOB) FROM ledger_projection_rows WHERE projection = ? "
+    "AND key IN (SELECT value FROM json_each(?))"
+)
+"""The rows of a JSON array of keys, joined into one row (``joined_rows`` splits it)."""
+
+_scan_sql = functools.cache(scan_sql)
+"""The scan query of an events table, built once."""
 
 NotificationRow = tuple[int, str, int, str, bytes]
 """A stored event in store order: notification id, stream, position, topic, payload."""
@@ -204,6 +215,17 @@ class SQLiteProjectionTables:
             rows: list[NotificationRow] = cursor.fetchall()
             return rows
 
+    def notification_scan(self, after: int, limit: int) -> NotificationScan:
+        """Return stored events after ``after`` gathered by SQLite (``notification_scan``), GIL released."""
+        with self.datastore.transaction(commit=False) as c:
+            cursor = c.sqlite_cursor
+            cursor.row_factory = None
+            cursor.execute(_scan_sql(self.events_table_name), (after, limit))
+            count, last_id, total, *joined = cursor.fetchone()
+        if not count:
+            return NotificationScan(0, 0, 0, "", "", "", "", b"")
+        return NotificationScan(count, last_id, total, *joined)
+
     def projection_checkpoints(self) -> dict[str, int]:
         """Return every checkpoint with its position."""
         with self.datastore.transaction(commit=False) as c:
@@ -271,14 +293,23 @@ class SQLiteProjectionTables:
         return None if row is None else (int(row[0]), bytes(row[1]))
 
     def projection_rows(self, projection: str, keys: Sequence[str]) -> dict[str, tuple[int, bytes]]:
-        """Return the rows of ``keys`` that exist, in one query (keys passed as one JSON array)."""
+        """Return the rows of ``keys`` that exist, in one query (keys passed as one JSON array).
+
+        SQLite joins the rows into one (``joined_rows``): fetched row by row, each row took the GIL
+        back, and beside a commit on another thread each of those waited for it.
+        """
+        wanted = json.dumps(list(keys))
         with self.datastore.transaction(commit=False) as c:
-            c.execute(
-                "SELECT key, position, state FROM ledger_projection_rows WHERE projection = ? "
-                "AND key IN (SELECT value FROM json_each(?))",
-                (projection, json.dumps(list(keys))),
-            )
-            return {str(row[0]): (int(row[1]), bytes(row[2])) for row in c.fetchall()}
+            c.execute(_JOINED_ROWS, (projection, wanted))
+            found = joined_rows(*c.fetchone())
+            if found is None:  # a key holding the separator: row by row
+                c.execute(
+                    "SELECT key, position, state FROM ledger_projection_rows WHERE projection = ? "
+                    "AND key IN (SELECT value FROM json_each(?))",
+                    (projection, wanted),
+                )
+                found = {str(row[0]): (int(row[1]), bytes(row[2])) for row in c.fetchall()}
+            return found
 
     def projection_keys(self, projection: str) -> list[str]:
         """Return the row keys, sorted."""

@@ -7,8 +7,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextledger.adapters.store.commit_aside import AsideCommit
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.guards import translated
+from contextledger.adapters.store.notification_scan import NotificationScan, ScansPages, batch_of
 from contextledger.adapters.store.projection_tables import ProjectionTables, new_owner
 from contextledger.adapters.store.sealing import TOMBSTONE_TOPIC
+from contextledger.application.kernel.aside import Ahead
 from contextledger.domain.ports import LeaseHolder, Notification, NotificationBatch, ProjectionCommit
 
 __all__ = ["RecorderProjections"]
@@ -43,6 +45,10 @@ class RecorderProjections:
         self.store = store
         self._tables: ProjectionTables = store.recorder  # type: ignore[assignment]  # the recorders of this package
         self.owner = new_owner()
+        self._pages = self._tables if isinstance(self._tables, ScansPages) else None
+        """The tables, when they gather pages of stored events (``read_batch``)."""
+        self._pending: tuple[tuple[int, int], Ahead[NotificationScan]] | None = None
+        """The page ``scan_ahead`` is gathering, until a read takes it."""
         self._aside: AsideCommit | None = None
         """The commit running on its own thread (``commit_aside``), until ``settle``."""
 
@@ -53,8 +59,26 @@ class RecorderProjections:
     def read_batch(
         self, after: int, limit: int, keep: Callable[[str], bool] | None = None
     ) -> NotificationBatch:
-        """Scan up to ``limit`` notifications after ``after``; decode only the streams ``keep`` accepts."""
+        """Scan up to ``limit`` notifications after ``after``; decode only the streams ``keep`` accepts.
+
+        Where the tables gather pages (SQLite) and every stream is kept in plaintext, the page is
+        read gathered (the one ``scan_ahead`` started, when it named this read) and decoded at once;
+        a page that cannot be (``batch_of``) is read row by row, as every other page is.
+        """
+        pending, self._pending = self._pending, None
+        pages = self._pages
+        if pages is not None and keep is None and self.store.sealer is None:
+            with translated("read notifications"):
+                if pending is not None and pending[0] == (after, limit):
+                    scan = pending[1].result()
+                else:
+                    _drop(pending)
+                    scan = pages.notification_scan(after, limit)
+            batch = batch_of(scan, self.store.mapper, TOMBSTONE_TOPIC)
+            if batch is not None:
+                return batch
         with translated("read notifications"):
+            _drop(pending)
             rows = self._tables.notification_rows(after, limit)
         decode = self.store.mapper.decode
         sealer = self.store.sealer
@@ -66,6 +90,26 @@ class RecorderProjections:
             and (sealer is None or not sealer.forgotten(stream))
         ]
         return NotificationBatch(rows[-1][0] if rows else 0, kept)
+
+    def scan_ahead(self, after: int, limit: int) -> None:
+        """Start gathering the page ``read_batch(after, limit)`` will ask for, on a thread of its own.
+
+        Only where ``read_batch`` reads pages gathered and a commit may run beside a read (a SQLite
+        file): SQLite gathers the page with the GIL released, so the caller folds on meanwhile.
+        """
+        if self._pending is not None and self._pending[0] == (after, limit):
+            return  # asked again before the read: that page is under way
+        self.end_scans()
+        pages = self._pages
+        if pages is not None and self._tables.writes_aside and self.store.sealer is None:
+            scan = Ahead(lambda: pages.notification_scan(after, limit), name="contextledger-scan")
+            self._pending = ((after, limit), scan)
+
+    def end_scans(self) -> None:
+        """Wait for a page ``scan_ahead`` started that no read took, and drop it."""
+        pending, self._pending = self._pending, None
+        with translated("read notifications"):
+            _drop(pending)
 
     def head(self) -> int:
         """Return the id of the newest notification, 0 when the store holds none."""
@@ -210,3 +254,9 @@ class RecorderProjections:
         """Extend the held lease (a runner idling in its live tail calls this)."""
         with translated(f"renew lease of {projection}"):
             self._tables.projection_acquire(projection, self.owner)
+
+
+def _drop(pending: tuple[tuple[int, int], Ahead[NotificationScan]] | None) -> None:
+    """Wait for a page gathered for a read that did not come (it ends before its connection is reused)."""
+    if pending is not None:
+        pending[1].result()

@@ -1,11 +1,14 @@
-"""Work run on a thread of its own while its caller goes on; ``settle`` waits for it and raises its error."""
+"""Work run on a thread of its own while its caller goes on: a write (``Aside``) or a read (``Ahead``)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
-__all__ = ["Aside"]
+__all__ = ["Ahead", "Aside"]
+
+T = TypeVar("T")
 
 
 class Aside:
@@ -32,3 +35,32 @@ class Aside:
         error, self._error = self._error, None
         if error is not None:
             raise error
+
+
+class Ahead(Generic[T]):
+    """One read running on its own thread, whose result the caller takes later (``result``).
+
+    For reads that SQLite does with the GIL released: the caller folds on meanwhile, and the page
+    cache the database resets after every commit is filled on the other core. The thread is a
+    daemon (it only reads); a read nobody takes is still waited for by whoever drops it.
+    """
+
+    def __init__(self, read: Callable[[], T], *, name: str) -> None:
+        """Start ``read()`` on a new thread called ``name``."""
+        self._found: list[T] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(read,), name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self, read: Callable[[], T]) -> None:
+        try:
+            self._found.append(read())
+        except BaseException as error:  # noqa: BLE001 - handed to the caller by ``result``
+            self._error = error
+
+    def result(self) -> T:
+        """Wait for the read; return what it read, or raise what it raised."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found[0]

@@ -117,14 +117,32 @@ class CardFacts:
         self.store = store
         self.name = CARD_FACTS
 
-    def batch(self, events: Mapping[str, list[CountedEvent]]) -> BatchFacts:
-        """The kept facts of a batch's events by session (each in order); an unreadable row counts as none."""
-        keys = [  # every block from each session's first event to its last
+    def keys(self, spans: Mapping[str, tuple[int, int]]) -> list[str]:
+        """The keys of the rows of sessions' positions, each from its first to its last (blocks between)."""
+        return [
             facts_key(session_id, block * BLOCK)
-            for session_id, counted in events.items()
-            for block in range(counted[0].position // BLOCK, counted[-1].position // BLOCK + 1)
+            for session_id, (first, last) in spans.items()
+            for block in range(first // BLOCK, last // BLOCK + 1)
         ]
-        found = self.store.load_rows(self.name, keys) if keys else {}
+
+    def read(self, keys: list[str]) -> Rows:
+        """The stored rows of ``keys`` (one read; on any thread, for ``batch``'s ``ahead``)."""
+        return self.store.load_rows(self.name, keys) if keys else {}
+
+    def batch(
+        self, events: Mapping[str, list[CountedEvent]], ahead: tuple[frozenset[str], Rows] | None = None
+    ) -> BatchFacts:
+        """The kept facts of a batch's events by session (each in order); an unreadable row counts as none.
+
+        ``ahead``: keys and the rows ``read`` found of them, read earlier; taken when they hold every key
+        the batch needs (no row of them may have been written since), else the rows are read now.
+        """
+        keys = self.keys({s: (counted[0].position, counted[-1].position) for s, counted in events.items()})
+        if ahead is not None and ahead[0].issuperset(keys):
+            rows = ahead[1]
+            found = {key: rows[key] for key in keys if key in rows}
+        else:
+            found = self.read(keys)
         kept: dict[str, _Kept] = {}
         for key, (upto, data) in found.items():
             try:

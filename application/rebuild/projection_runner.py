@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from contextledger.application.kernel.aside import Ahead
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
@@ -103,6 +104,10 @@ class ContextView:
         """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
         self._counts_ahead: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
         """The token rows ``ahead`` read for a coming batch whose every event they count, by its range."""
+        self._facts_read: dict[tuple[int, int], tuple[frozenset[str], Ahead[Rows]]] = {}
+        """The card facts rows being read ahead for coming batches (``_facts_ahead``), by range."""
+        self._facts_written = False
+        """Whether this catch-up wrote a card facts row (then none is read ahead: it could be stale)."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
         self.counts_at_finish = True
@@ -125,6 +130,10 @@ class ContextView:
         self._writes_digests = self.digests_wanted or tracking > 0
         if not self._writes_digests:
             self.store.drop(self.digests)
+        for _, read in self._facts_read.values():  # another catch-up's: waited for, dropped
+            read.result()
+        self._facts_read.clear()
+        self._facts_written = False
         if not self.known.begin(tracking):
             self._artifacts.clear()
             self._counts_ahead.clear()
@@ -138,16 +147,46 @@ class ContextView:
         ``fold`` takes them as read here (it writes no count of its own, so this writer's blocks,
         which the current batch's commit may change, are not needed); else it reads them again.
         """
+        mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
+        self._facts_ahead(after, upto, mains)
         counter = self.renderer.counter
         if not counter.counts_ahead:
             return
-        mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
         known = self.tokens.peek(after, upto) if mains else {}
         texts = {note.id: counted_texts(note.event) for note in mains if note.id not in known}
         if not texts:
             self._counts_ahead[(after, upto)] = known
         self._texts.update(texts)
         counter.prefetch([t for group in texts.values() for t in group])
+
+    def _facts_ahead(self, after: int, upto: int, mains: list[Notification]) -> None:
+        """Start reading a coming batch's card facts rows on a thread of their own (``Ahead``).
+
+        Only while this catch-up has written no card facts row (a rebuild after a config change finds
+        every fact kept): then no row read now can change before the batch folds. The keys are those of
+        the events' stored positions; ``CardFacts.batch`` reads again when the batch needs another.
+        """
+        cards = self.card_facts
+        if cards is None or self._facts_written or not mains:
+            return
+        spans: dict[str, tuple[int, int]] = {}
+        for note in mains:
+            first = spans.get(note.stream_id)
+            spans[note.stream_id] = (
+                (note.position, note.position) if first is None else (first[0], note.position)
+            )
+        keys = cards.keys(spans)
+        read = Ahead(lambda: cards.read(keys), name="contextledger-card-facts")
+        self._facts_read[(after, upto)] = (frozenset(keys), read)
+
+    def _facts_of(self, after: int, upto: int) -> tuple[frozenset[str], Rows] | None:
+        """The card facts rows read ahead for the batch ``(after, upto]``, while none was written since."""
+        pending = self._facts_read.pop((after, upto), None)
+        if pending is None:
+            return None
+        keys, read = pending
+        rows = read.result()
+        return None if self._facts_written else (keys, rows)
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
@@ -264,11 +303,13 @@ class ContextView:
             self._counts_ahead = {span: rows for span, rows in self._counts_ahead.items() if span[1] > upto}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
         cards = self.card_facts
+        ahead = self._facts_of(after, upto)
         if cards is not None and read:
-            facts = cards.batch(read)
+            facts = cards.batch(read, ahead)
             read = {session_id: facts.attach(session_id, events) for session_id, events in read.items()}
             if written := facts.rows():
                 produced[cards.name] = written
+                self._facts_written = True
         return read, produced
 
     def _count(

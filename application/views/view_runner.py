@@ -29,6 +29,7 @@ from contextledger.domain.ports import (
     NotificationWaiter,
     ProjectionCommit,
     ProjectionStore,
+    ScansAhead,
 )
 
 __all__ = [
@@ -292,6 +293,7 @@ class ViewRunner:
         queued: deque[NotificationBatch] = deque()  # the batches read and handed to ``ahead``, in order
         read_upto: int | None = tracking  # None once the reader had nothing more
         size = max(1, self.batch_size // FIRST_BATCH_SHARE)
+        scans = self.reader if keep is None and isinstance(self.reader, ScansAhead) else _NO_SCANS
 
         def fill() -> None:
             nonlocal read_upto, size
@@ -304,6 +306,8 @@ class ViewRunner:
                 self._ahead(read_upto, following.last_id, following.notifications, positions)
                 queued.append(following)
                 read_upto = following.last_id
+            if read_upto is not None:
+                scans.scan_ahead(read_upto, size)  # the next page, gathered while this one folds
 
         landing: BatchDone | None = None  # the batch committing while the next one folds
         try:
@@ -323,6 +327,7 @@ class ViewRunner:
                 stats.events += len(page.notifications)
                 tracking = stats.tracking = page.last_id
         finally:
+            scans.end_scans()
             self.store.settle()  # every batch folded is committed (or its error raised) before returning
         self._report(landing)
         for view in self.views:
@@ -360,3 +365,16 @@ class ViewRunner:
             commits.append(ProjectionCommit(view.name, name, upto, own))
             commits.extend(ProjectionCommit(rows_of, "", upto, rows) for rows_of, rows in produced.items())
         return commits, written
+
+
+class _NoScans:
+    """The ``ScansAhead`` of a reader that reads each page when asked (or of a shard): nothing ahead."""
+
+    def scan_ahead(self, after: int, limit: int) -> None:
+        """Start nothing."""
+
+    def end_scans(self) -> None:
+        """Wait for nothing."""
+
+
+_NO_SCANS: ScansAhead = _NoScans()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import contextledger
 import msgspec
+import pytest
 from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, CardFacts
-from contextledger.application.rebuild.projection_runner import ProjectionRunner
+from contextledger.application.rebuild.projection_runner import ContextView, ProjectionRunner
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.card_state import NO_FACTS, MessageFacts
@@ -163,3 +165,49 @@ def test_facts_read_back_are_the_facts_found():
     longer = CardFacts(_Rows({"s/0": (20, rows["s/0"][1])})).batch({"s": events})
     assert longer.attach("s", events) == first  # kept up to 20, found after it
     assert longer.rows()["s/0"][0] == 40
+
+
+def _reads_by_thread(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of the thread of each ``CardFacts.read`` from now on."""
+    threads: list[str] = []
+    read = CardFacts.read
+
+    def recorded(self: CardFacts, keys: list[str]) -> dict[str, tuple[int, bytes]]:
+        threads.append(threading.current_thread().name)
+        return read(self, keys)
+
+    monkeypatch.setattr(CardFacts, "read", recorded)
+    return threads
+
+
+def test_a_rebuild_after_a_config_change_reads_its_card_facts_ahead(full_db, tmp_path, monkeypatch):  # noqa: F811
+    """Every batch of a rebuild finding every fact kept takes the rows read beside the batch before it."""
+    path = tmp_path / "ledger.db"
+    shutil.copy(full_db, path)
+    _rebuild(path, "default")
+    threads = _reads_by_thread(monkeypatch)
+    _rebuild(path, _THRESHOLD)
+    assert len(threads) > 3
+    assert set(threads) == {"contextledger-card-facts"}
+
+
+def test_a_catch_up_writing_facts_takes_no_rows_read_before_they_were_written(
+    full_db,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """Once a batch wrote card facts, later batches read theirs as they fold (rows read ahead may be stale).
+
+    The rows it writes (facts included) are those of a first rebuild that reads nothing ahead.
+    """
+    ahead, alone = tmp_path / "ahead.db", tmp_path / "alone.db"
+    for path in (ahead, alone):
+        shutil.copy(full_db, path)
+    threads = _reads_by_thread(monkeypatch)
+    _rebuild(ahead, "default")
+    assert "contextledger-card-facts" in threads[:1]  # the first batch's rows were read ahead
+    assert threads[-1] == threading.main_thread().name
+    monkeypatch.setattr(ContextView, "_facts_ahead", lambda *_: None)
+    _rebuild(alone, "default")
+    assert _facts_rows(ahead) == _facts_rows(alone)
+    assert _rows(ahead) == _rows(alone)

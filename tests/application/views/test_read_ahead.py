@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import contextledger
 import pytest
 from contextledger.adapters.store.projections import RecorderProjections
-from contextledger.application.views.view_runner import FIRST_BATCH_SHARE, READ_AHEAD, Rows, ViewRunner
+from contextledger.application.views.view_runner import FIRST_BATCH_SHARE, READ_AHEAD, Rows, Shard, ViewRunner
 from contextledger.domain.ports import Notification, ProjectionCommit
 
 
@@ -133,3 +133,43 @@ def test_the_coming_batch_is_read_before_the_folded_one_is_committed_aside(ledge
         "commit 14",
         "commit 23",
     ]
+
+
+class ScanRecording(RecorderProjections):
+    """The SQLite reader, recording which pages it was asked to gather ahead and what it read."""
+
+    def __init__(self, store: object) -> None:
+        super().__init__(store)  # type: ignore[arg-type]
+        self.asked: list[tuple[str, int, int]] = []
+
+    def scan_ahead(self, after: int, limit: int) -> None:
+        self.asked.append(("scan_ahead", after, limit))
+        super().scan_ahead(after, limit)
+
+    def read_batch(self, after, limit, keep=None):  # type: ignore[no-untyped-def]
+        self.asked.append(("read", after, limit))
+        return super().read_batch(after, limit, keep)
+
+    def end_scans(self) -> None:
+        self.asked.append(("end", 0, 0))
+        super().end_scans()
+
+
+def test_the_page_read_next_is_gathered_ahead_while_the_batch_before_folds(ledger):
+    """After each fill the runner asks the reader to gather the page it reads next; the catch-up ends scans.
+
+    Each read after the first fill is the page asked for just before (taken, not read again), and a
+    sharded runner (which decodes only its streams) asks for none.
+    """
+    views = ScanRecording(ledger.ports.log)
+    ViewRunner(views, views, [Recording()], batch_size=16).run()
+    asked = views.asked
+    assert asked[-1] == ("end", 0, 0)
+    scans = [i for i, (what, *_) in enumerate(asked) if what == "scan_ahead"]
+    assert scans
+    for i in scans:  # the read that follows a scan is that scan's page
+        nxt = next(call for call in asked[i + 1 :] if call[0] == "read")
+        assert nxt[1:] == asked[i][1:]
+    sharded = ScanRecording(ledger.ports.log)
+    ViewRunner(sharded, sharded, [Recording()], batch_size=16, shard=Shard(0, 2)).run()
+    assert [what for what, *_ in sharded.asked if what == "scan_ahead"] == []
