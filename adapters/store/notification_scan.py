@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.domain.ports import Notification, NotificationBatch
 
-__all__ = ["NotificationScan", "ScansPages", "batch_of", "joined_rows", "scan_sql"]
+__all__ = ["SEPARATOR", "NotificationScan", "ScansPages", "batch_of", "joined_rows", "scan_sql"]
 
 SEPARATOR = "\x1f"
 """Joins streams and topics (a stream id holding it fails the count check: that page is read by rows)."""

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
-from contextledger.adapters.store.notification_scan import NotificationScan, joined_rows, scan_sql
+from contextledger.adapters.store.notification_scan import SEPARATOR, NotificationScan, joined_rows, scan_sql
 from contextledger.adapters.system import process_alive
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from contextledger.domain.ports import LeaseHolder, ProjectionCommit
@@ -312,12 +312,19 @@ class SQLiteProjectionTables:
             return found
 
     def projection_keys(self, projection: str) -> list[str]:
-        """Return the row keys, sorted."""
+        """Return the row keys, sorted (joined by SQLite into one row, as ``projection_rows``'s rows)."""
         with self.datastore.transaction(commit=False) as c:
             c.execute(
-                "SELECT key FROM ledger_projection_rows WHERE projection = ? ORDER BY key", (projection,)
+                "SELECT count(*), group_concat(key, char(31)) FROM ledger_projection_rows "
+                "WHERE projection = ?",
+                (projection,),
             )
-            return [str(row[0]) for row in c.fetchall()]
+            count, joined = c.fetchone()
+            keys = joined.split(SEPARATOR) if count else []
+            if len(keys) != count:  # a key holding the separator: row by row
+                c.execute("SELECT key FROM ledger_projection_rows WHERE projection = ?", (projection,))
+                keys = [str(row[0]) for row in c.fetchall()]
+            return sorted(keys)
 
     def projection_drop(self, projection: str) -> None:
         """Delete rows and tracking."""

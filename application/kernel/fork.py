@@ -159,8 +159,11 @@ class ForkAwareLog:
 
     def versions(self, stream_ids: Sequence[str]) -> dict[str, int]:
         """Return the virtual position of each stream's last event (0 when it has none), in one read."""
-        found = self.inner.versions([check_stream_id(s) for s in stream_ids])
-        return {stream_id: self._virtual_head(stream_id, found[stream_id]) for stream_id in stream_ids}
+        return self.virtual_heads(self.inner.versions([check_stream_id(s) for s in stream_ids]))
+
+    def virtual_heads(self, stored: Mapping[str, int]) -> dict[str, int]:
+        """The virtual positions of streams' stored heads (``inner.versions``, read on any thread)."""
+        return {stream_id: self._virtual_head(stream_id, version) for stream_id, version in stored.items()}
 
     def _virtual_head(self, stream_id: str, version: int) -> int:
         """The virtual position of a stream's stored head ``version`` (a fork's head follows its prefix)."""

@@ -106,6 +106,8 @@ class ContextView:
         """The token rows ``ahead`` read for a coming batch whose every event they count, by its range."""
         self._facts_read: dict[tuple[int, int], tuple[frozenset[str], Ahead[Rows]]] = {}
         """The card facts rows being read ahead for coming batches (``_facts_ahead``), by range."""
+        self._heads_read: dict[tuple[int, int], Ahead[dict[str, int]]] = {}
+        """The heads of the sessions of coming batches, read ahead for ``_release_at_head``, by range."""
         self._facts_written = False
         """Whether this catch-up wrote a card facts row (then none is read ahead: it could be stale)."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
@@ -133,6 +135,9 @@ class ContextView:
         for _, read in self._facts_read.values():  # another catch-up's: waited for, dropped
             read.result()
         self._facts_read.clear()
+        for heads in self._heads_read.values():
+            heads.result()
+        self._heads_read.clear()
         self._facts_written = False
         if not self.known.begin(tracking):
             self._artifacts.clear()
@@ -149,6 +154,10 @@ class ContextView:
         """
         mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
         self._facts_ahead(after, upto, mains)
+        if self.release_at_head and mains:
+            sessions = list({note.stream_id: None for note in mains})
+            stored = self.renderer.ledger.log.inner.versions  # a fork's link is learnt as it folds
+            self._heads_read[(after, upto)] = Ahead(lambda: stored(sessions), name="contextledger-heads")
         counter = self.renderer.counter
         if not counter.counts_ahead:
             return
@@ -230,20 +239,25 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 self._add_digest(digests, session_id, at)
-        self._release_at_head(rows)
+        self._release_at_head(rows, self._heads_read.pop((after, upto), None))
         return {self.name: rows, self.digests: digests, **fresh}
 
-    def _release_at_head(self, rows: Rows) -> None:
+    def _release_at_head(self, rows: Rows, ahead: Ahead[dict[str, int]] | None = None) -> None:
         """Drop the states of the sessions this batch folded to their last event (one read of their heads).
 
         Their rows, in this batch's commit, hold them: a session touched again (an event appended since,
         an artifact) is read back from its row, as after an eviction. A session with an artifact not yet
         due keeps its state, and so does a fork (its positions follow its parent's, not its stream's).
-        Nothing is read unless ``release_at_head`` is on.
+        Nothing is read unless ``release_at_head`` is on. ``ahead``: the heads read on a thread of their
+        own when the batch was (``ahead``); a head that moved since only keeps a state in memory, and the
+        sessions it does not name (an artifact's) are read now.
         """
+        log = self.renderer.ledger.log
+        heads = {} if ahead is None else log.virtual_heads(ahead.result())
         if not self.release_at_head or not rows:
             return
-        heads = self.renderer.ledger.log.versions(list(rows))
+        if missing := [session_id for session_id in rows if session_id not in heads]:
+            heads = {**heads, **log.versions(missing)}
         for session_id, (at, _) in rows.items():
             if heads.get(session_id) == at and session_id not in self._artifacts:
                 self.renderer.release(session_id, self.projector)

@@ -154,3 +154,15 @@ def test_rows_joined_by_sqlite_split_into_the_rows_read_one_by_one(store):
     assert joined_rows(2, "a\x1fb", "1,2", "1,1", b"xy") == {"a": (1, b"x"), "b": (2, b"y")}
     assert joined_rows(2, "a\x1fb\x1fc", "1,2", "1,1", b"xy") is None
     assert joined_rows(2, "a\x1fb", "1,2", "1,1", b"xyz") is None
+
+
+def test_heads_and_row_keys_joined_in_one_row_are_those_read_row_by_row(store):
+    """Streams' heads and a projection's sorted keys come back whole, ids holding the separator too."""
+    assert store.recorder.stream_versions(["c", "a", "nobody", "b"]) == {"a": 13, "b": 22, "c": 7}
+    assert store.recorder.stream_versions(["a\x1fb", "a"]) == {"a": 13}  # read row by row
+    views = RecorderProjections(store)
+    views.commit("p", 1, {"k2": (1, b"x"), "k\x1f1": (1, b"y"), "k1": (1, b"z")})
+    assert views.row_keys("p") == ["k\x1f1", "k1", "k2"]  # code point order, as SQLite sorts
+    views.commit("q", 1, {"b": (1, b"x"), "a": (1, b"y")})
+    assert views.row_keys("q") == ["a", "b"]
+    assert views.row_keys("none") == []
