@@ -46,3 +46,16 @@ def filled(ledger):
         ledger.add_assistant_message(session, tool_calls=[{"id": "c", "name": "ls", "arguments": {}}])
         ledger.add_tool_result(session, "c", "file " * 400)
     return ledger
+
+
+@pytest.fixture
+def forked(tmp_path: Path) -> Iterator[Ledger]:
+    """A SQLite ledger: ``parent`` (a prompt and ten questions), ``child`` forked at 6 with three more."""
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'fork.db'}") as ledger:
+        ledger.start_session(session_id="parent", system_prompt="sys")
+        for number in range(10):
+            ledger.add_user_message("parent", f"question {number}")
+        fork = ledger.fork("parent", 6, new_session_id="child")
+        for number in range(3):
+            ledger.add_user_message(fork, f"other question {number}")
+        yield ledger

@@ -229,24 +229,18 @@ def test_a_notification_gap_is_skipped(pg_url):
         assert row[0] == 2
 
 
-def test_a_forked_session_folds_at_its_session_positions(tmp_path):
+def test_a_forked_session_folds_at_its_session_positions(forked):
     """A fork's own events follow its parent's prefix: its row is the renderer's state at its position."""
-    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'fork.db'}") as ledger:
-        ledger.start_session(session_id="parent", system_prompt="sys")
-        for number in range(10):
-            ledger.add_user_message("parent", f"question {number}")
-        fork = ledger.fork("parent", 6, new_session_id="child")
-        for number in range(3):
-            ledger.add_user_message(fork, f"other question {number}")
-        views = _views(ledger)
-        runner = ProjectionRunner(ledger, views, views, batch_size=4)
-        assert runner.run().failed == {}
-        fresh = Renderer(ledger, snapshots=False)
-        for session_id in ("parent", fork):
-            position, data = views.load_row(runner.projection, session_id) or (0, b"")
-            assert position == ledger.version(session_id)
-            assert row_state(ledger, session_id, data) == fresh.state(session_id, fresh.projector("default"))
-        assert ledger.version(fork) == 9
+    ledger, fork = forked, "child"
+    views = _views(ledger)
+    runner = ProjectionRunner(ledger, views, views, batch_size=4)
+    assert runner.run().failed == {}
+    fresh = Renderer(ledger, snapshots=False)
+    for session_id in ("parent", fork):
+        position, data = views.load_row(runner.projection, session_id) or (0, b"")
+        assert position == ledger.version(session_id)
+        assert row_state(ledger, session_id, data) == fresh.state(session_id, fresh.projector("default"))
+    assert ledger.version(fork) == 9
 
 
 def test_two_runners_taking_turns_on_one_checkpoint_agree_with_a_rebuild(tmp_path):

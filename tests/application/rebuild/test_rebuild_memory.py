@@ -52,32 +52,26 @@ def test_a_released_session_touched_again_folds_on_from_its_row_to_a_full_replay
     assert _rows(views, "released") == _rows(views, "fresh")
 
 
-def test_heads_read_ahead_release_a_fork_at_its_own_positions(tmp_path):
+def test_heads_read_ahead_release_a_fork_at_its_own_positions(forked):
     """The heads read on another thread are the stored ones, mapped to a fork's positions as it folds.
 
     The fork (4 stored events, head 9 in its positions), its parent and a one-event session all leave memory
     at their heads, and the rows equal those of a view keeping every state.
     """
-    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'fork.db'}") as ledger:
-        ledger.start_session(session_id="parent", system_prompt="sys")
-        for number in range(10):
-            ledger.add_user_message("parent", f"question {number}")
-        fork = ledger.fork("parent", 6, new_session_id="child")
-        for number in range(3):
-            ledger.add_user_message(fork, f"other question {number}")
-        ledger.start_session(session_id="late", system_prompt="sys")
-        assert ledger.log.inner.versions([fork]) == {fork: 4}
-        released, kept = _runner(ledger, "released", release=True), _runner(ledger, "kept", release=False)
-        released.run()
-        kept.run()
-        sessions = ("parent", fork, "late")
-        assert {s: kept.renderer.position_of(s, kept.projector) for s in sessions} == {
-            "parent": 11,
-            fork: 9,
-            "late": 1,
-        }
-        assert {s: released.renderer.position_of(s, released.projector) for s in sessions} == dict.fromkeys(
-            sessions, 0
-        )
-        views = store_views(ledger)[0]
-        assert _rows(views, "released") == _rows(views, "kept")
+    ledger, fork = forked, "child"
+    ledger.start_session(session_id="late", system_prompt="sys")
+    assert ledger.log.inner.versions([fork]) == {fork: 4}
+    released, kept = _runner(ledger, "released", release=True), _runner(ledger, "kept", release=False)
+    released.run()
+    kept.run()
+    sessions = ("parent", fork, "late")
+    assert {s: kept.renderer.position_of(s, kept.projector) for s in sessions} == {
+        "parent": 11,
+        fork: 9,
+        "late": 1,
+    }
+    assert {s: released.renderer.position_of(s, released.projector) for s in sessions} == dict.fromkeys(
+        sessions, 0
+    )
+    views = store_views(ledger)[0]
+    assert _rows(views, "released") == _rows(views, "kept")
