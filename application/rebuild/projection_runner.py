@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from contextledger.application.kernel.aside import Ahead
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND
 from contextledger.application.kernel.token_cache import UNSAVED_COUNTS
+from contextledger.application.rebuild.batch_reads import BatchReads
 from contextledger.application.rebuild.card_facts import CardFacts
 from contextledger.application.rebuild.render_digest import (
     RenderDigest,
@@ -104,12 +104,8 @@ class ContextView:
         """The counted texts of the events ``ahead`` read, by notification id, until ``fold`` counts them."""
         self._counts_ahead: dict[tuple[int, int], dict[int, tuple[int, ...]]] = {}
         """The token rows ``ahead`` read for a coming batch whose every event they count, by its range."""
-        self._facts_read: dict[tuple[int, int], tuple[frozenset[str], Ahead[Rows]]] = {}
-        """The card facts rows being read ahead for coming batches (``_facts_ahead``), by range."""
-        self._heads_read: dict[tuple[int, int], Ahead[dict[str, int]]] = {}
-        """The heads of the sessions of coming batches, read ahead for ``_release_at_head``, by range."""
-        self._facts_written = False
-        """Whether this catch-up wrote a card facts row (then none is read ahead: it could be stale)."""
+        self.reads = BatchReads(ledger.log, self.card_facts)
+        """The card facts rows and heads of coming batches, read beside the fold (``ahead``)."""
         self._artifacts: dict[str, list[SummaryRecorded]] = {}
         """Summary artifacts read from the notifications and not yet folded, by session."""
         self.counts_at_finish = True
@@ -132,13 +128,7 @@ class ContextView:
         self._writes_digests = self.digests_wanted or tracking > 0
         if not self._writes_digests:
             self.store.drop(self.digests)
-        for _, read in self._facts_read.values():  # another catch-up's: waited for, dropped
-            read.result()
-        self._facts_read.clear()
-        for heads in self._heads_read.values():
-            heads.result()
-        self._heads_read.clear()
-        self._facts_written = False
+        self.reads.begin()
         if not self.known.begin(tracking):
             self._artifacts.clear()
             self._counts_ahead.clear()
@@ -153,11 +143,7 @@ class ContextView:
         which the current batch's commit may change, are not needed); else it reads them again.
         """
         mains = [note for note in batch if SIDE_STREAM_SEPARATOR not in note.stream_id]
-        self._facts_ahead(after, upto, mains)
-        if self.release_at_head and mains:
-            sessions = list({note.stream_id: None for note in mains})
-            stored = self.renderer.ledger.log.inner.versions  # a fork's link is learnt as it folds
-            self._heads_read[(after, upto)] = Ahead(lambda: stored(sessions), name="contextledger-heads")
+        self.reads.start((after, upto), mains, heads=self.release_at_head)
         counter = self.renderer.counter
         if not counter.counts_ahead:
             return
@@ -167,35 +153,6 @@ class ContextView:
             self._counts_ahead[(after, upto)] = known
         self._texts.update(texts)
         counter.prefetch([t for group in texts.values() for t in group])
-
-    def _facts_ahead(self, after: int, upto: int, mains: list[Notification]) -> None:
-        """Start reading a coming batch's card facts rows on a thread of their own (``Ahead``).
-
-        Only while this catch-up has written no card facts row (a rebuild after a config change finds
-        every fact kept): then no row read now can change before the batch folds. The keys are those of
-        the events' stored positions; ``CardFacts.batch`` reads again when the batch needs another.
-        """
-        cards = self.card_facts
-        if cards is None or self._facts_written or not mains:
-            return
-        spans: dict[str, tuple[int, int]] = {}
-        for note in mains:
-            first = spans.get(note.stream_id)
-            spans[note.stream_id] = (
-                (note.position, note.position) if first is None else (first[0], note.position)
-            )
-        keys = cards.keys(spans)
-        read = Ahead(lambda: cards.read(keys), name="contextledger-card-facts")
-        self._facts_read[(after, upto)] = (frozenset(keys), read)
-
-    def _facts_of(self, after: int, upto: int) -> tuple[frozenset[str], Rows] | None:
-        """The card facts rows read ahead for the batch ``(after, upto]``, while none was written since."""
-        pending = self._facts_read.pop((after, upto), None)
-        if pending is None:
-            return None
-        keys, read = pending
-        rows = read.result()
-        return None if self._facts_written else (keys, rows)
 
     def fold(self, after: int, upto: int, batch: Sequence[Notification]) -> dict[str, Rows]:
         """Fold the sessions a batch touches; return their rows and the batch's new token rows."""
@@ -239,25 +196,22 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 self._add_digest(digests, session_id, at)
-        self._release_at_head(rows, self._heads_read.pop((after, upto), None))
+        self._release_at_head(rows, self.reads.heads((after, upto)))
         return {self.name: rows, self.digests: digests, **fresh}
 
-    def _release_at_head(self, rows: Rows, ahead: Ahead[dict[str, int]] | None = None) -> None:
+    def _release_at_head(self, rows: Rows, heads: dict[str, int]) -> None:
         """Drop the states of the sessions this batch folded to their last event (one read of their heads).
 
         Their rows, in this batch's commit, hold them: a session touched again (an event appended since,
         an artifact) is read back from its row, as after an eviction. A session with an artifact not yet
         due keeps its state, and so does a fork (its positions follow its parent's, not its stream's).
-        Nothing is read unless ``release_at_head`` is on. ``ahead``: the heads read on a thread of their
-        own when the batch was (``ahead``); a head that moved since only keeps a state in memory, and the
-        sessions it does not name (an artifact's) are read now.
+        Nothing is read unless ``release_at_head`` is on. ``heads``: those read beside the fold when the
+        batch was (``BatchReads.heads``); the sessions they do not name (an artifact's) are read now.
         """
-        log = self.renderer.ledger.log
-        heads = {} if ahead is None else log.virtual_heads(ahead.result())
         if not self.release_at_head or not rows:
             return
         if missing := [session_id for session_id in rows if session_id not in heads]:
-            heads = {**heads, **log.versions(missing)}
+            heads = {**heads, **self.renderer.ledger.log.versions(missing)}
         for session_id, (at, _) in rows.items():
             if heads.get(session_id) == at and session_id not in self._artifacts:
                 self.renderer.release(session_id, self.projector)
@@ -317,13 +271,13 @@ class ContextView:
             self._counts_ahead = {span: rows for span, rows in self._counts_ahead.items() if span[1] > upto}
         produced: dict[str, Rows] = {self.tokens.name: self.tokens.rows(fresh) if fresh else {}}
         cards = self.card_facts
-        ahead = self._facts_of(after, upto)
+        ahead = self.reads.facts((after, upto))
         if cards is not None and read:
             facts = cards.batch(read, ahead)
             read = {session_id: facts.attach(session_id, events) for session_id, events in read.items()}
             if written := facts.rows():
                 produced[cards.name] = written
-                self._facts_written = True
+                self.reads.facts_written = True
         return read, produced
 
     def _count(

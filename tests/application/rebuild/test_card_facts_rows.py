@@ -11,8 +11,9 @@ from pathlib import Path
 import contextledger
 import msgspec
 import pytest
+from contextledger.application.rebuild.batch_reads import BatchReads
 from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, CardFacts
-from contextledger.application.rebuild.projection_runner import ContextView, ProjectionRunner
+from contextledger.application.rebuild.projection_runner import ProjectionRunner
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.card_state import NO_FACTS, MessageFacts
@@ -207,7 +208,7 @@ def test_a_catch_up_writing_facts_takes_no_rows_read_before_they_were_written(
     _rebuild(ahead, "default")
     assert "contextledger-card-facts" in threads[:1]  # the first batch's rows were read ahead
     assert threads[-1] == threading.main_thread().name
-    monkeypatch.setattr(ContextView, "_facts_ahead", lambda *_: None)
+    monkeypatch.setattr(BatchReads, "facts", lambda *_: None)  # read ahead, never taken
     _rebuild(alone, "default")
     assert _facts_rows(ahead) == _facts_rows(alone)
     assert _rows(ahead) == _rows(alone)
