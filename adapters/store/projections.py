@@ -66,19 +66,16 @@ class RecorderProjections:
         a page that cannot be (``batch_of``) is read row by row, as every other page is.
         """
         pending, self._pending = self._pending, None
-        pages = self._pages
-        if pages is not None and keep is None and self.store.sealer is None:
-            with translated("read notifications"):
-                if pending is not None and pending[0] == (after, limit):
-                    scan = pending[1].result()
-                else:
-                    _drop(pending)
-                    scan = pages.notification_scan(after, limit)
+        pages = self._pages if keep is None and self.store.sealer is None else None
+        with translated("read notifications"):
+            scan = _taken(pending, (after, limit))
+            if scan is None and pages is not None:
+                scan = pages.notification_scan(after, limit)
+        if scan is not None and pages is not None:
             batch = batch_of(scan, self.store.mapper, TOMBSTONE_TOPIC)
             if batch is not None:
                 return batch
         with translated("read notifications"):
-            _drop(pending)
             rows = self._tables.notification_rows(after, limit)
         decode = self.store.mapper.decode
         sealer = self.store.sealer
@@ -109,7 +106,7 @@ class RecorderProjections:
         """Wait for a page ``scan_ahead`` started that no read took, and drop it."""
         pending, self._pending = self._pending, None
         with translated("read notifications"):
-            _drop(pending)
+            _taken(pending, None)
 
     def head(self) -> int:
         """Return the id of the newest notification, 0 when the store holds none."""
@@ -256,7 +253,15 @@ class RecorderProjections:
             self._tables.projection_acquire(projection, self.owner)
 
 
-def _drop(pending: tuple[tuple[int, int], Ahead[NotificationScan]] | None) -> None:
-    """Wait for a page gathered for a read that did not come (it ends before its connection is reused)."""
-    if pending is not None:
-        pending[1].result()
+def _taken(
+    pending: tuple[tuple[int, int], Ahead[NotificationScan]] | None, read: tuple[int, int] | None
+) -> NotificationScan | None:
+    """The page gathered for ``read`` (``(after, limit)``), or None.
+
+    A page gathered for another read is waited for all the same (it ends before its connection is
+    reused), then dropped.
+    """
+    if pending is None:
+        return None
+    scan = pending[1].result()
+    return scan if pending[0] == read else None

@@ -11,45 +11,20 @@ __all__ = ["Ahead", "Aside"]
 T = TypeVar("T")
 
 
-class Aside:
-    """One call running on its own thread (a write that releases the GIL while its caller folds on).
-
-    The thread is not a daemon: a process that ends normally lets the write finish.
-    """
-
-    def __init__(self, work: Callable[[], None], *, name: str) -> None:
-        """Start ``work()`` on a new thread called ``name``."""
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(work,), name=name, daemon=False)
-        self._thread.start()
-
-    def _run(self, work: Callable[[], None]) -> None:
-        try:
-            work()
-        except BaseException as error:  # noqa: BLE001 - handed to the caller by ``settle``
-            self._error = error
-
-    def settle(self) -> None:
-        """Wait for the work; raise what it raised (once)."""
-        self._thread.join()
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-
-
 class Ahead(Generic[T]):
     """One read running on its own thread, whose result the caller takes later (``result``).
 
     For reads that SQLite does with the GIL released: the caller folds on meanwhile, and the page
     cache the database resets after every commit is filled on the other core. The thread is a
-    daemon (it only reads); a read nobody takes is still waited for by whoever drops it.
+    daemon (it only reads) unless ``daemon`` is off; a read nobody takes is still waited for by
+    whoever drops it.
     """
 
-    def __init__(self, read: Callable[[], T], *, name: str) -> None:
+    def __init__(self, read: Callable[[], T], *, name: str, daemon: bool = True) -> None:
         """Start ``read()`` on a new thread called ``name``."""
         self._found: list[T] = []
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(read,), name=name, daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(read,), name=name, daemon=daemon)
         self._thread.start()
 
     def _run(self, read: Callable[[], T]) -> None:
@@ -64,3 +39,21 @@ class Ahead(Generic[T]):
         if self._error is not None:
             raise self._error
         return self._found[0]
+
+
+class Aside:
+    """One call running on its own thread (a write that releases the GIL while its caller folds on).
+
+    An ``Ahead`` whose result is nothing. The thread is not a daemon: a process that ends normally lets
+    the write finish.
+    """
+
+    def __init__(self, work: Callable[[], None], *, name: str) -> None:
+        """Start ``work()`` on a new thread called ``name``."""
+        self._work: Ahead[None] | None = Ahead(work, name=name, daemon=False)
+
+    def settle(self) -> None:
+        """Wait for the work; raise what it raised (once)."""
+        work, self._work = self._work, None
+        if work is not None:
+            work.result()
