@@ -14,7 +14,8 @@ functions with probes (``--probe``) before it runs the CLI's ``main``:
   and the child's marks share one clock);
 - ``TiktokenCounter._count_joined``: the tokenizer thread's calls (the encoding's load is in its first),
   their CPU time and wall time (wall above CPU: the thread waited for the GIL or for a core);
-- ``Aside._run``: the writes set aside (each batch's commit, the token-count writes), their CPU and wall;
+- the work each ``Aside`` runs: the writes set aside (each batch's commit, the token-count writes), their CPU
+  and wall;
 - an exit handler: when the exit starts, the main thread's and the process's CPU time.
 
 Per kind, medians over the runs (min-max) of: start-up (spawn to catch-up), the catch-up, the rest of the
@@ -124,7 +125,11 @@ def probe(out: Path, parts: bool = False) -> None:
     wraps = [
         (view_runner.ViewRunner, "_catch_up", marked),
         (tokenizers.TiktokenCounter, "_count_joined", timed("tokenizer")),
-        (aside.Aside, "_run", timed("aside")),
+        (
+            aside.Aside,
+            "__init__",
+            lambda init: lambda self, work, **kw: init(self, timed("aside")(work), **kw),
+        ),
     ]
     for name, owner, function_name in _parts() if parts else []:
         seen[f"{name}_cpu"] = seen[f"{name}_wall"] = 0.0
