@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import socket
+import sqlite3
 import time
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
@@ -30,20 +31,39 @@ __all__ = [
     "stale_tracking",
 ]
 
-ROWS_PER_INSERT = 200
-"""Projection rows one ``INSERT`` statement writes (800 bound values, under every SQLite's limit of 999).
+ROWS_PER_INSERT = 2_000
+"""The most projection rows one ``INSERT`` statement writes (fewer where SQLite binds fewer values).
 
 ``executemany`` steps once per row, and ``sqlite3`` releases the GIL around every step: a commit set aside
 (ADR 0056) took the GIL back from the folding thread at every row it wrote. One statement of many rows
-takes it back once per statement.
+takes it back once per statement, so a batch's rows of every view go in one statement (ADR 0073).
 """
 
 
-@functools.lru_cache(maxsize=ROWS_PER_INSERT)
+def rows_per_insert(cursor: Any) -> int:
+    """Rows a statement may bind on ``cursor``'s connection (four values each), at most ROWS_PER_INSERT."""
+    limit: int = cursor.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    return max(1, min(ROWS_PER_INSERT, limit // 4))
+
+
+@functools.lru_cache(maxsize=64)
 def _insert_rows(count: int) -> str:
-    """The statement that writes ``count`` projection rows (each size prepared once per process)."""
+    """The statement that writes ``count`` projection rows (the sizes seen last are kept prepared)."""
     placeholders = ", ".join(["(?, ?, ?, ?)"] * count)  # only placeholders: every value is bound
     return f"INSERT OR REPLACE INTO ledger_projection_rows VALUES {placeholders}"  # noqa: S608
+
+
+_TRACK = (
+    "INSERT INTO ledger_projection_tracking SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+    "FROM json_each(?) WHERE true ON CONFLICT (projection) DO UPDATE SET position = excluded.position "
+    "WHERE excluded.position >= ledger_projection_tracking.position"
+)
+"""Every checkpoint of a commit moved in one statement, in order; one that would move back is left."""
+
+_RENEW = (
+    "UPDATE ledger_projection_leases SET expires = ? WHERE owner = ? "
+    "AND projection IN (SELECT value FROM json_each(?))"
+)
 
 
 LEASE_SECONDS = 30.0
@@ -245,30 +265,34 @@ class SQLiteProjectionTables:
         Rows and checkpoints are derived from the log, so the commit does not wait for the disk: a
         power cut may undo the last batches (rows and checkpoint together), which the runner redoes.
         """
+        tracked = [(commit.tracking_of, commit.tracking) for commit in commits if commit.tracking_of]
+        rows = [(c.rows_of, key, at, state) for c in commits for key, (at, state) in c.rows.items()]
+        # A handful of statements whatever the commit holds: each one the writer's thread runs takes the
+        # GIL back from the folding thread when it returns (ADR 0073).
         with self.writing(durable=False) as c:
-            for commit in commits:
-                if commit.tracking_of:
-                    c.execute(
-                        "SELECT position FROM ledger_projection_tracking WHERE projection = ?",
-                        (commit.tracking_of,),
-                    )
-                    row = c.fetchone()
-                    current = 0 if row is None else int(row[0])
-                    if commit.tracking < current:
-                        raise stale_tracking(commit.tracking_of, current, commit.tracking)
-                rows = [(commit.rows_of, key, at, state) for key, (at, state) in commit.rows.items()]
-                for start in range(0, len(rows), ROWS_PER_INSERT):
-                    chunk = rows[start : start + ROWS_PER_INSERT]
-                    c.execute(_insert_rows(len(chunk)), [value for row in chunk for value in row])
-                if commit.tracking_of:
-                    c.execute(
-                        "INSERT OR REPLACE INTO ledger_projection_tracking VALUES (?, ?)",
-                        (commit.tracking_of, commit.tracking),
-                    )
-                    c.execute(
-                        "UPDATE ledger_projection_leases SET expires = ? WHERE projection = ? AND owner = ?",
-                        (time.time() + LEASE_SECONDS, commit.tracking_of, owner),
-                    )
+            if tracked:
+                c.execute(_TRACK, (json.dumps(tracked),))
+                if c.sqlite_cursor.rowcount != len(tracked):
+                    raise self._stale(c, tracked)
+            step = rows_per_insert(c.sqlite_cursor)
+            for start in range(0, len(rows), step):
+                chunk = rows[start : start + step]
+                c.execute(_insert_rows(len(chunk)), [value for row in chunk for value in row])
+            if tracked:
+                names = json.dumps(sorted({name for name, _ in tracked}))
+                c.execute(_RENEW, (time.time() + LEASE_SECONDS, owner, names))
+
+    @staticmethod
+    def _stale(c: Any, tracked: list[tuple[str, int]]) -> StoreError:
+        """The error of the first checkpoint ``_TRACK`` left behind (it moved the others, in order)."""
+        c.execute(
+            "SELECT projection, position FROM ledger_projection_tracking "
+            "WHERE projection IN (SELECT value FROM json_each(?))",
+            (json.dumps([name for name, _ in tracked]),),
+        )
+        current = {str(name): int(at) for name, at in c.fetchall()}
+        name, tracking = next(((n, t) for n, t in tracked if t < current.get(n, 0)), tracked[-1])
+        return stale_tracking(name, current.get(name, 0), tracking)
 
     def projection_range(
         self, projection: str, after_key: str, upto_key: str

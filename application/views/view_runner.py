@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 from contextledger.application.kernel.collector import collector_paused
+from contextledger.application.kernel.handoffs import quick_handoffs
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.ports import (
@@ -266,8 +267,12 @@ class ViewRunner:
                     self.store.acquire(name)  # renews the leases while idle
 
     def catch_up(self) -> RunStats:
-        """Fold and commit batches until the reader has nothing after the checkpoints."""
-        with collector_paused():
+        """Fold and commit batches until the reader has nothing after the checkpoints.
+
+        Reads ahead and commits run on other threads meanwhile, so the GIL is handed over quickly
+        (``quick_handoffs``) and the collector paused.
+        """
+        with collector_paused(), quick_handoffs():
             return self._catch_up()
 
     def _names(self) -> list[str]:

@@ -89,6 +89,25 @@ def test_a_commit_of_many_rows_writes_each_once_and_a_later_commit_of_a_key_wins
     assert views.load_tracking("p") == 3
 
 
+def test_a_commit_with_one_checkpoint_behind_names_it_and_writes_nothing(store):
+    """Of two checkpoints committed together, the one that would move back is named; nothing lands."""
+    views = RecorderProjections(store)
+    views.commit_many([ProjectionCommit("a", "a", 5, {"s": (1, b"a5")}), ProjectionCommit("b", "b", 9, {})])
+    with pytest.raises(StoreError, match=r"projection 'b' is at 9; a commit at 8 would move it back"):
+        views.commit_many(
+            [
+                ProjectionCommit("a", "a", 7, {"s": (2, b"a7"), "t": (2, b"new")}),
+                ProjectionCommit("b", "b", 8, {"s": (3, b"b8")}),
+            ]
+        )
+    assert (views.load_tracking("a"), views.load_tracking("b")) == (5, 9)
+    assert views.load_rows("a", ["s", "t"]) == {"s": (1, b"a5")}
+    assert views.load_rows("b", ["s"]) == {}
+    views.commit_many([ProjectionCommit("a", "a", 7, {"t": (2, b"new")}), ProjectionCommit("b", "b", 9, {})])
+    assert (views.load_tracking("a"), views.load_tracking("b")) == (7, 9)
+    assert views.load_row("a", "t") == (2, b"new")
+
+
 def test_drop_removes_one_version_and_the_registry_switches_atomically(store):
     """Dropping a version leaves the others; ``activate`` replaces the active version of a name."""
     views = RecorderProjections(store)
