@@ -48,22 +48,44 @@ def rows_per_insert(cursor: Any) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _insert_rows(count: int) -> str:
-    """The statement that writes ``count`` projection rows (the sizes seen last are kept prepared)."""
+    """The statement that writes ``count`` projection rows (the texts of the sizes seen last are kept)."""
     placeholders = ", ".join(["(?, ?, ?, ?)"] * count)  # only placeholders: every value is bound
     return f"INSERT OR REPLACE INTO ledger_projection_rows VALUES {placeholders}"  # noqa: S608
 
 
 _TRACK = (
     "INSERT INTO ledger_projection_tracking SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
-    "FROM json_each(?) WHERE true ON CONFLICT (projection) DO UPDATE SET position = excluded.position "
-    "WHERE excluded.position >= ledger_projection_tracking.position"
+    "FROM json_each(?) WHERE json_extract(value, '$[1]') >= 0 ON CONFLICT (projection) DO UPDATE "
+    "SET position = excluded.position WHERE excluded.position >= ledger_projection_tracking.position"
 )
 """Every checkpoint of a commit moved in one statement, in order; one that would move back is left."""
+
+
+class _Behind(Exception):  # noqa: N818 - a signal inside ``projection_commit``, never raised out of it
+    """A checkpoint of the commit would move back: the transaction is rolled back, then it is named."""
+
 
 _RENEW = (
     "UPDATE ledger_projection_leases SET expires = ? WHERE owner = ? "
     "AND projection IN (SELECT value FROM json_each(?))"
 )
+
+
+def _write_commit(
+    c: Any, tracked: list[tuple[str, int]], rows: list[tuple[str, str, int, bytes]], owner: str
+) -> None:
+    """Run a commit's three statements in its transaction; ``_Behind`` when a checkpoint would move back."""
+    if tracked:
+        c.execute(_TRACK, (json.dumps(tracked),))
+        if c.sqlite_cursor.rowcount != len(tracked):
+            raise _Behind
+    step = rows_per_insert(c.sqlite_cursor)
+    for start in range(0, len(rows), step):
+        chunk = rows[start : start + step]
+        c.execute(_insert_rows(len(chunk)), [value for row in chunk for value in row])
+    if tracked:
+        names = json.dumps(sorted({name for name, _ in tracked}))
+        c.execute(_RENEW, (time.time() + LEASE_SECONDS, owner, names))
 
 
 LEASE_SECONDS = 30.0
@@ -269,29 +291,24 @@ class SQLiteProjectionTables:
         rows = [(c.rows_of, key, at, state) for c in commits for key, (at, state) in c.rows.items()]
         # A handful of statements whatever the commit holds: each one the writer's thread runs takes the
         # GIL back from the folding thread when it returns (ADR 0073).
-        with self.writing(durable=False) as c:
-            if tracked:
-                c.execute(_TRACK, (json.dumps(tracked),))
-                if c.sqlite_cursor.rowcount != len(tracked):
-                    raise self._stale(c, tracked)
-            step = rows_per_insert(c.sqlite_cursor)
-            for start in range(0, len(rows), step):
-                chunk = rows[start : start + step]
-                c.execute(_insert_rows(len(chunk)), [value for row in chunk for value in row])
-            if tracked:
-                names = json.dumps(sorted({name for name, _ in tracked}))
-                c.execute(_RENEW, (time.time() + LEASE_SECONDS, owner, names))
+        try:
+            with self.writing(durable=False) as c:
+                _write_commit(c, tracked, rows, owner)
+        except _Behind:
+            raise self._behind(tracked) from None
 
-    @staticmethod
-    def _stale(c: Any, tracked: list[tuple[str, int]]) -> StoreError:
-        """The error of the first checkpoint ``_TRACK`` left behind (it moved the others, in order)."""
-        c.execute(
-            "SELECT projection, position FROM ledger_projection_tracking "
-            "WHERE projection IN (SELECT value FROM json_each(?))",
-            (json.dumps([name for name, _ in tracked]),),
-        )
-        current = {str(name): int(at) for name, at in c.fetchall()}
-        name, tracking = next(((n, t) for n, t in tracked if t < current.get(n, 0)), tracked[-1])
+    def _behind(self, tracked: list[tuple[str, int]]) -> StoreError:
+        """The error of the first checkpoint that would move back, from the positions as committed.
+
+        The commit's checks, in order, as they ran before ``_TRACK`` (each against the one before it).
+        """
+        current = self.projection_checkpoints()
+        for name, tracking in tracked:
+            at = current.get(name, 0)
+            if tracking < at:
+                return stale_tracking(name, at, tracking)
+            current[name] = tracking
+        name, tracking = tracked[0]  # moved meanwhile by another process: named as it now is
         return stale_tracking(name, current.get(name, 0), tracking)
 
     def projection_range(

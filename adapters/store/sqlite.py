@@ -126,9 +126,13 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         with self._writer_turn(), self.datastore.get_connection(commit=True) as conn:
             cursor = conn.cursor()
             # ``executescript`` runs each statement with one release of the GIL (``execute``: two or three),
-            # and a commit set aside takes the GIL back from the folding thread at each (ADR 0073).
+            # and a commit set aside takes the GIL back from the folding thread at each (ADR 0073). On Python
+            # 3.11 it first commits a transaction left open, so it runs only on a connection without one.
+            sqlite_conn = cursor.sqlite_cursor.connection
             script = cursor.sqlite_cursor.executescript
             try:
+                if sqlite_conn.in_transaction:  # refused as ``BEGIN`` refuses it, never committed
+                    raise sqlite3.OperationalError("cannot start a transaction within a transaction")
                 # BEGIN IMMEDIATE waits up to the busy timeout for other writers
                 script("BEGIN IMMEDIATE" if durable else "PRAGMA synchronous=NORMAL; BEGIN IMMEDIATE")
                 try:
@@ -140,7 +144,9 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
             except sqlite3.Error as error:
                 raise _persistence_error(error) from error
             finally:
-                if not durable:
+                # Not inside a transaction (a connection refused above, a rollback that failed): SQLite
+                # refuses the setting there, and ``executescript`` would commit it first.
+                if not durable and not sqlite_conn.in_transaction:
                     script("PRAGMA synchronous=FULL")
                 cursor.sqlite_cursor.close()
 

@@ -106,6 +106,12 @@ def test_a_commit_with_one_checkpoint_behind_names_it_and_writes_nothing(store):
     views.commit_many([ProjectionCommit("a", "a", 7, {"t": (2, b"new")}), ProjectionCommit("b", "b", 9, {})])
     assert (views.load_tracking("a"), views.load_tracking("b")) == (7, 9)
     assert views.load_row("a", "t") == (2, b"new")
+    # named at the position committed, not at one a later checkpoint of the same commit would have set
+    with pytest.raises(StoreError, match=r"projection 'a' is at 7; a commit at 6 would move it back"):
+        views.commit_many([ProjectionCommit("a", "a", 6, {}), ProjectionCommit("a", "a", 8, {})])
+    with pytest.raises(StoreError, match=r"projection 'new' is at 0; a commit at -1 would move it back"):
+        views.commit_many([ProjectionCommit("new", "new", -1, {})])
+    assert (views.load_tracking("a"), views.load_tracking("new")) == (7, 0)
 
 
 def test_drop_removes_one_version_and_the_registry_switches_atomically(store):
