@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import socket
-import sqlite3
 import time
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
@@ -14,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from contextledger.adapters.store.notification_scan import SEPARATOR, NotificationScan, joined_rows, scan_sql
+from contextledger.adapters.store.sqlite_commit import Behind, write_commit
 from contextledger.adapters.system import process_alive
 from contextledger.domain.errors import ProjectionLockedError, StoreError
 from contextledger.domain.ports import LeaseHolder, ProjectionCommit
@@ -30,63 +30,6 @@ __all__ = [
     "rows_of_recorder",
     "stale_tracking",
 ]
-
-ROWS_PER_INSERT = 2_000
-"""The most projection rows one ``INSERT`` statement writes (fewer where SQLite binds fewer values).
-
-``executemany`` steps once per row, and ``sqlite3`` releases the GIL around every step: a commit set aside
-(ADR 0056) took the GIL back from the folding thread at every row it wrote. One statement of many rows
-takes it back once per statement, so a batch's rows of every view go in one statement (ADR 0073).
-"""
-
-
-def rows_per_insert(cursor: Any) -> int:
-    """Rows a statement may bind on ``cursor``'s connection (four values each), at most ROWS_PER_INSERT."""
-    limit: int = cursor.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    return max(1, min(ROWS_PER_INSERT, limit // 4))
-
-
-@functools.lru_cache(maxsize=64)
-def _insert_rows(count: int) -> str:
-    """The statement that writes ``count`` projection rows (the texts of the sizes seen last are kept)."""
-    placeholders = ", ".join(["(?, ?, ?, ?)"] * count)  # only placeholders: every value is bound
-    return f"INSERT OR REPLACE INTO ledger_projection_rows VALUES {placeholders}"  # noqa: S608
-
-
-_TRACK = (
-    "INSERT INTO ledger_projection_tracking SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
-    "FROM json_each(?) WHERE json_extract(value, '$[1]') >= 0 ON CONFLICT (projection) DO UPDATE "
-    "SET position = excluded.position WHERE excluded.position >= ledger_projection_tracking.position"
-)
-"""Every checkpoint of a commit moved in one statement, in order; one that would move back is left."""
-
-
-class _Behind(Exception):  # noqa: N818 - a signal inside ``projection_commit``, never raised out of it
-    """A checkpoint of the commit would move back: the transaction is rolled back, then it is named."""
-
-
-_RENEW = (
-    "UPDATE ledger_projection_leases SET expires = ? WHERE owner = ? "
-    "AND projection IN (SELECT value FROM json_each(?))"
-)
-
-
-def _write_commit(
-    c: Any, tracked: list[tuple[str, int]], rows: list[tuple[str, str, int, bytes]], owner: str
-) -> None:
-    """Run a commit's three statements in its transaction; ``_Behind`` when a checkpoint would move back."""
-    if tracked:
-        c.execute(_TRACK, (json.dumps(tracked),))
-        if c.sqlite_cursor.rowcount != len(tracked):
-            raise _Behind
-    step = rows_per_insert(c.sqlite_cursor)
-    for start in range(0, len(rows), step):
-        chunk = rows[start : start + step]
-        c.execute(_insert_rows(len(chunk)), [value for row in chunk for value in row])
-    if tracked:
-        names = json.dumps(sorted({name for name, _ in tracked}))
-        c.execute(_RENEW, (time.time() + LEASE_SECONDS, owner, names))
-
 
 LEASE_SECONDS = 30.0
 """A runner's lease lasts this long past its last commit; a holder on this host that died frees it at once."""
@@ -293,14 +236,15 @@ class SQLiteProjectionTables:
         # GIL back from the folding thread when it returns (ADR 0073).
         try:
             with self.writing(durable=False) as c:
-                _write_commit(c, tracked, rows, owner)
-        except _Behind:
+                write_commit(c, tracked, rows, owner, time.time() + LEASE_SECONDS)
+        except Behind:
             raise self._behind(tracked) from None
 
     def _behind(self, tracked: list[tuple[str, int]]) -> StoreError:
         """The error of the first checkpoint that would move back, from the positions as committed.
 
-        The commit's checks, in order, as they ran before ``_TRACK`` (each against the one before it).
+        The commit's checks, in order, as they ran before one statement moved every checkpoint (each
+        against the one before it).
         """
         current = self.projection_checkpoints()
         for name, tracking in tracked:

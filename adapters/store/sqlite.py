@@ -33,6 +33,7 @@ from contextledger.adapters.store.batch import (
 from contextledger.adapters.store.erasure import SQLiteErasure
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.mapper import Row
+from contextledger.adapters.store.notification_scan import SEPARATOR
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
 from contextledger.domain.errors import ConfigError, StoreUnavailableError
 from eventsourcing.persistence import (
@@ -331,7 +332,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                     chunk,
                 )
                 streams, heads = c.fetchone()
-                named = streams.split("\x1f")
+                named = streams.split(SEPARATOR)
                 if len(named) != len(chunk):  # a stream id holding the separator: row by row
                     c.execute(f"WITH ids(id) AS (VALUES {marks}) SELECT id, {head} FROM ids", chunk)  # noqa: S608
                     found.update({str(row[0]): int(row[1]) for row in c.fetchall() if row[1] is not None})

@@ -11,8 +11,8 @@ import pytest
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.factory import open_store
 from contextledger.adapters.store.postgres import SCHEMA_VERSION
-from contextledger.adapters.store.projection_tables import ROWS_PER_INSERT
 from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.adapters.store.sqlite_commit import ROWS_PER_INSERT
 from contextledger.domain.content import InlineText
 from contextledger.domain.errors import ConcurrencyConflictError, ProjectionLockedError, StoreError
 from contextledger.domain.events import SessionStarted, UserMessageAdded

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from contextledger.adapters.store.factory import open_store
-from contextledger.adapters.store.projection_tables import ROWS_PER_INSERT, rows_per_insert
 from contextledger.adapters.store.projections import RecorderProjections
+from contextledger.adapters.store.sqlite_commit import ROWS_PER_INSERT, rows_per_insert
 from contextledger.domain.errors import StoreError
 from contextledger.domain.ports import ProjectionCommit
 from eventsourcing.sqlite import SQLiteConnection
