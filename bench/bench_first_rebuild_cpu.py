@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_rebuild import build
 from bench_scale import _package_of
+from harness import copy_ledger
 
 PY = sys.executable
 work = Path(tempfile.mkdtemp())
@@ -114,13 +115,13 @@ for run in range(runs):
     add("tiktoken loop wall", float(out[1]))
     for label, pp in (("before", old), ("after", None)):
         cold = work / "cold.db"
-        shutil.copy(base, cold)
+        copy_ledger(base, cold)
         cpu, wall, _ = cli(pp, cold, "--policy", "default", "--switch")
         add(f"{label} first cpu", cpu)
         add(f"{label} first wall", wall)
         add(f"{label} first main", float(MAIN_CPU.read_text()))
         warm = work / "warm.db"
-        shutil.copy(cold, warm)
+        copy_ledger(cold, warm)
         cpu, wall, _ = cli(pp, warm, "--policy", "threshold")
         add(f"{label} warm cpu", cpu)
         add(f"{label} warm wall", wall)

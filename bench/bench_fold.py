@@ -21,7 +21,6 @@ import argparse
 import hashlib
 import json
 import pickle
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from typing import Any
 
 from bench_rebuild import build
 from bench_scale import _package_of
-from harness import child_env, save
+from harness import child_env, copy_ledger, save
 
 POLICIES = ("default", "threshold")
 
@@ -135,7 +134,7 @@ def main() -> None:
             calls = work / f"{policy}.pkl"
             _child(None, "--phase", "capture", "--db", str(db), "--policy", policy, "--calls", str(calls))
             copy = work / f"{policy}.db"
-            shutil.copy(db, copy)
+            copy_ledger(db, copy)
             for index in range(args.rounds):
                 for label, path in labels if index % 2 == 0 else labels[::-1]:
                     results[policy][label].append(

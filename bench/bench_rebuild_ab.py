@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 from bench_rebuild import build
 from bench_rebuild_cli import _cli, _has_no_compare, _stats
 from bench_scale import _package_of
-from harness import save
+from harness import copy_ledger, save
 
 
 def main() -> None:
@@ -55,7 +54,7 @@ def main() -> None:
         copy = work / "copy.db"
         for index in range(args.rounds):
             for label, path in codes if index % 2 == 0 else codes[::-1]:
-                shutil.copy(source, copy)
+                copy_ledger(source, copy)
                 os.sync()  # the copy's dirty pages are not written back during the run
                 done = _cli(path, copy, *rebuild_args)
                 runs[label].append((done["seconds"], done["cpu_seconds"]))

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -46,7 +45,7 @@ from typing import Any
 
 from bench_rebuild import build, phase_raw
 from bench_scale import _package_of
-from harness import child_env, save
+from harness import child_env, copy_ledger, save
 
 
 def phase_tiktoken(db: Path) -> dict[str, float]:
@@ -134,18 +133,18 @@ def _round(label: str, pythonpath: str | None, base: Path, work: Path, no_compar
     over that run's (``raw_ratio``).
     """
     cold = work / f"{label}-cold.db"
-    shutil.copy(base, cold)
+    copy_ledger(base, cold)
     tiktoken_run = _phase("tiktoken", base)  # just before: the machine's speed drifts within minutes
     floor = tiktoken_run["seconds"]
     first = _cli(pythonpath, cold, "--policy", "default", "--switch")
     copy = work / f"{label}-warm.db"
-    shutil.copy(cold, copy)
+    copy_ledger(cold, copy)
     raw_run = _phase("raw", base)  # just before, as for the first rebuild
     raw = raw_run["events_per_s"]
     warm = _cli(pythonpath, copy, "--policy", "threshold")
     quick = None
     if no_compare:
-        shutil.copy(cold, copy)
+        copy_ledger(cold, copy)
         quick = _cli(pythonpath, copy, "--policy", "threshold", "--no-compare")
     copy.unlink()
     cold.unlink()

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bench_rebuild import build
 from bench_scale import _package_of
+from harness import copy_ledger
 
 _RAW = """
 import sys, time
@@ -74,7 +75,7 @@ def main() -> None:
         cold: dict[str, Path] = {}
         for label, pythonpath in codes.items():
             cold[label] = work / f"{label}-cold.db"
-            shutil.copy(base, cold[label])
+            copy_ledger(base, cold[label])
             _rebuild(pythonpath, cold[label], "--policy", "default", "--switch")
         cpu: dict[str, list[float]] = {"raw": [], "before": [], "after": []}
         raw = [sys.executable, "-c", _RAW.format(bench=str(Path(__file__).parent)), str(base)]
@@ -82,7 +83,7 @@ def main() -> None:
             cpu["raw"].append(float(_child(raw, None)[1].split()[1]))
             for label, pythonpath in codes.items() if run % 2 == 0 else reversed(codes.items()):
                 warm = work / "warm.db"
-                shutil.copy(cold[label], warm)
+                copy_ledger(cold[label], warm)
                 cpu[label].append(_rebuild(pythonpath, warm, "--policy", "threshold"))
                 warm.unlink()
             print(run, os.getloadavg(), file=sys.stderr, flush=True)

@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -112,6 +113,20 @@ def child_env(pythonpath: str | None) -> dict[str, str]:
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     return env
+
+
+def copy_ledger(source: Path, target: Path) -> None:
+    """Copy a ledger file for a timed run, and write the copy to disk first (ADR 0074).
+
+    ``shutil.copy`` leaves the whole copy in the page cache, not yet written. On ext4 (ordered data), the
+    first ``fsync`` of any file in the same journal transaction (the run's first SQLite commit: its WAL)
+    then writes the copy out too: 0.23-0.26 s for a 200 MB ledger here, charged to the run timed next. A
+    ledger a user rebuilds has no other program's copy waiting to be written, so the copy is synced
+    before it is timed.
+    """
+    shutil.copy(source, target)
+    with target.open("rb+") as copy:
+        os.fsync(copy.fileno())
 
 
 CHILD = Path(__file__).with_name("child.py")

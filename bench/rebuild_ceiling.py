@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -62,7 +61,7 @@ from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.render.context_rows import encode_row
 from contextledger.domain.content import InlineText
 from contextledger.projections.counting import CountedEvent
-from harness import child_env, save
+from harness import child_env, copy_ledger, save
 
 POLICY = "threshold"
 """The policy of the rebuild after a config change (bench_rebuild_cli's)."""
@@ -130,7 +129,9 @@ def _fold_all(db: Path, view: ContextView) -> tuple[dict[str, bytes], int, dict[
     facts = cards.batch(sessions) if cards is not None else None
     encoded: dict[str, bytes] = {}
     for session_id, events in sessions.items():
-        folded = projector.fold(events if facts is None else facts.attach(session_id, events))
+        if facts is not None:
+            facts.attach(session_id, events)  # in place, as the rebuild's batches do
+        folded = projector.fold(events)
         encoded[session_id] = encode_row(folded, set(), set())
     split = {"reads": read - started, "folds": time.perf_counter() - read}
     return encoded, sum(len(events) for events in sessions.values()), split
@@ -158,12 +159,12 @@ def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
     """
     raw = raw_phase("raw", cold)
     copy, blank = work / "warm.db", work / "blank.db"
-    shutil.copy(cold, copy)
+    copy_ledger(cold, copy)
     cli = cli_run(None, copy, "--policy", POLICY, "--no-compare")["seconds"]
     ceiling = _phase("ceiling", copy)
-    shutil.copy(cold, copy)
+    copy_ledger(cold, copy)
     compared = cli_run(None, copy, "--policy", POLICY)["seconds"]
-    shutil.copy(empty, blank)
+    copy_ledger(empty, blank)
     fixed = cli_run(None, blank, "--policy", POLICY, "--no-compare")["seconds"]
     copy.unlink()
     blank.unlink()

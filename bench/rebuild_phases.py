@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -271,7 +270,7 @@ def main() -> None:
         return
     from bench_rebuild import build  # noqa: PLC0415 - not in the probed child: its start-up is timed
     from bench_rebuild_cli import _phase  # noqa: PLC0415
-    from harness import save  # noqa: PLC0415
+    from harness import copy_ledger, save  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -283,14 +282,14 @@ def main() -> None:
         if args.parts:
             runs["parts"] = []
         for index in range(args.runs):
-            shutil.copy(base, cold)
+            copy_ledger(base, cold)
             runs["first rebuild"].append(_run(cold, out, KINDS["first rebuild"]))
-            shutil.copy(cold, warm)
+            copy_ledger(cold, warm)
             runs["rebuild after a config change"].append(
                 _run(warm, out, KINDS["rebuild after a config change"])
             )
             if args.parts:  # a run of its own: its probes cost a few microseconds a session
-                shutil.copy(cold, warm)
+                copy_ledger(cold, warm)
                 runs["parts"].append(_run(warm, out, KINDS["rebuild after a config change"], parts=True))
             raw.append(_phase("raw", base)["events_per_s"])
             tiktoken_runs.append(_phase("tiktoken", base)["seconds"])

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from bench_rebuild import build
 from bench_rebuild_cli import rebuild_command
-from harness import save
+from harness import copy_ledger, save
 
 Test = Callable[[str], bool]
 """Whether a sample's stack (frames joined by ``;``, outermost first) belongs to a part."""
@@ -121,14 +121,14 @@ def main() -> None:
         work = Path(folder)
         base, cold, warm = work / "base.db", work / "cold.db", work / "warm.db"
         events = build(base, args.copies)
-        shutil.copy(base, cold)
+        copy_ledger(base, cold)
         subprocess.run(
             rebuild_command(cold, "--policy", "default", "--switch"), check=True, capture_output=True
         )
         seconds: list[float] = []
         counts: list[Counter[str]] = []
         for index in range(args.runs):
-            shutil.copy(cold, warm)
+            copy_ledger(cold, warm)
             raw = work / f"samples-{index}.txt"
             seconds.append(_sampled(warm, raw, args.rate))
             counts.append(attribute(raw.read_text().splitlines()))

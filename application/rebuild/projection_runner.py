@@ -274,7 +274,8 @@ class ContextView:
         ahead = self.reads.facts((after, upto))
         if cards is not None and read:
             facts = cards.batch(read, ahead)
-            read = {session_id: facts.attach(session_id, events) for session_id, events in read.items()}
+            for session_id, events in read.items():
+                facts.attach(session_id, events)  # in place: the events were made for this batch above
             if written := facts.rows():
                 produced[cards.name] = written
                 self.reads.facts_written = True

@@ -15,7 +15,7 @@ from contextledger.application.rebuild.batch_reads import BatchReads
 from contextledger.application.rebuild.card_facts import BLOCK, CARD_FACTS, CardFacts
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
 from contextledger.domain.content import InlineText
-from contextledger.domain.events import AssistantMessageAdded
+from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
 from contextledger.projections.card_state import NO_FACTS, MessageFacts
 from contextledger.projections.counting import CountedEvent
 from contextledger.projections.presets import get_preset
@@ -109,9 +109,9 @@ def test_facts_grow_over_contiguous_positions_only(ledger):
         for position in positions
     ]
     facts = CardFacts(ledger.ports.projections).batch({"s": events})
-    done = facts.attach("s", events)
-    assert [e.position for e in done] == positions
-    assert all(e.card is not None for e in done)
+    facts.attach("s", events)
+    assert [e.position for e in events] == positions
+    assert all(e.card is not None for e in events)
     rows = facts.rows()
     assert {key: at for key, (at, _) in rows.items()} == {"s/0": 2, "s/1": BLOCK + 1}
     decode = msgspec.msgpack.Decoder(dict[int, MessageFacts]).decode
@@ -149,23 +149,50 @@ class _Rows:
 
 
 def test_facts_read_back_are_the_facts_found():
-    """Events whose facts a row keeps get those facts (or none), as finding them gave; the rest are found."""
+    """Events whose facts a row keeps get those facts (or none), as finding them gave; the rest are found.
+
+    Each ``attach`` gets events of its own (as a batch does): it sets their facts in place.
+    """
     texts = ["ok", "I decided to pin it. Then more.", "- [ ] one\n- [x] two", "fine"]
-    events = [
-        CountedEvent(position=p, event=AssistantMessageAdded(content=InlineText(texts[p % len(texts)])))
-        for p in range(1, 41)
-    ]
-    found = CardFacts(_Rows({})).batch({"s": events})
-    first = found.attach("s", events)
+
+    def fresh(upto: int = 40) -> list[CountedEvent]:
+        return [
+            CountedEvent(position=p, event=AssistantMessageAdded(content=InlineText(texts[p % len(texts)])))
+            for p in range(1, upto + 1)
+        ]
+
+    first = fresh()
+    found = CardFacts(_Rows({})).batch({"s": first})
+    found.attach("s", first)
     rows = found.rows()
     assert set(rows) == {"s/0"}
     assert {e.card for e in first} > {NO_FACTS}
-    again = CardFacts(_Rows(rows)).batch({"s": events[:30]})
-    assert again.attach("s", events[:30]) == first[:30]  # all kept: read, never looked for
+    assert None not in {e.card for e in first}
+    again_events = fresh(30)
+    again = CardFacts(_Rows(rows)).batch({"s": again_events})
+    again.attach("s", again_events)
+    assert again_events == first[:30]  # all kept: read, never looked for
     assert again.rows() == {}  # nothing grew
-    longer = CardFacts(_Rows({"s/0": (20, rows["s/0"][1])})).batch({"s": events})
-    assert longer.attach("s", events) == first  # kept up to 20, found after it
+    longer_events = fresh()
+    longer = CardFacts(_Rows({"s/0": (20, rows["s/0"][1])})).batch({"s": longer_events})
+    longer.attach("s", longer_events)
+    assert longer_events == first  # kept up to 20, found after it
     assert longer.rows()["s/0"][0] == 40
+
+
+def test_attach_leaves_facts_already_given_and_other_events_alone():
+    """An event that carries facts keeps them (not looked for again); a tool result gets none."""
+    given = MessageFacts(decisions=("I decided this earlier.",))
+    carrying = CountedEvent(position=1, event=AssistantMessageAdded(content=InlineText("ok")), card=given)
+    result = CountedEvent(
+        position=2, event=ToolResultRecorded(call_id="c", tool_name="t", content=InlineText("I decided."))
+    )
+    message = CountedEvent(position=3, event=AssistantMessageAdded(content=InlineText("I decided to go.")))
+    facts = CardFacts(_Rows({"s/0": (1, msgspec.msgpack.encode({}))})).batch({"s": [carrying]})
+    facts.attach("s", [carrying, result, message])
+    assert carrying.card is given  # kept up to 1: its own facts stay
+    assert result.card is None
+    assert message.card == MessageFacts(decisions=("I decided to go.",))
 
 
 def _reads_by_thread(monkeypatch: pytest.MonkeyPatch) -> list[str]:
