@@ -56,7 +56,7 @@ from bench_rebuild_cli import rebuild_command
 from contextledger.adapters.store.mapper import MsgspecMapper
 from contextledger.application.kernel.collector import collector_paused
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR
-from contextledger.application.rebuild.projection_runner import ContextView
+from contextledger.application.rebuild.context_view import ContextView
 from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.render.context_rows import encode_row
 from contextledger.domain.content import InlineText

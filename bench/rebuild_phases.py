@@ -53,12 +53,13 @@ KINDS = {
 }
 
 
-_VIEW = "contextledger.application.rebuild.projection_runner"
+_VIEW = "contextledger.application.rebuild.context_view"
 _STORE = "contextledger.adapters.store.projections"
 PARTS = (
     ("reads (scan + decode + notifications)", _STORE, "RecorderProjections", "read_batch"),
     ("counts read ahead", _VIEW, "ContextView", "ahead"),
-    ("counts and card facts per event", _VIEW, "ContextView", "_counted"),
+    ("a batch split by session, counted from its token rows", _VIEW, "ContextView", "_split"),
+    ("the rest counted, card facts per message", _VIEW, "ContextView", "_counted"),
     ("the policy's fold", "contextledger.projections.fold", "Projector", "fold"),
     ("each session's catch-up and row", "contextledger.application.render.renderer", "Renderer", "fold_row"),
     ("render digests", _VIEW, "ContextView", "_digest"),

@@ -72,7 +72,7 @@ PARTS: list[tuple[str, Test]] = [
     ("tiktoken counting the new policy's cards", _has("fit_card (")),
     ("the policy's fold", _has("Projector.fold (")),
     ("card facts: rows read and attached", _has("CardFacts.", "BatchFacts.")),
-    ("counts per event", _has("ContextView._counted (")),
+    ("counts per event", _has("ContextView._split (", "ContextView._counted (")),
     ("states freed at their heads", _has("ContextView._release_at_head (")),
     ("the catch-up's own loop (mostly freeing each folded batch)", _leaf("ViewRunner._catch_up")),
     ("row encoding", _has("encode_row (")),

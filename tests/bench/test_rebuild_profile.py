@@ -27,6 +27,7 @@ def test_each_main_thread_sample_counts_once_in_the_first_part_that_holds_it():
         f"{FOLD};{PROJECTOR};Projector._run (f.py:401);fit_card (c.py:270) 7",
         f"{FOLD};ContextView._counted (p.py:268);CardFacts.batch (c.py:127) 6",
         f"{FOLD};ContextView._counted (p.py:259) 9",
+        f"{FOLD};ContextView._split (p.py:212);CountedReader.with_counts (c.py:154) 3",
         f"{CATCH_UP} 11",  # the loop's own line: the folded batch freed
         f"{CATCH_UP};ViewRunner._catch_up.<locals>.fill (v.py:299) 2",  # fill's own lines: not the loop's
         f"{REBUILD};compare_versions (b.py:197) 4",
@@ -43,9 +44,9 @@ def test_each_main_thread_sample_counts_once_in_the_first_part_that_holds_it():
         "the policy's fold": 40,
         "tiktoken counting the new policy's cards": 7,
         "card facts: rows read and attached": 6,
-        "counts per event": 9,
+        "counts per event": 12,
         "the catch-up's own loop (mostly freeing each folded batch)": 11,
         "the comparison": 4,
         rebuild_profile.REST: 2,
     }
-    assert sum(found.values()) == 164  # every main-thread sample, the other thread's 99 left out
+    assert sum(found.values()) == 167  # every main-thread sample, the other thread's 99 left out

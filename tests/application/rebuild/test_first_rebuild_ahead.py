@@ -9,7 +9,7 @@ from pathlib import Path
 
 import contextledger
 from contextledger.adapters.tokenizers import get_counter
-from contextledger.application.rebuild import projection_runner
+from contextledger.application.rebuild import context_view
 from contextledger.application.rebuild.audit_views import AUDIT_VIEWS, audit_views
 from contextledger.application.rebuild.blue_green import RebuildSpec
 from contextledger.application.rebuild.projection_runner import ProjectionRunner
@@ -92,7 +92,7 @@ def test_a_rebuild_writes_fresh_counts_in_large_groups_and_the_rest_when_it_ends
     monkeypatch,
 ):
     """Groups of at least ``UNSAVED_COUNTS`` while folding (written aside), the rest at the end: all kept."""
-    monkeypatch.setattr(projection_runner, "UNSAVED_COUNTS", 2_000)
+    monkeypatch.setattr(context_view, "UNSAVED_COUNTS", 2_000)
     copy = tmp_path / "groups.db"
     shutil.copy(full_db, copy)
     with contextledger.open_ledger(f"sqlite:///{copy}") as ledger:
@@ -121,7 +121,7 @@ def test_a_rebuild_writes_its_last_counts_once_its_leases_are_released_and_retur
     and started by ``finish`` it held up the release of the leases. When ``rebuild`` returns, every count it
     tokenized is stored, once.
     """
-    monkeypatch.setattr(projection_runner, "UNSAVED_COUNTS", 2_000)
+    monkeypatch.setattr(context_view, "UNSAVED_COUNTS", 2_000)
     copy = tmp_path / "last.db"
     shutil.copy(full_db, copy)
     with contextledger.open_ledger(f"sqlite:///{copy}") as ledger:
