@@ -17,7 +17,6 @@ Results land in ``bench/results/rebuild_ab.json``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -54,8 +53,7 @@ def main() -> None:
         copy = work / "copy.db"
         for index in range(args.rounds):
             for label, path in codes if index % 2 == 0 else codes[::-1]:
-                copy_ledger(source, copy)
-                os.sync()  # the copy's dirty pages are not written back during the run
+                copy_ledger(source, copy)  # written to disk first: not during the run
                 done = _cli(path, copy, *rebuild_args)
                 runs[label].append((done["seconds"], done["cpu_seconds"]))
                 copy.unlink()

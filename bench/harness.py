@@ -122,8 +122,10 @@ def copy_ledger(source: Path, target: Path) -> None:
     first ``fsync`` of any file in the same journal transaction (the run's first SQLite commit: its WAL)
     then writes the copy out too: 0.23-0.26 s for a 200 MB ledger here, charged to the run timed next. A
     ledger a user rebuilds has no other program's copy waiting to be written, so the copy is synced
-    before it is timed.
+    before it is timed. A write-ahead log of an earlier run left beside ``target`` is removed first.
     """
+    for suffix in ("-wal", "-shm"):
+        target.with_name(target.name + suffix).unlink(missing_ok=True)
     shutil.copy(source, target)
     with target.open("rb+") as copy:
         os.fsync(copy.fileno())

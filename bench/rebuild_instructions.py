@@ -75,26 +75,19 @@ def counted(command: list[str], work: Path, env: dict[str, str]) -> int:
     return totals(out)
 
 
-def _copy(source: Path, target: Path) -> None:
-    """``source`` copied over ``target``, with no write-ahead log of an earlier run left beside ``target``."""
-    for suffix in ("-wal", "-shm"):
-        target.with_name(target.name + suffix).unlink(missing_ok=True)
-    shutil.copy(source, target)
-
-
 def _code(pythonpath: str | None, base: Path, empty: Path, work: Path) -> dict[str, int]:
     """One code's counts: start-up on the empty ledger, then each ``KINDS`` rebuild on a fresh copy."""
     from bench_rebuild_cli import rebuild_command  # noqa: PLC0415
-    from harness import child_env  # noqa: PLC0415
+    from harness import child_env, copy_ledger  # noqa: PLC0415
 
     env = child_env(pythonpath)
     cold, warm = work / "cold.db", work / "warm.db"
-    _copy(base, cold)
+    copy_ledger(base, cold)
     subprocess.run(rebuild_command(cold, *FIRST), check=True, capture_output=True, env=env)
-    _copy(empty, warm)
+    copy_ledger(empty, warm)
     found = {"start-up": counted(rebuild_command(warm, *KINDS["rebuild after a config change"]), work, env)}
     for kind, args in KINDS.items():
-        _copy(cold, warm)
+        copy_ledger(cold, warm)
         found[kind] = counted(rebuild_command(warm, *args), work, env)
     return found
 

@@ -54,12 +54,14 @@ KINDS = {
 
 
 _VIEW = "contextledger.application.rebuild.context_view"
+SPLIT = "a batch split by session, counted from its token rows"
+COUNTED = "the rest counted, card facts per message"
 _STORE = "contextledger.adapters.store.projections"
 PARTS = (
     ("reads (scan + decode + notifications)", _STORE, "RecorderProjections", "read_batch"),
     ("counts read ahead", _VIEW, "ContextView", "ahead"),
-    ("a batch split by session, counted from its token rows", _VIEW, "ContextView", "_split"),
-    ("the rest counted, card facts per message", _VIEW, "ContextView", "_counted"),
+    (SPLIT, _VIEW, "ContextView", "_split"),
+    (COUNTED, _VIEW, "ContextView", "_counted"),
     ("the policy's fold", "contextledger.projections.fold", "Projector", "fold"),
     ("each session's catch-up and row", "contextledger.application.render.renderer", "Renderer", "fold_row"),
     ("render digests", _VIEW, "ContextView", "_digest"),
@@ -198,7 +200,8 @@ def _parts_table(runs: list[dict[str, float]], raw_rate: float) -> list[str]:
     held = sum(
         median(name)
         for name in (
-            "counts and card facts per event",
+            SPLIT,
+            COUNTED,
             "each session's catch-up and row",
             "render digests",
             "release at head",
@@ -211,7 +214,11 @@ def _parts_table(runs: list[dict[str, float]], raw_rate: float) -> list[str]:
         ("reads (scan + decode + notifications)", reads),
         ("  of which the raw floor's own work", events / raw_rate),
         ("counts read ahead", ahead),
-        ("counts and card facts per event", median("counts and card facts per event")),
+        (
+            "a batch split by session, counted from its token rows",
+            median("a batch split by session, counted from its token rows"),
+        ),
+        ("the rest counted, card facts per message", median("the rest counted, card facts per message")),
         ("the policy's fold", fold),
         ("each session's row (its catch-up less the fold)", row - fold),
         ("render digests", median("render digests")),

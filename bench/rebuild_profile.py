@@ -15,10 +15,10 @@ the process (no probe, no profiler hook: the figures are the CLI's own).
 The main thread's samples (the stacks from ``<module>``: the CLI runs as ``python -c``) are attributed to
 the first of ``PARTS`` whose test the stack passes, so the parts add up to the whole: the raw floor's own
 work (the fetch and the msgspec decode), start-up and exit, tiktoken counting the new policy's cards, the
-policy's fold, the card facts rows, the counts per event, the states freed at their heads, the catch-up's
-own loop (mostly the freeing of each folded batch), row encoding, render digests, the comparison, the reads
-ahead, the rest of the reads, and the rest. It prints each part's median share over the runs (min-max) and
-the runs' wall times.
+policy's fold, the card facts rows, the batch split by session and counted (since ADR 0074 this holds the
+batch's own loop, which was in the rest), the states freed at their heads, the catch-up's own loop (mostly
+the freeing of each folded batch), row encoding, render digests, the comparison, the reads ahead, the rest of
+the reads, and the rest. It prints each part's median share over the runs (min-max) and the runs' wall times.
 
 py-spy pauses the process for each sample (its default), so a sampled run takes about twice as long as one
 alone; the shares agreed with ``rebuild_phases.py --parts``, whose probes time the same parts. With
@@ -72,7 +72,7 @@ PARTS: list[tuple[str, Test]] = [
     ("tiktoken counting the new policy's cards", _has("fit_card (")),
     ("the policy's fold", _has("Projector.fold (")),
     ("card facts: rows read and attached", _has("CardFacts.", "BatchFacts.")),
-    ("counts per event", _has("ContextView._split (", "ContextView._counted (")),
+    ("a batch split by session and counted", _has("ContextView._split (", "ContextView._counted (")),
     ("states freed at their heads", _has("ContextView._release_at_head (")),
     ("the catch-up's own loop (mostly freeing each folded batch)", _leaf("ViewRunner._catch_up")),
     ("row encoding", _has("encode_row (")),

@@ -64,12 +64,11 @@ class BatchFacts:
         """Give a session's events of the batch their card facts (kept ones, else found now), in place.
 
         The events must be the batch's own, made for this fold and not yet seen by anything else: their
-        ``card`` is set on them (``force_setattr``; a copy per message, then the list's, cost a tenth of
-        the counting). Events already carrying facts, and events of other kinds, are left as they are.
-        The events must come in the session's order. Per block the events cross, its row is looked up
-        once: the events up to the position it looked at get its facts, the others are looked at now. A
-        row grows only over contiguous positions from its block's first, so that "looked at up to" stays
-        true.
+        ``card`` is set on them (``force_setattr``; a copy per message, then a new list, cost more). The
+        events must come in the session's order. Per block the events cross, its row is looked up once:
+        the events up to the position it looked at get its facts (an event already carrying facts keeps
+        them, and other kinds get none), the others are looked at now and get what is found. A row grows
+        only over contiguous positions from its block's first, so that "looked at up to" stays true.
         """
         set_card = msgspec.structs.force_setattr
         start = 0

@@ -261,9 +261,9 @@ class ContextView:
         read: dict[str, list[CountedEvent]],
         missing: _Missing,
     ) -> dict[str, Rows]:
-        """Finish counting a batch's session events, which ``fold`` split by session (``read``).
+        """Finish counting a batch's session events, which ``_split`` split by session (``read``).
 
-        ``fold`` gave each event its counts from the token rows; the rest (``missing``, each with its
+        ``_split`` gave each event its counts from the token rows; the rest (``missing``, each with its
         place) are counted here through the token cache at once. With the card, each message also gets
         its card facts (``card_facts``), set on the events in place. Returns the new token and card
         facts rows by name.

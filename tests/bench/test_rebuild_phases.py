@@ -72,7 +72,8 @@ def test_the_parts_table_derives_what_each_part_leaves_and_the_budget_at_25_perc
         {
             "reads (scan + decode + notifications)": 0.5,
             "counts read ahead": 0.1,
-            "counts and card facts per event": 0.2,
+            "a batch split by session, counted from its token rows": 0.15,
+            "the rest counted, card facts per message": 0.05,
             "the policy's fold": 0.6,
             "each session's catch-up and row": 0.8,
             "render digests": 0.3,

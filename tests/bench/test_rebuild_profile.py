@@ -44,7 +44,7 @@ def test_each_main_thread_sample_counts_once_in_the_first_part_that_holds_it():
         "the policy's fold": 40,
         "tiktoken counting the new policy's cards": 7,
         "card facts: rows read and attached": 6,
-        "counts per event": 12,
+        "a batch split by session and counted": 12,
         "the catch-up's own loop (mostly freeing each folded batch)": 11,
         "the comparison": 4,
         rebuild_profile.REST: 2,

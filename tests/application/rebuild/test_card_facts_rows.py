@@ -110,7 +110,6 @@ def test_facts_grow_over_contiguous_positions_only(ledger):
     ]
     facts = CardFacts(ledger.ports.projections).batch({"s": events})
     facts.attach("s", events)
-    assert [e.position for e in events] == positions
     assert all(e.card is not None for e in events)
     rows = facts.rows()
     assert {key: at for key, (at, _) in rows.items()} == {"s/0": 2, "s/1": BLOCK + 1}
