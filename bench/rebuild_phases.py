@@ -214,11 +214,8 @@ def _parts_table(runs: list[dict[str, float]], raw_rate: float) -> list[str]:
         ("reads (scan + decode + notifications)", reads),
         ("  of which the raw floor's own work", events / raw_rate),
         ("counts read ahead", ahead),
-        (
-            "a batch split by session, counted from its token rows",
-            median("a batch split by session, counted from its token rows"),
-        ),
-        ("the rest counted, card facts per message", median("the rest counted, card facts per message")),
+        (SPLIT, median(SPLIT)),
+        (COUNTED, median(COUNTED)),
         ("the policy's fold", fold),
         ("each session's row (its catch-up less the fold)", row - fold),
         ("render digests", median("render digests")),
