@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.audit_views import audit_views
 from contextledger.application.rebuild.projection_runner import BatchDone, ProjectionRunner
 from contextledger.application.rebuild.render_digest import (
+    RenderDigest,
     decode_digest,
     digests_of,
     failed_digest,
@@ -151,15 +152,23 @@ def _config(views: VersionRegistry, version: str) -> tuple[Policy, int | None, s
     return Policy.model_validate_json(config["policy"]), config["budget"], str(config["tokenizer"])
 
 
-def _digests(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[VersionSummary, dict[str, bytes]]:
+def _digests(
+    ledger: Ledger, views: ProjectionStore, version: str, made: Mapping[str, RenderDigest] | None = None
+) -> tuple[VersionSummary, dict[str, bytes]]:
     """Summarize a version from the digests its build wrote; return its summary and each session's hash.
 
-    A session without a readable digest (a version built before digests) is rendered from its row.
+    ``made``: digests the caller's build wrote and still holds, each the one stored beside its session's
+    row; only the sessions it lacks are read. A session without a readable digest (a version built before
+    digests) is rendered from its row.
     """
     policy, budget, tokenizer = _config(views, version)
     keys = views.row_keys(version)
-    stored = views.load_rows(digests_of(version), keys)
-    digests = {k: decode_digest(data) for k, (_, data) in stored.items()}
+    held = made or {}
+    unread = [k for k in keys if k not in held] if held else keys
+    stored = views.load_rows(digests_of(version), unread) if unread else {}
+    digests: dict[str, RenderDigest | None] = {k: decode_digest(data) for k, (_, data) in stored.items()}
+    if held:
+        digests.update((k, digest) for k in keys if (digest := held.get(k)) is not None)
     missing = [k for k in keys if digests.get(k) is None]
     if missing:
         projector = Renderer(ledger, tokenizer=tokenizer, snapshots=False).projector(policy, budget=budget)
@@ -189,12 +198,20 @@ def _digests(ledger: Ledger, views: ProjectionStore, version: str) -> tuple[Vers
     return summary, messages
 
 
-def compare_versions(ledger: Ledger, views: ProjectionStore, candidate: str) -> Comparison:
+def compare_versions(
+    ledger: Ledger,
+    views: ProjectionStore,
+    candidate: str,
+    *,
+    made: Mapping[str, RenderDigest] | None = None,
+) -> Comparison:
     """Compare ``candidate`` with the active version (if any): tokens, evictions, differing renders.
 
-    Both are read from the render digests their builds wrote beside their rows (``render_digest``).
+    Both are read from the render digests their builds wrote beside their rows (``render_digest``);
+    ``made`` holds candidate digests the caller's build wrote and kept (``ContextView.kept_digests``), which
+    are not read back.
     """
-    new, new_messages = _digests(ledger, views, candidate)
+    new, new_messages = _digests(ledger, views, candidate, made)
     live_version = views.active(CONTEXT_VIEW)
     if live_version is None or live_version == candidate:
         return Comparison(None, new, [])

@@ -102,6 +102,11 @@ class ContextView:
         """Whether a session folded to its last event leaves memory once its row is written (a rebuild's
         catch-up: memory then holds the sessions in flight, not every session; a live tail keeps them)."""
         self._writes_digests = True
+        self.keep_digests = False
+        """Whether the digests written are also kept in ``kept_digests`` (a rebuild compares with them)."""
+        self.kept_digests: dict[str, RenderDigest] = {}
+        """Each session's digest as last written by this instance, while ``keep_digests`` is on: what its
+        store holds beside the row, unless another runner moved the view since (``begin`` forgets them)."""
 
     def begin(self, tracking: int) -> None:
         """Note where the view resumes; forget what memory holds if another runner moved it since.
@@ -116,6 +121,7 @@ class ContextView:
             self.store.drop(self.digests)
         self.reads.begin()
         if not self.known.begin(tracking):
+            self.kept_digests.clear()
             self._artifacts.clear()
             self._counts_ahead.clear()
             self.renderer.forget()
@@ -242,7 +248,10 @@ class ContextView:
     def _add_digest(self, digests: Rows, session_id: str, at: int) -> None:
         """Add the digest of the session just folded to its row's, unless this catch-up writes none."""
         if self._writes_digests:
-            digests[session_id] = (at, encode_digest(self._digest(session_id)))
+            digest = self._digest(session_id)
+            digests[session_id] = (at, encode_digest(digest))
+            if self.keep_digests:
+                self.kept_digests[session_id] = digest
 
     def _digest(self, session_id: str) -> RenderDigest:
         """The comparison's digest of the session's render, from the state just folded (nothing is read)."""

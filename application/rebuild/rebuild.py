@@ -15,7 +15,7 @@ from contextledger.application.rebuild.blue_green import (
 )
 from contextledger.application.rebuild.lease_wait import lease_names, wait_for_leases
 from contextledger.application.rebuild.projection_runner import BatchDone
-from contextledger.application.rebuild.render_digest import digests_of
+from contextledger.application.rebuild.render_digest import RenderDigest, digests_of
 from contextledger.application.render.context_versions import CONTEXT_VIEW
 from contextledger.application.views.view_runner import RunStats
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, ValidationError
@@ -108,6 +108,7 @@ def rebuild(
     wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
     counts = None
+    made: dict[str, RenderDigest] | None = None  # the candidate's digests, kept by a one-process build
     if shards is not None:
         stats = shards(spec, workers)
     else:
@@ -116,15 +117,17 @@ def rebuild(
         runner.context.counts_at_finish = False
         runner.context.digests_wanted = compare  # a version built from empty without one writes no digests
         runner.context.release_at_head = True  # memory holds the sessions in flight, not every session
+        runner.context.keep_digests = compare  # compared from memory, not read back
         with collector_paused():  # the folded states are freed before the collector would walk them all
             stats = runner.run()
             # The last fresh counts are written once the leases are released (their release, a write
             # too, would have waited for this one), while the states are freed and the versions compared.
             counts.flush(aside=True)
+            made = runner.context.kept_digests
             del runner
         workers = 1
     try:
-        comparison = compare_versions(ledger, views, version) if compare else None
+        comparison = compare_versions(ledger, views, version, made=made) if compare else None
     finally:
         if counts is not None:
             counts.flush()  # waits for that write; raises its error

@@ -15,6 +15,7 @@ from contextledger.application.rebuild.render_digest import (
     EVICTING,
     RenderDigest,
     by_address,
+    decode_digest,
     digests_of,
     encode_digest,
     state_digest,
@@ -82,6 +83,57 @@ def test_a_rebuild_without_comparison_builds_and_switches(ledger):
     assert result.comparison is None
     assert views.active(CONTEXT_VIEW) == result.version
     assert len(views.row_keys(result.version)) == 2
+
+
+def test_a_rebuild_compares_with_the_digests_it_kept_which_are_those_it_stored(ledger, monkeypatch):
+    """A one-process rebuild compares with the digests it wrote and kept: those it stored.
+
+    The comparison equals the one read back from the store alone.
+    """
+    from contextledger.application.rebuild import rebuild as rebuild_module  # noqa: PLC0415
+
+    views = RecorderProjections(ledger.ports.log)
+    rebuild(ledger, RebuildSpec(get_preset("default").model_dump_json(), 16_000), switch=True)
+    handed: list[dict[str, RenderDigest] | None] = []
+    original = rebuild_module.compare_versions
+
+    def spying(*args, made=None, **kwargs):
+        handed.append(None if made is None else dict(made))
+        return original(*args, made=made, **kwargs)
+
+    monkeypatch.setattr(rebuild_module, "compare_versions", spying)
+    result = rebuild(ledger, RebuildSpec(get_preset("threshold").model_dump_json(), 16_000))
+    (made,) = handed
+    assert made is not None
+    stored = views.load_rows(digests_of(result.version), views.row_keys(result.version))
+    assert made == {key: decode_digest(data) for key, (_, data) in stored.items()}
+    assert len(made) == 2
+    assert result.comparison == original(ledger, views, result.version)
+    assert result.comparison is not None
+    assert result.comparison.differing == sorted(s.session_id for s in ledger.sessions())
+
+
+def test_the_candidate_digests_held_are_used_and_not_read_back(ledger, monkeypatch):
+    """``made`` stands for the stored digests of the sessions it names; only the others are read."""
+    views, live, candidate = _two_versions(ledger)
+    keys = views.row_keys(candidate)
+    stored = compare_versions(ledger, views, candidate)
+    reads: list[tuple[str, list[str]]] = []
+    load_rows = views.load_rows
+    monkeypatch.setattr(
+        views, "load_rows", lambda name, wanted: reads.append((name, list(wanted))) or load_rows(name, wanted)
+    )
+    held = {key: decode_digest(row[1]) for key, row in load_rows(digests_of(candidate), keys).items()}
+    assert compare_versions(ledger, views, candidate, made=held) == stored
+    assert reads == [(digests_of(live), keys)]  # the live version's only
+    reads.clear()
+    live_digest = decode_digest(load_rows(digests_of(live), keys[:1])[keys[0]][1])
+    one = {keys[0]: live_digest}  # the first session held as rendering like the live version
+    assert live_digest is not None
+    mixed = compare_versions(ledger, views, candidate, made=one)
+    assert reads == [(digests_of(candidate), keys[1:]), (digests_of(live), keys)]
+    assert mixed.differing == keys[1:]
+    assert mixed.candidate.tokens == stored.candidate.tokens - held[keys[0]].tokens + live_digest.tokens
 
 
 def _shows_the_log(context: RenderedContext) -> bool:
