@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.factory import open_store, resolve_url
 from contextledger.adapters.store.projections import RecorderProjections
@@ -23,6 +25,15 @@ def _waiter_of(store: RecorderEventStore) -> NotificationWaiter:
     return notification_waiter(store)
 
 
+def _counters() -> TokenizerFactory:
+    """``get_counter``, remembered by name for one ledger: its renderers and replays share each counter.
+
+    A tiktoken counter loads its encoding on first use (~0.1 s, holding the GIL): every ``simulate`` and
+    every renderer of the ledger loaded it again, though an encoding never changes.
+    """
+    return functools.cache(get_counter)
+
+
 def open_ledger(
     url: str | None = None,
     *,
@@ -36,7 +47,8 @@ def open_ledger(
 
     URLs: ``sqlite:///path.db`` (embedded default), ``postgresql://user@host:5432/db`` (add
     ``?schema=name`` for a schema), ``memory://`` (tests and demos). ``clock``, ``ids`` and
-    ``tokenizers`` replace the machine's clock, random ids and the tiktoken/heuristic counters.
+    ``tokenizers`` replace the machine's clock, random ids and the tiktoken/heuristic counters (each counter
+    is made once per ledger).
     With a key (``key_file``, ``$CONTEXTLEDGER_KEY_FILE`` or ``$CIPHER_KEY``: base64 of 16, 24 or 32
     bytes) the ledger is encrypted at rest, and ``Ledger.forget`` can erase a session.
     """
@@ -52,7 +64,7 @@ def open_ledger(
         token_counts=store,
         snapshots=store,
         eraser=store,
-        tokenizers=tokenizers or get_counter,
+        tokenizers=tokenizers or _counters(),
         clock=clock or SystemClock(),
         ids=ids or UuidSource(),
         close=store.close,

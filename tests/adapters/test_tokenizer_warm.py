@@ -46,3 +46,46 @@ def test_warm_does_nothing_for_a_tokenizer_that_cannot_count_ahead():
     inner.count_many = lambda texts: calls.append("count_many") or []  # type: ignore[method-assign]
     CachedTokenCounter(inner, RecordingStore(), Blobs({})).warm()
     assert calls == []
+
+
+def test_a_ledger_loads_each_encoding_once_for_all_its_renderers_and_simulations(monkeypatch):
+    """Renderers and simulations of one ledger share its counter: cl100k_base is loaded once, not per use.
+
+    A second ledger gets counters of its own (a ledger's ``tokenizers`` remember what they made).
+    """
+    import contextledger  # noqa: PLC0415
+    from contextledger.adapters import tokenizers  # noqa: PLC0415
+    from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer  # noqa: PLC0415
+    from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
+    from contextledger.projections.presets import get_preset  # noqa: PLC0415
+    from contextledger.projections.provider_cache import provider_cache  # noqa: PLC0415
+
+    loads: list[str] = []
+    original = tokenizers.load_encoding
+    monkeypatch.setattr(
+        tokenizers,
+        "load_encoding",
+        lambda source, construct: loads.append(source.name) or original(source, construct),
+    )
+    with contextledger.open_ledger("memory://") as ledger:
+        session = ledger.start_session(system_prompt="You help.")
+        ledger.add_user_message(session, "list the files")
+        ledger.add_assistant_message(session, "here they are")
+        ledger.add_user_message(session, "thanks")
+        ledger.add_assistant_message(session, "you are welcome")
+        for _ in range(2):
+            result = contextledger.simulate(
+                ledger,
+                [session],
+                [("default", get_preset("default"))],
+                cache=provider_cache("anthropic", "5m"),
+                new_scratch=lambda: contextledger.open_ledger("memory://"),
+                make_summarizer=lambda counter: ExtractiveSummarizer(counter=counter),
+            )
+            assert len(result.calls) == 2
+        for _ in range(2):
+            assert Renderer(ledger).render(session).tokens > 0
+        assert ledger.ports.tokenizers("cl100k_base") is ledger.ports.tokenizers("cl100k_base")
+        assert loads == ["cl100k_base.tiktoken"]
+        with contextledger.open_ledger("memory://") as other:
+            assert other.ports.tokenizers("cl100k_base") is not ledger.ports.tokenizers("cl100k_base")
