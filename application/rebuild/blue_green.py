@@ -153,17 +153,17 @@ def _config(views: VersionRegistry, version: str) -> tuple[Policy, int | None, s
 
 
 def _digests(
-    ledger: Ledger, views: ProjectionStore, version: str, made: Mapping[str, RenderDigest] | None = None
+    ledger: Ledger, views: ProjectionStore, version: str, kept: Mapping[str, RenderDigest] | None = None
 ) -> tuple[VersionSummary, dict[str, bytes]]:
     """Summarize a version from the digests its build wrote; return its summary and each session's hash.
 
-    ``made``: digests the caller's build wrote and still holds, each the one stored beside its session's
+    ``kept``: digests the caller's build wrote and still holds, each the one stored beside its session's
     row; only the sessions it lacks are read. A session without a readable digest (a version built before
     digests) is rendered from its row.
     """
     policy, budget, tokenizer = _config(views, version)
     keys = views.row_keys(version)
-    held = made or {}
+    held = kept or {}
     unread = [k for k in keys if k not in held] if held else keys
     stored = views.load_rows(digests_of(version), unread) if unread else {}
     digests: dict[str, RenderDigest | None] = {k: decode_digest(data) for k, (_, data) in stored.items()}
@@ -203,15 +203,15 @@ def compare_versions(
     views: ProjectionStore,
     candidate: str,
     *,
-    made: Mapping[str, RenderDigest] | None = None,
+    kept: Mapping[str, RenderDigest] | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with the active version (if any): tokens, evictions, differing renders.
 
     Both are read from the render digests their builds wrote beside their rows (``render_digest``);
-    ``made`` holds candidate digests the caller's build wrote and kept (``ContextView.kept_digests``), which
+    ``kept`` holds candidate digests the caller's build wrote and kept (``ContextView.kept_digests``), which
     are not read back.
     """
-    new, new_messages = _digests(ledger, views, candidate, made)
+    new, new_messages = _digests(ledger, views, candidate, kept)
     live_version = views.active(CONTEXT_VIEW)
     if live_version is None or live_version == candidate:
         return Comparison(None, new, [])

@@ -108,7 +108,7 @@ def rebuild(
     wait_for_leases(views, lease_names(checkpoints, workers), on_wait=on_wait)
     record_config(views, version, runner.projector.policy, spec.budget, spec.tokenizer)
     counts = None
-    made: dict[str, RenderDigest] | None = None  # the candidate's digests, kept by a one-process build
+    kept: dict[str, RenderDigest] | None = None  # the candidate's digests, kept by a one-process build
     if shards is not None:
         stats = shards(spec, workers)
     else:
@@ -123,11 +123,11 @@ def rebuild(
             # The last fresh counts are written once the leases are released (their release, a write
             # too, would have waited for this one), while the states are freed and the versions compared.
             counts.flush(aside=True)
-            made = runner.context.kept_digests
+            kept = runner.context.kept_digests
             del runner
         workers = 1
     try:
-        comparison = compare_versions(ledger, views, version, made=made) if compare else None
+        comparison = compare_versions(ledger, views, version, kept=kept) if compare else None
     finally:
         if counts is not None:
             counts.flush()  # waits for that write; raises its error

@@ -97,24 +97,24 @@ def test_a_rebuild_compares_with_the_digests_it_kept_which_are_those_it_stored(l
     handed: list[dict[str, RenderDigest] | None] = []
     original = rebuild_module.compare_versions
 
-    def spying(*args, made=None, **kwargs):
-        handed.append(None if made is None else dict(made))
-        return original(*args, made=made, **kwargs)
+    def spying(*args, kept=None, **kwargs):
+        handed.append(None if kept is None else dict(kept))
+        return original(*args, kept=kept, **kwargs)
 
     monkeypatch.setattr(rebuild_module, "compare_versions", spying)
     result = rebuild(ledger, RebuildSpec(get_preset("threshold").model_dump_json(), 16_000))
-    (made,) = handed
-    assert made is not None
+    (kept,) = handed
+    assert kept is not None
     stored = views.load_rows(digests_of(result.version), views.row_keys(result.version))
-    assert made == {key: decode_digest(data) for key, (_, data) in stored.items()}
-    assert len(made) == 2
+    assert kept == {key: decode_digest(data) for key, (_, data) in stored.items()}
+    assert len(kept) == 2
     assert result.comparison == original(ledger, views, result.version)
     assert result.comparison is not None
     assert result.comparison.differing == sorted(s.session_id for s in ledger.sessions())
 
 
 def test_the_candidate_digests_held_are_used_and_not_read_back(ledger, monkeypatch):
-    """``made`` stands for the stored digests of the sessions it names; only the others are read."""
+    """``kept`` stands for the stored digests of the sessions it names; only the others are read."""
     views, live, candidate = _two_versions(ledger)
     keys = views.row_keys(candidate)
     stored = compare_versions(ledger, views, candidate)
@@ -124,13 +124,13 @@ def test_the_candidate_digests_held_are_used_and_not_read_back(ledger, monkeypat
         views, "load_rows", lambda name, wanted: reads.append((name, list(wanted))) or load_rows(name, wanted)
     )
     held = {key: decode_digest(row[1]) for key, row in load_rows(digests_of(candidate), keys).items()}
-    assert compare_versions(ledger, views, candidate, made=held) == stored
+    assert compare_versions(ledger, views, candidate, kept=held) == stored
     assert reads == [(digests_of(live), keys)]  # the live version's only
     reads.clear()
     live_digest = decode_digest(load_rows(digests_of(live), keys[:1])[keys[0]][1])
     one = {keys[0]: live_digest}  # the first session held as rendering like the live version
     assert live_digest is not None
-    mixed = compare_versions(ledger, views, candidate, made=one)
+    mixed = compare_versions(ledger, views, candidate, kept=one)
     assert reads == [(digests_of(candidate), keys[1:]), (digests_of(live), keys)]
     assert mixed.differing == keys[1:]
     assert mixed.candidate.tokens == stored.candidate.tokens - held[keys[0]].tokens + live_digest.tokens
