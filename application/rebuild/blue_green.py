@@ -164,11 +164,10 @@ def _digests(
     policy, budget, tokenizer = _config(views, version)
     keys = views.row_keys(version)
     held = kept or {}
-    unread = [k for k in keys if k not in held] if held else keys
+    unread = [k for k in keys if k not in held]
     stored = views.load_rows(digests_of(version), unread) if unread else {}
     digests: dict[str, RenderDigest | None] = {k: decode_digest(data) for k, (_, data) in stored.items()}
-    if held:
-        digests.update((k, digest) for k in keys if (digest := held.get(k)) is not None)
+    digests.update((k, held[k]) for k in keys if k in held)
     missing = [k for k in keys if digests.get(k) is None]
     if missing:
         projector = Renderer(ledger, tokenizer=tokenizer, snapshots=False).projector(policy, budget=budget)

@@ -128,8 +128,8 @@ def test_the_candidate_digests_held_are_used_and_not_read_back(ledger, monkeypat
     assert reads == [(digests_of(live), keys)]  # the live version's only
     reads.clear()
     live_digest = decode_digest(load_rows(digests_of(live), keys[:1])[keys[0]][1])
-    one = {keys[0]: live_digest}  # the first session held as rendering like the live version
     assert live_digest is not None
+    one = {keys[0]: live_digest}  # the first session held as rendering like the live version
     mixed = compare_versions(ledger, views, candidate, kept=one)
     assert reads == [(digests_of(candidate), keys[1:]), (digests_of(live), keys)]
     assert mixed.differing == keys[1:]
