@@ -19,12 +19,13 @@ from contextledger.domain.errors import (
     SessionForgottenError,
     StoreError,
 )
-from contextledger.domain.events import AnyEvent, Recorded, SessionForgotten, SessionStarted, topic_of
+from contextledger.domain.events import AnyEvent, Recorded, SessionForgotten, SessionStarted
 from contextledger.domain.ports import AppendOutcome, SessionInfo, StreamAppend
 from eventsourcing.persistence import (
     ApplicationRecorder,
     Cipher,
     IntegrityError,
+    Notification,
     StoredEvent,
 )
 
@@ -63,6 +64,10 @@ class LedgerRecorder(Protocol):
         """Return the last position of each stream."""
         ...
 
+    def session_starts(self, start: int, limit: int) -> Sequence[Notification]:
+        """Return up to ``limit`` session-start events from notification id ``start``, in order."""
+        ...
+
     def load_snapshot(self, name: str) -> tuple[int, bytes] | None:
         """Return a projection snapshot."""
         ...
@@ -93,7 +98,6 @@ class RecorderEventStore:
         self.url = url
         self.mapper = mapper or MsgspecMapper()
         self._on_close = on_close
-        self._started_topic = topic_of(SessionStarted)
         self._turns = threading.local()
         """Per thread: the streams whose writer turn it holds (a nested turn on one of them is a no-op)."""
         self.sealer: Sealer | None = None
@@ -318,7 +322,7 @@ class RecorderEventStore:
         with translated("list sessions"):
             start = 1
             while True:
-                page = self.recorder.select_notifications(start, _PAGE, topics=[self._started_topic])
+                page = self.extras.session_starts(start, _PAGE)
                 for row in page:
                     try:
                         event = self.mapper.to_recorded(row).event

@@ -10,9 +10,10 @@ from contextledger.adapters.store.batch import blob_rows, first_positions, gap, 
 from contextledger.adapters.store.erasure import MemoryErasure
 from contextledger.adapters.store.eventsourcing_hooks import InMemoryTable
 from contextledger.adapters.store.projection_tables import NotificationRow, rows_of_recorder, stale_tracking
+from contextledger.adapters.store.session_starts import STARTED_TOPIC
 from contextledger.domain.errors import ProjectionLockedError
 from contextledger.domain.ports import LeaseHolder, ProjectionCommit
-from eventsourcing.persistence import IntegrityError, StoredEvent
+from eventsourcing.persistence import IntegrityError, Notification, StoredEvent
 
 __all__ = ["MemoryProjectionTables", "MemoryRecorder"]
 
@@ -226,6 +227,10 @@ class MemoryRecorder(MemoryErasure, MemoryProjectionTables, InMemoryTable):
         with self.database_lock:
             for key, value in counts.items():
                 self._counts.setdefault((tokenizer, key), value)
+
+    def session_starts(self, start: int, limit: int) -> Sequence[Notification]:
+        """Up to ``limit`` session starts from notification id ``start``, in order."""
+        return self.select_notifications(start, limit, topics=[STARTED_TOPIC])
 
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream."""

@@ -36,9 +36,14 @@ from contextledger.adapters.store.postgres_import import stage_and_append
 from contextledger.adapters.store.postgres_notify import NOTIFY_INTERVAL, CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
-from contextledger.adapters.store.postgres_schema import SCHEMA_VERSION, PostgresSchema
+from contextledger.adapters.store.postgres_schema import (
+    SCHEMA_VERSION,
+    PostgresSchema,
+    postgres_session_starts,
+    postgres_statements,
+)
 from contextledger.domain.errors import StoreUnavailableError
-from eventsourcing.persistence import PersistenceError, StoredEvent
+from eventsourcing.persistence import Notification, PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg.sql import SQL, Composed, Identifier
@@ -93,9 +98,7 @@ class PostgresRecorder(
                     "CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY, position bigint NOT NULL, "
                     "state bytea NOT NULL)"
                 ).format(self._table(self.snapshots_table)),
-                SQL("CREATE INDEX IF NOT EXISTS {} ON {} (topic)").format(
-                    Identifier(f"{events_table_name}_topic_idx"), self.events
-                ),
+                *postgres_statements(datastore.schema, events_table_name, self.events),
                 SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value bigint NOT NULL)").format(
                     self._table(self.meta_table)
                 ),
@@ -359,6 +362,11 @@ class PostgresRecorder(
                 ).format(self._table(self.snapshots_table)),
                 (name, position, state),
             )
+
+    def session_starts(self, start: int, limit: int) -> Sequence[Notification]:
+        """Up to ``limit`` session starts from notification id ``start``, in order (their partial index)."""
+        with self.datastore.get_connection() as conn:
+            return postgres_session_starts(conn, self.events, start, limit)
 
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream."""

@@ -2,26 +2,64 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
+from contextledger.adapters.store.session_starts import STARTED_TOPIC
+from eventsourcing.persistence import Notification
 from eventsourcing.postgres import PostgresDatastore
-from psycopg.sql import SQL, Composable, Composed, Identifier
+from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
-__all__ = ["SCHEMA_VERSION", "PostgresSchema"]
+__all__ = ["SCHEMA_VERSION", "PostgresSchema", "postgres_session_starts", "postgres_statements"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
 active versions); 4: row keys ``COLLATE "C"``; 5: each event's transaction id and the claim function
 (writers commit concurrently, ADR 0031); 6: the append function takes the stream's writer turn itself
-(ADR 0035); 7: the claim no longer NOTIFYs, the writer does after its commit (ADR 0042). Schemas created
-before are migrated on open."""
+(ADR 0035); 7: the claim no longer NOTIFYs, the writer does after its commit (ADR 0042); 8: session starts
+alone are indexed by topic (ADR 0077, ``session_starts``). Schemas created before are migrated on open."""
 
 
 def _field(row: Any, name: str) -> Any:
     """A column of a row, whether the connection's rows are dicts or tuples (one column read)."""
     return row[name] if isinstance(row, Mapping) else row[0]
+
+
+def postgres_statements(schema: str, table: str, events: Composable) -> list[Composed]:
+    """The statements of schema 8: the index of every topic dropped, the partial index of session starts."""
+    return [
+        SQL("DROP INDEX IF EXISTS {}").format(Identifier(schema, f"{table}_topic_idx")),
+        SQL("CREATE INDEX IF NOT EXISTS {} ON {} (notification_id) WHERE topic = {}").format(
+            Identifier(f"{table}_started_idx"), events, Literal(STARTED_TOPIC)
+        ),
+    ]
+
+
+def postgres_session_starts(
+    conn: psycopg.Connection[Any], events: Composable, start: int, limit: int
+) -> Sequence[Notification]:
+    """Up to ``limit`` session starts from notification id ``start``, in order, through the partial index.
+
+    Committed rows only, as any read sees them; a session start of a transaction still in flight is listed
+    once it commits (the notification log's horizon is for followers, which must never skip one).
+    """
+    statement = SQL(
+        "SELECT notification_id, originator_id, originator_version, topic, state FROM {} "
+        "WHERE topic = {} AND notification_id >= %s ORDER BY notification_id LIMIT %s"
+    ).format(events, Literal(STARTED_TOPIC))
+    with conn.cursor() as cursor:
+        rows = cursor.execute(statement, (start, limit)).fetchall()
+    return [
+        Notification(
+            id=row["notification_id"],
+            originator_id=row["originator_id"],
+            originator_version=row["originator_version"],
+            topic=row["topic"],
+            state=bytes(row["state"]),
+        )
+        for row in rows
+    ]
 
 
 class PostgresSchema:

@@ -35,12 +35,14 @@ from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.mapper import Row
 from contextledger.adapters.store.notification_scan import SEPARATOR
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
+from contextledger.adapters.store.session_starts import sqlite_session_starts, sqlite_statements
 from contextledger.domain.errors import ConfigError, StoreUnavailableError
 from eventsourcing.persistence import (
     DatabaseError,
     DataError,
     IntegrityError,
     InterfaceError,
+    Notification,
     OperationalError,
     PersistenceError,
     StoredEvent,
@@ -105,10 +107,7 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
                 "CREATE TABLE IF NOT EXISTS ledger_snapshots (name TEXT PRIMARY KEY, "
                 "position INTEGER NOT NULL, state BLOB NOT NULL)"
             ),
-            (
-                f"CREATE INDEX IF NOT EXISTS {self.events_table_name}_topic_idx "
-                f"ON {self.events_table_name} (topic)"
-            ),
+            *sqlite_statements(self.events_table_name),
             *SQLITE_PROJECTION_TABLES,
         ]
 
@@ -309,6 +308,11 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         """Store or replace a projection snapshot."""
         with self.writing() as c:
             c.execute(_SAVE_SNAPSHOT, (name, position, state))
+
+    def session_starts(self, start: int, limit: int) -> list[Notification]:
+        """Up to ``limit`` session starts from notification id ``start``, in order (their partial index)."""
+        with self.datastore.transaction(commit=False) as c:
+            return sqlite_session_starts(c, self.events_table_name, self.convert_originator_id, start, limit)
 
     def stream_versions(self, stream_ids: Iterable[str]) -> dict[str, int]:
         """Return the last position of each stream, each by one search of the primary key's index.

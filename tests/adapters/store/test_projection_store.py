@@ -221,7 +221,7 @@ def test_a_schema_2_postgres_ledger_gains_the_projection_tables(pg_url):
                 f"SELECT value FROM \"{schema}\".contextledger_meta WHERE key = 'schema'"
             ).fetchone()
         assert row == (SCHEMA_VERSION,)
-        assert SCHEMA_VERSION == 7  # schema 7: the claim is inlined, the NOTIFY follows the commit (ADR 0042)
+        assert SCHEMA_VERSION == 8  # schema 8: session starts alone are indexed by topic (ADR 0077)
     finally:
         store.close()
 
