@@ -24,7 +24,7 @@ concurrently (ADR 0031):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import takewhile
 from typing import Any
@@ -50,6 +50,7 @@ __all__ = [
     "PostgresNotificationLog",
     "append_statement",
     "horizon_statements",
+    "notification_of",
     "notify_statement",
     "persistence_error",
     "persistence_errors",
@@ -228,6 +229,17 @@ def notify_statement(channel: str) -> bytes:
     return SQL("SELECT pg_notify({}, '')").format(Literal(channel)).as_bytes(None)
 
 
+def notification_of(row: Mapping[str, Any]) -> Notification:
+    """A notification from a row of the events table read as a dict (``notification_id``, stream, ...)."""
+    return Notification(
+        id=row["notification_id"],
+        originator_id=row["originator_id"],
+        originator_version=row["originator_version"],
+        topic=row["topic"],
+        state=bytes(row["state"]),
+    )
+
+
 class PostgresNotificationLog:
     """The notification reads of ``PostgresRecorder``: only rows below the horizon, in id order."""
 
@@ -276,16 +288,7 @@ class PostgresNotificationLog:
                     break
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
-        return [
-            Notification(
-                id=row["notification_id"],
-                originator_id=row["originator_id"],
-                originator_version=row["originator_version"],
-                topic=row["topic"],
-                state=bytes(row["state"]),
-            )
-            for row in prefix
-        ]
+        return [notification_of(row) for row in prefix]
 
     @property
     def newest_statement(self) -> Composed:

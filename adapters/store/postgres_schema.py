@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
+from contextledger.adapters.store.postgres_horizon import notification_of
 from contextledger.adapters.store.session_starts import STARTED_TOPIC
 from eventsourcing.persistence import Notification
 from eventsourcing.postgres import PostgresDatastore
@@ -50,16 +51,7 @@ def postgres_session_starts(
     ).format(events, Literal(STARTED_TOPIC))
     with conn.cursor() as cursor:
         rows = cursor.execute(statement, (start, limit)).fetchall()
-    return [
-        Notification(
-            id=row["notification_id"],
-            originator_id=row["originator_id"],
-            originator_version=row["originator_version"],
-            topic=row["topic"],
-            state=bytes(row["state"]),
-        )
-        for row in rows
-    ]
+    return [notification_of(row) for row in rows]
 
 
 class PostgresSchema:
