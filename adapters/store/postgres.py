@@ -30,18 +30,14 @@ from contextledger.adapters.store.postgres_horizon import (
     notify_statement,
     persistence_error,
     persistence_errors,
+    postgres_session_starts,
     stream_key,
 )
 from contextledger.adapters.store.postgres_import import stage_and_append
 from contextledger.adapters.store.postgres_notify import NOTIFY_INTERVAL, CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.postgres_projections import PostgresProjectionTables, projection_statements
-from contextledger.adapters.store.postgres_schema import (
-    SCHEMA_VERSION,
-    PostgresSchema,
-    postgres_session_starts,
-    postgres_statements,
-)
+from contextledger.adapters.store.postgres_schema import SCHEMA_VERSION, PostgresSchema, postgres_statements
 from contextledger.domain.errors import StoreUnavailableError
 from eventsourcing.persistence import Notification, PersistenceError, StoredEvent
 from eventsourcing.postgres import ConnectionPool, PostgresApplicationRecorder, PostgresDatastore

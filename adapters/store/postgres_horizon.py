@@ -30,6 +30,7 @@ from itertools import takewhile
 from typing import Any
 
 import psycopg
+from contextledger.adapters.store.session_starts import STARTED_TOPIC
 from eventsourcing.persistence import (
     DatabaseError,
     DataError,
@@ -50,10 +51,10 @@ __all__ = [
     "PostgresNotificationLog",
     "append_statement",
     "horizon_statements",
-    "notification_of",
     "notify_statement",
     "persistence_error",
     "persistence_errors",
+    "postgres_session_starts",
     "stream_key",
 ]
 
@@ -229,7 +230,7 @@ def notify_statement(channel: str) -> bytes:
     return SQL("SELECT pg_notify({}, '')").format(Literal(channel)).as_bytes(None)
 
 
-def notification_of(row: Mapping[str, Any]) -> Notification:
+def _notification_of(row: Mapping[str, Any]) -> Notification:
     """A notification from a row of the events table read as a dict (``notification_id``, stream, ...)."""
     return Notification(
         id=row["notification_id"],
@@ -238,6 +239,23 @@ def notification_of(row: Mapping[str, Any]) -> Notification:
         topic=row["topic"],
         state=bytes(row["state"]),
     )
+
+
+def postgres_session_starts(
+    conn: psycopg.Connection[Any], events: Composable, start: int, limit: int
+) -> Sequence[Notification]:
+    """Up to ``limit`` session starts from notification id ``start``, in order, through the partial index.
+
+    Committed rows only, as any read sees them; a session start of a transaction still in flight is listed
+    once it commits (the notification log's horizon is for followers, which must never skip one).
+    """
+    statement = SQL(
+        "SELECT notification_id, originator_id, originator_version, topic, state FROM {} "
+        "WHERE topic = {} AND notification_id >= %s ORDER BY notification_id LIMIT %s"
+    ).format(events, Literal(STARTED_TOPIC))
+    with conn.cursor() as cursor:
+        rows = cursor.execute(statement, (start, limit)).fetchall()
+    return [_notification_of(row) for row in rows]
 
 
 class PostgresNotificationLog:
@@ -288,7 +306,7 @@ class PostgresNotificationLog:
                     break
                 time.sleep(pause)
                 pause = min(pause * 2, 0.05)
-        return [notification_of(row) for row in prefix]
+        return [_notification_of(row) for row in prefix]
 
     @property
     def newest_statement(self) -> Composed:

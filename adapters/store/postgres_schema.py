@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
-from contextledger.adapters.store.postgres_horizon import notification_of
 from contextledger.adapters.store.session_starts import STARTED_TOPIC
-from eventsourcing.persistence import Notification
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composable, Composed, Identifier, Literal
 
-__all__ = ["SCHEMA_VERSION", "PostgresSchema", "postgres_session_starts", "postgres_statements"]
+__all__ = ["SCHEMA_VERSION", "PostgresSchema", "postgres_statements"]
 
 SCHEMA_VERSION = 8
 """2: blobs are stored as UTF-8 ``bytea`` (``text`` cannot hold NUL); 3: projection tables (rows, tracking,
@@ -35,23 +33,6 @@ def postgres_statements(schema: str, table: str, events: Composable) -> list[Com
             Identifier(f"{table}_started_idx"), events, Literal(STARTED_TOPIC)
         ),
     ]
-
-
-def postgres_session_starts(
-    conn: psycopg.Connection[Any], events: Composable, start: int, limit: int
-) -> Sequence[Notification]:
-    """Up to ``limit`` session starts from notification id ``start``, in order, through the partial index.
-
-    Committed rows only, as any read sees them; a session start of a transaction still in flight is listed
-    once it commits (the notification log's horizon is for followers, which must never skip one).
-    """
-    statement = SQL(
-        "SELECT notification_id, originator_id, originator_version, topic, state FROM {} "
-        "WHERE topic = {} AND notification_id >= %s ORDER BY notification_id LIMIT %s"
-    ).format(events, Literal(STARTED_TOPIC))
-    with conn.cursor() as cursor:
-        rows = cursor.execute(statement, (start, limit)).fetchall()
-    return [notification_of(row) for row in rows]
 
 
 class PostgresSchema:
