@@ -1,12 +1,14 @@
 """PostgreSQL writers in parallel (issue 22, ADR 0031): each figure next to raw psycopg work in the same run.
 
-Run: .venv/bin/python bench/bench_pg_writers.py [--quick] [--before REF] [--writers 1 4 16]
+Run: .venv/bin/python bench/bench_pg_writers.py [--quick] [--before REF] [--writers 1 4 16] [--statement]
       [--per-writer N] [--rounds R] [--load SECONDS] [--load-writers N] [--only writers append load]
 
 - ``writers``: N processes each appending one user message at a time to its own session, aggregate
   appends/s, next to N processes doing raw single-row INSERT + COMMIT of the same bytes into a table of the
   same shape (issue 22 goal: >= 50 % of raw at every N). Rounds interleave raw, before (``--before REF``:
-  the package as it was at that git ref, built with ``git archive``) and after.
+  the package as it was at that git ref, built with ``git archive``) and after. ``--statement`` adds N
+  processes sending the append function's own prepared statement on plain connections, with no ledger around
+  it: the same server work per append with a bare client (ADR 0078).
 - ``append``: one durable append to a session of 1k and of 40k events, next to one raw INSERT + COMMIT
   (goal: 40k within 1.3x of 1k).
 - ``load``: N writers on N sessions, the summary worker (``contextledger worker``, extractive) and a
@@ -151,6 +153,44 @@ def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float
         _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
 
 
+def _statement(url: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
+    """``_ours`` without the ledger: the append function through its prepared statement on a plain connection.
+
+    The same server work per append as ``_ours`` (``OneEventAppend``, the statement an append sends), with
+    none of the client's layers (validation, drafting, the rules' state, encoding, the pool, the NOTIFY): what
+    is left of the gap between ``_ours`` and ``_raw`` once the server's side is the same is the client's.
+    """
+    import contextledger  # noqa: PLC0415
+    from contextledger.adapters.store.postgres_append import OneEventAppend  # noqa: PLC0415
+
+    with contextledger.open_ledger(url) as ledger:
+        ledger.add_user_message(session_id, PAYLOAD)
+        version = ledger.version(session_id)
+    schema = url.split("schema=", 1)[1]
+    with psycopg.connect(PG, autocommit=True) as conn:
+        row = conn.execute(
+            f'SELECT topic, state FROM "{schema}".contextledger_events WHERE originator_id = %s '
+            "AND originator_version = %s",
+            (session_id, version),
+        ).fetchone()
+    assert row is not None
+    topic, state = row  # the bytes ``_ours`` stores for the same message (new ids and times aside)
+    append = OneEventAppend(schema, "contextledger_events")
+    with psycopg.connect(PG, autocommit=True) as conn:
+        for _ in range(WARMUP):
+            version += 1
+            append.run(conn, session_id, version, topic, state)
+        before = _backends()
+        _until(start_at)
+        start, cpu = time.perf_counter(), time.process_time()
+        done = 0
+        while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
+            version += 1
+            append.run(conn, session_id, version, topic, state)
+            done += 1
+        _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
+
+
 def _raw(table: str, stream: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
     """INSERT + COMMIT ``count`` rows (or for ``seconds``) after ``WARMUP`` uncounted ones; report."""
     with psycopg.connect(PG, autocommit=True) as conn:
@@ -191,7 +231,7 @@ def _parallel(target: Callable[..., None], args: list[tuple[Any, ...]]) -> dict[
 
 
 def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> dict[str, float]:
-    """One measurement in a fresh schema: ``kind`` ours or raw, N processes (``_parallel``'s figures)."""
+    """One measurement in a fresh schema: ``kind`` ours, statement or raw; N processes (``_parallel``'s)."""
     schema, url = _schema()
     try:
         if kind == "raw":
@@ -201,7 +241,8 @@ def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> dic
 
         with contextledger.open_ledger(url) as ledger:
             sessions = [ledger.start_session(system_prompt="bench") for _ in range(n)]
-        return _parallel(_ours, [(url, s, per_writer, seconds) for s in sessions])
+        target = _statement if kind == "statement" else _ours
+        return _parallel(target, [(url, s, per_writer, seconds) for s in sessions])
     finally:
         _drop(schema)
 
@@ -365,16 +406,23 @@ def _child(args: list[str], pythonpath: str | None = None) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run_writers(counts: list[int], per_writer: int, rounds: int, before: str | None) -> list[Row]:
-    """Appends/s and CPU per append per writer count: raw, before and after, interleaved per round."""
+def run_writers(
+    counts: list[int], per_writer: int, rounds: int, before: str | None, *, statement: bool = False
+) -> list[Row]:
+    """Appends/s and CPU per append per writer count: raw, before and after, interleaved per round.
+
+    With ``statement``, each round also runs the append function alone (``_statement``), in the code after.
+    """
     rows: list[Row] = []
     for n in counts:
-        found: dict[str, list[dict[str, float]]] = {"raw": [], "before": [], "after": []}
+        found: dict[str, list[dict[str, float]]] = {"raw": [], "before": [], "after": [], "statement": []}
         for _ in range(rounds):
             found["raw"].append(_child(["writers", "raw", str(n), str(per_writer)]))
             if before:
                 found["before"].append(_child(["writers", "ours", str(n), str(per_writer)], before))
             found["after"].append(_child(["writers", "ours", str(n), str(per_writer)]))
+            if statement:
+                found["statement"].append(_child(["writers", "statement", str(n), str(per_writer)]))
             print(
                 f"# writers {n}: {[round(v[-1]['rate']) for v in found.values() if v]}",
                 file=sys.stderr,
@@ -400,12 +448,18 @@ def _writer_rows(n: int, found: dict[str, list[dict[str, float]]]) -> list[Row]:
                 ("writers", f"{n} writer processes, one session each ({label})", *s, "appends/s",
                  f"{s[0] / r[0]:.0%} of floor (goal >= 50 %)")
             )  # fmt: skip
+    if found.get("statement"):
+        s = _stats([f["rate"] for f in found["statement"]])
+        rows.append(
+            ("writers", f"{n} processes, the append function alone (its prepared statement, no ledger)", *s,
+             "appends/s", f"{s[0] / r[0]:.0%} of floor (the server's work of an append, a bare client)")
+        )  # fmt: skip
     known = all(f["server"] >= 0 for v in found.values() for f in v)
     what = "client + server" if known else "client only (server CPU not readable)"
     c = _stats([_cpu(f) for f in found["raw"]])
     rows.append(("writers", f"{n} raw: CPU per row, {what}", *c, "us", "1.00x floor"))
-    for label in ("before", "after"):
-        if found[label]:
+    for label in ("before", "after", "statement"):
+        if found.get(label):
             s = _stats([_cpu(f) for f in found[label]])
             server = statistics.median(f["server"] * 1e6 for f in found[label])
             floor = statistics.median(f["server"] * 1e6 for f in found["raw"])
@@ -482,6 +536,9 @@ def main() -> None:
     parser.add_argument("--load-writers", type=int, default=8)
     parser.add_argument("--only", nargs="*", default=["writers", "append", "load"])
     parser.add_argument("--warmup", type=int, default=WARMUP, help="uncounted appends per writer (20)")
+    parser.add_argument(
+        "--statement", action="store_true", help="writers: also the append function alone, without the ledger"
+    )
     parser.add_argument("--child", nargs="*", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -495,7 +552,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         old = str(_package_of(args.before, Path(folder))) if args.before else None
         if "writers" in args.only:
-            rows += run_writers(args.writers, per_writer, rounds, old)
+            rows += run_writers(args.writers, per_writer, rounds, old, statement=args.statement)
         if "append" in args.only:
             rows += run_append(30 if args.quick else 100)
         if "load" in args.only:
