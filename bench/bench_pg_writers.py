@@ -134,6 +134,21 @@ def _report(queue: Any, done: int, wall: float, cpu: float, before: dict[int, fl
     queue.put((done, wall, cpu, server))
 
 
+def _timed(write: Callable[[int], object], count: int, seconds: float, start_at: float, queue: Any) -> None:
+    """From ``start_at``, ``write(1)``, ``write(2)``... ``count`` times (or for ``seconds`` when > 0); report.
+
+    The server's CPU is read before and after (``_backends``), so the warm-up before this call is not counted.
+    """
+    before = _backends()
+    _until(start_at)
+    start, cpu = time.perf_counter(), time.process_time()
+    done = 0
+    while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
+        done += 1
+        write(done)
+    _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
+
+
 def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
     """Append ``count`` messages (or for ``seconds`` when > 0) after ``WARMUP`` uncounted ones; report."""
     import contextledger  # noqa: PLC0415
@@ -143,14 +158,7 @@ def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float
         for _ in range(WARMUP):
             ledger.add_user_message(session_id, PAYLOAD)
         time.sleep(0.05)  # a NOTIFY still due is sent before the CPU is read
-        before = _backends()
-        _until(start_at)
-        start, cpu = time.perf_counter(), time.process_time()
-        done = 0
-        while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
-            ledger.add_user_message(session_id, PAYLOAD)
-            done += 1
-        _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
+        _timed(lambda _: ledger.add_user_message(session_id, PAYLOAD), count, seconds, start_at, queue)
 
 
 def _statement(url: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
@@ -180,15 +188,9 @@ def _statement(url: str, session_id: str, count: int, seconds: float, start_at: 
         for _ in range(WARMUP):
             version += 1
             append.run(conn, session_id, version, topic, state)
-        before = _backends()
-        _until(start_at)
-        start, cpu = time.perf_counter(), time.process_time()
-        done = 0
-        while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
-            version += 1
-            append.run(conn, session_id, version, topic, state)
-            done += 1
-        _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
+        _timed(
+            lambda i: append.run(conn, session_id, version + i, topic, state), count, seconds, start_at, queue
+        )
 
 
 def _raw(table: str, stream: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
@@ -196,14 +198,10 @@ def _raw(table: str, stream: str, count: int, seconds: float, start_at: float, q
     with psycopg.connect(PG, autocommit=True) as conn:
         for version in range(-WARMUP, 0):
             conn.execute(INSERT.format(table), (stream, version, "t", PAYLOAD.encode()))
-        before = _backends()
-        _until(start_at)
-        start, cpu = time.perf_counter(), time.process_time()
-        done = 0
-        while (done < count) if seconds <= 0 else (time.perf_counter() - start < seconds):
-            done += 1
-            conn.execute(INSERT.format(table), (stream, done, "t", PAYLOAD.encode()))
-        _report(queue, done, time.perf_counter() - start, time.process_time() - cpu, before)
+        _timed(
+            lambda i: conn.execute(INSERT.format(table), (stream, i, "t", PAYLOAD.encode())),
+            count, seconds, start_at, queue,
+        )  # fmt: skip
 
 
 def _parallel(target: Callable[..., None], args: list[tuple[Any, ...]]) -> dict[str, float]:
