@@ -161,7 +161,9 @@ def _ours(url: str, session_id: str, count: int, seconds: float, start_at: float
         _timed(lambda _: ledger.add_user_message(session_id, PAYLOAD), count, seconds, start_at, queue)
 
 
-def _statement(url: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any) -> None:  # noqa: PLR0917
+def _statement(  # noqa: PLR0917
+    url: str, schema: str, session_id: str, count: int, seconds: float, start_at: float, queue: Any
+) -> None:
     """``_ours`` without the ledger: the append function through its prepared statement on a plain connection.
 
     The same server work per append as ``_ours`` (``OneEventAppend``, the statement an append sends), with
@@ -174,7 +176,6 @@ def _statement(url: str, session_id: str, count: int, seconds: float, start_at: 
     with contextledger.open_ledger(url) as ledger:
         ledger.add_user_message(session_id, PAYLOAD)
         version = ledger.version(session_id)
-    schema = url.split("schema=", 1)[1]
     with psycopg.connect(PG, autocommit=True) as conn:
         row = conn.execute(
             f'SELECT topic, state FROM "{schema}".contextledger_events WHERE originator_id = %s '
@@ -239,8 +240,9 @@ def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> dic
 
         with contextledger.open_ledger(url) as ledger:
             sessions = [ledger.start_session(system_prompt="bench") for _ in range(n)]
-        target = _statement if kind == "statement" else _ours
-        return _parallel(target, [(url, s, per_writer, seconds) for s in sessions])
+        if kind == "statement":
+            return _parallel(_statement, [(url, schema, s, per_writer, seconds) for s in sessions])
+        return _parallel(_ours, [(url, s, per_writer, seconds) for s in sessions])
     finally:
         _drop(schema)
 

@@ -25,7 +25,6 @@ server of ``CONTEXTLEDGER_TEST_POSTGRES``. Results: ``bench/results/pg_server_ap
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
@@ -37,41 +36,37 @@ from pathlib import Path
 
 import contextledger
 import psycopg
-from contextledger.adapters.store.postgres_horizon import _append_body
 from psycopg.sql import SQL, Identifier, Literal
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from bench_pg_writers import PG, _raw_table
 from harness import machine, save
 
-PG = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test").split("?")[0]
-EVENTS, BLOBS, KEYS = "contextledger_events", "contextledger_blobs", "contextledger_idempotency"
+EVENTS = "contextledger_events"
 PAYLOAD = "\\x81" + "78" * 300
 """The 301 bytes each transaction writes (a msgpack map's first byte, then 300 x): bench_pg_writers's size."""
 TOPIC = "contextledger/UserMessageAdded/v1"
-SIGNATURE = (
-    "ids text[], versions bigint[], topics text[], states bytea[], shas text[], texts bytea[], "
-    "key_streams text[], key_names text[], key_firsts bigint[], key_lasts bigint[]"
-)
 _CLAIM = re.compile(r"PERFORM pg_advisory_lock\([^;]*\); |done := pg_advisory_unlock\([^;]*\); ")
 _TURN = re.compile(r"PERFORM pg_advisory_xact_lock\(hashtextextended\([^;]*\); ")
 
 
 def _setup(clients: int) -> str:
-    """A fresh schema: a ledger with one session per client, the raw tables, each client's session."""
+    """A fresh schema: a ledger with one session per client, the raw tables, each client's session.
+
+    The variants of the append function are made from the one the ledger installed (its source and arguments
+    as PostgreSQL holds them), so what is measured is what an append runs.
+    """
     schema = f"bench_srv_{uuid.uuid4().hex[:10]}"
     with contextledger.open_ledger(f"{PG}?schema={schema}") as ledger:
         sessions = [ledger.start_session(system_prompt="bench") for _ in range(clients)]
-    raw = (
-        "(originator_id text, originator_version bigint, topic text, state bytea, notification_id bigserial, "
-    )
+    raw = _raw_table(schema)  # bench_pg_writers's floor table
     with psycopg.connect(PG, autocommit=True) as conn:
-        for table, extra in (("raw", ""), ("raw_indexed", ", UNIQUE (notification_id)")):
-            conn.execute(
-                SQL(f"CREATE TABLE {{}} {raw}PRIMARY KEY (originator_id, originator_version){extra})").format(
-                    Identifier(schema, table)
-                )
+        conn.execute(
+            SQL(f"CREATE TABLE {{}} (LIKE {raw} INCLUDING ALL, UNIQUE (notification_id))").format(
+                Identifier(schema, "raw_indexed")
             )
+        )
         conn.execute(
             SQL("CREATE TABLE {} (client int PRIMARY KEY, sid text)").format(Identifier(schema, "sids"))
         )
@@ -79,7 +74,12 @@ def _setup(clients: int) -> str:
             conn.execute(
                 SQL("INSERT INTO {} VALUES (%s, %s)").format(Identifier(schema, "sids")), (client, session)
             )
-        body = _append_body(schema, EVENTS, BLOBS, KEYS)
+        installed = conn.execute(
+            "SELECT prosrc, pg_get_function_arguments(oid) FROM pg_proc WHERE oid = %s::regproc",
+            (f'"{schema}".{EVENTS}_append',),
+        ).fetchone()
+        assert installed is not None
+        body, arguments = installed
         variants = {
             "ours_no_claim": _CLAIM.sub("", body),
             "ours_no_turn": _TURN.sub("", body),
@@ -88,7 +88,7 @@ def _setup(clients: int) -> str:
         for name, text in variants.items():
             assert text != body, name  # the pattern found what it takes out
             conn.execute(
-                SQL(f"CREATE FUNCTION {{}}({SIGNATURE}) RETURNS bigint[] LANGUAGE plpgsql AS {{}}").format(
+                SQL(f"CREATE FUNCTION {{}}({arguments}) RETURNS bigint[] LANGUAGE plpgsql AS {{}}").format(
                     Identifier(schema, name), Literal(text)
                 )
             )
