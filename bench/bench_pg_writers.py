@@ -1,14 +1,17 @@
 """PostgreSQL writers in parallel (issue 22, ADR 0031): each figure next to raw psycopg work in the same run.
 
 Run: .venv/bin/python bench/bench_pg_writers.py [--quick] [--before REF] [--writers 1 4 16] [--statement]
-      [--per-writer N] [--rounds R] [--load SECONDS] [--load-writers N] [--only writers append load]
+      [--notify-interval S ...] [--per-writer N] [--rounds R] [--load SECONDS] [--load-writers N]
+      [--only writers append load]
 
 - ``writers``: N processes each appending one user message at a time to its own session, aggregate
   appends/s, next to N processes doing raw single-row INSERT + COMMIT of the same bytes into a table of the
   same shape (issue 22 goal: >= 50 % of raw at every N). Rounds interleave raw, before (``--before REF``:
   the package as it was at that git ref, built with ``git archive``) and after. ``--statement`` adds N
   processes sending the append function's own prepared statement on plain connections, with no ledger around
-  it: the same server work per append with a bare client (ADR 0078).
+  it: the same server work per append with a bare client (ADR 0078). ``--notify-interval S`` adds N ledger
+  writers whose URL sets ``notify_interval=S`` (the default is 0.05 s): what the NOTIFY that wakes live tails
+  costs the writers, against how late a tail may learn of a commit (ADR 0047).
 - ``append``: one durable append to a session of 1k and of 40k events, next to one raw INSERT + COMMIT
   (goal: 40k within 1.3x of 1k).
 - ``load``: N writers on N sessions, the summary worker (``contextledger worker``, extractive) and a
@@ -229,8 +232,13 @@ def _parallel(target: Callable[..., None], args: list[tuple[Any, ...]]) -> dict[
     }
 
 
-def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> dict[str, float]:
-    """One measurement in a fresh schema: ``kind`` ours, statement or raw; N processes (``_parallel``'s)."""
+def one_writers(
+    kind: str, n: int, per_writer: int, seconds: float = 0.0, notify: float | None = None
+) -> dict[str, float]:
+    """One measurement in a fresh schema: ``kind`` ours, statement or raw; N processes (``_parallel``'s).
+
+    ``notify``: the ledger writers' ``notify_interval`` (their URL's; else the ledger's default).
+    """
     schema, url = _schema()
     try:
         if kind == "raw":
@@ -242,7 +250,8 @@ def one_writers(kind: str, n: int, per_writer: int, seconds: float = 0.0) -> dic
             sessions = [ledger.start_session(system_prompt="bench") for _ in range(n)]
         if kind == "statement":
             return _parallel(_statement, [(url, schema, s, per_writer, seconds) for s in sessions])
-        return _parallel(_ours, [(url, s, per_writer, seconds) for s in sessions])
+        writer_url = url if notify is None else f"{url}&notify_interval={notify:g}"
+        return _parallel(_ours, [(writer_url, s, per_writer, seconds) for s in sessions])
     finally:
         _drop(schema)
 
@@ -407,15 +416,23 @@ def _child(args: list[str], pythonpath: str | None = None) -> Any:
 
 
 def run_writers(
-    counts: list[int], per_writer: int, rounds: int, before: str | None, *, statement: bool = False
+    counts: list[int],
+    per_writer: int,
+    rounds: int,
+    before: str | None,
+    *,
+    statement: bool = False,
+    notify: Sequence[float] = (),
 ) -> list[Row]:
     """Appends/s and CPU per append per writer count: raw, before and after, interleaved per round.
 
-    With ``statement``, each round also runs the append function alone (``_statement``), in the code after.
+    With ``statement``, each round also runs the append function alone (``_statement``), in the code after;
+    with ``notify``, the code after's writers once more per interval given, with that ``notify_interval``.
     """
     rows: list[Row] = []
     for n in counts:
         found: dict[str, list[dict[str, float]]] = {"raw": [], "before": [], "after": [], "statement": []}
+        found.update({_notify_label(s): [] for s in notify})
         for _ in range(rounds):
             found["raw"].append(_child(["writers", "raw", str(n), str(per_writer)]))
             if before:
@@ -423,6 +440,10 @@ def run_writers(
             found["after"].append(_child(["writers", "ours", str(n), str(per_writer)]))
             if statement:
                 found["statement"].append(_child(["writers", "statement", str(n), str(per_writer)]))
+            for interval in notify:
+                found[_notify_label(interval)].append(
+                    _child(["writers", "ours", str(n), str(per_writer), f"{interval:g}"])
+                )
             print(
                 f"# writers {n}: {[round(v[-1]['rate']) for v in found.values() if v]}",
                 file=sys.stderr,
@@ -430,6 +451,11 @@ def run_writers(
             )
         rows += _writer_rows(n, found)
     return rows
+
+
+def _notify_label(interval: float) -> str:
+    """The label of the code after's writers with ``notify_interval=interval``."""
+    return f"after, notify_interval={interval:g} s"
 
 
 def _cpu(figures: dict[str, float]) -> float:
@@ -441,7 +467,8 @@ def _writer_rows(n: int, found: dict[str, list[dict[str, float]]]) -> list[Row]:
     """The rows of one writer count: rates, then CPU per operation (client + server), as ratios to raw."""
     r = _stats([f["rate"] for f in found["raw"]])
     rows: list[Row] = [("writers", f"{n} raw INSERT + COMMIT processes (floor)", *r, "rows/s", "1.00x floor")]
-    for label in ("before", "after"):
+    tried = [label for label in found if label.startswith("after, notify_interval")]
+    for label in ("before", "after", *tried):
         if found[label]:
             s = _stats([f["rate"] for f in found[label]])
             rows.append(
@@ -458,7 +485,7 @@ def _writer_rows(n: int, found: dict[str, list[dict[str, float]]]) -> list[Row]:
     what = "client + server" if known else "client only (server CPU not readable)"
     c = _stats([_cpu(f) for f in found["raw"]])
     rows.append(("writers", f"{n} raw: CPU per row, {what}", *c, "us", "1.00x floor"))
-    for label in ("before", "after", "statement"):
+    for label in ("before", "after", "statement", *tried):
         if found.get(label):
             s = _stats([_cpu(f) for f in found[label]])
             server = statistics.median(f["server"] * 1e6 for f in found[label])
@@ -516,7 +543,8 @@ def table(rows: list[Row]) -> str:
 
 def _run_child(args: list[str]) -> Any:
     if args[0] == "writers":
-        return one_writers(args[1], int(args[2]), int(args[3]))
+        notify = float(args[4]) if len(args) > 4 else None
+        return one_writers(args[1], int(args[2]), int(args[3]), notify=notify)
     if args[0] == "append":
         return one_append(int(args[1]), (1_000, 40_000))
     if args[0] == "load":
@@ -539,6 +567,13 @@ def main() -> None:
     parser.add_argument(
         "--statement", action="store_true", help="writers: also the append function alone, without the ledger"
     )
+    parser.add_argument(
+        "--notify-interval",
+        nargs="*",
+        type=float,
+        default=[],
+        help="writers: also the ledger's writers with notify_interval=S in their URL (default 0.05 s), per S",
+    )
     parser.add_argument("--child", nargs="*", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -552,7 +587,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         old = str(_package_of(args.before, Path(folder))) if args.before else None
         if "writers" in args.only:
-            rows += run_writers(args.writers, per_writer, rounds, old, statement=args.statement)
+            rows += run_writers(
+                args.writers, per_writer, rounds, old, statement=args.statement, notify=args.notify_interval
+            )
         if "append" in args.only:
             rows += run_append(30 if args.quick else 100)
         if "load" in args.only:
