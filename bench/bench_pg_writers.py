@@ -467,8 +467,7 @@ def _writer_rows(n: int, found: dict[str, list[dict[str, float]]]) -> list[Row]:
     """The rows of one writer count: rates, then CPU per operation (client + server), as ratios to raw."""
     r = _stats([f["rate"] for f in found["raw"]])
     rows: list[Row] = [("writers", f"{n} raw INSERT + COMMIT processes (floor)", *r, "rows/s", "1.00x floor")]
-    tried = [label for label in found if label.startswith("after, notify_interval")]
-    for label in ("before", "after", *tried):
+    for label in [k for k in found if k not in {"raw", "statement"}]:  # before, after, after at each interval
         if found[label]:
             s = _stats([f["rate"] for f in found[label]])
             rows.append(
@@ -485,8 +484,8 @@ def _writer_rows(n: int, found: dict[str, list[dict[str, float]]]) -> list[Row]:
     what = "client + server" if known else "client only (server CPU not readable)"
     c = _stats([_cpu(f) for f in found["raw"]])
     rows.append(("writers", f"{n} raw: CPU per row, {what}", *c, "us", "1.00x floor"))
-    for label in ("before", "after", "statement", *tried):
-        if found.get(label):
+    for label in [k for k in found if k != "raw"]:
+        if found[label]:
             s = _stats([_cpu(f) for f in found[label]])
             server = statistics.median(f["server"] * 1e6 for f in found[label])
             floor = statistics.median(f["server"] * 1e6 for f in found["raw"])

@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 import contextledger
@@ -40,7 +39,7 @@ from psycopg.sql import SQL, Identifier, Literal
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from bench_pg_writers import PG, _raw_table
+from bench_pg_writers import PG, _drop, _raw_table, _schema
 from harness import machine, save
 
 EVENTS = "contextledger_events"
@@ -57,8 +56,8 @@ def _setup(clients: int) -> str:
     The variants of the append function are made from the one the ledger installed (its source and arguments
     as PostgreSQL holds them), so what is measured is what an append runs.
     """
-    schema = f"bench_srv_{uuid.uuid4().hex[:10]}"
-    with contextledger.open_ledger(f"{PG}?schema={schema}") as ledger:
+    schema, url = _schema()
+    with contextledger.open_ledger(url) as ledger:
         sessions = [ledger.start_session(system_prompt="bench") for _ in range(clients)]
     raw = _raw_table(schema)  # bench_pg_writers's floor table
     with psycopg.connect(PG, autocommit=True) as conn:
@@ -164,8 +163,7 @@ def main() -> None:
                     flush=True,
                 )
     finally:
-        with psycopg.connect(PG, autocommit=True) as conn:
-            conn.execute(SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(Identifier(schema)))
+        _drop(schema)
     raw = statistics.median(found["raw"])
     print(f"\n{args.clients} pgbench clients, {args.seconds} s a run, {args.rounds} rounds interleaved\n")
     print("| transaction (after the same lookup) | tps, median (min-max) | of raw |")
