@@ -13,11 +13,13 @@ import psycopg
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.memory import MemoryRecorder
 from contextledger.adapters.store.postgres import PostgresRecorder
+from contextledger.adapters.store.postgres_horizon import listen_statements
+from contextledger.adapters.store.postgres_notify import UNHEARD, UNHEARD_POLL
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.adapters.store.sqlite import SQLiteRecorder, sqlite_file
 from contextledger.domain.errors import ConfigError, StoreError, StoreUnavailableError
 from contextledger.domain.ports import NotificationWaiter
-from psycopg.sql import SQL, Composed, Identifier
+from psycopg.sql import Composed
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -113,11 +115,15 @@ class PostgresNotificationWaiter:
     """Waits on a dedicated autocommit connection that LISTENs on the recorder's channel.
 
     The LISTEN is issued when the waiter opens, so a NOTIFY committed between the caller's last read and
-    its ``wait`` is queued, not lost. ``wait`` first reads ``max(notification_id)`` once (True at once
-    when it is past ``after``), then blocks on the connection's notifications; each one is checked
-    against the table again, so a NOTIFY of another ledger sharing the channel does not end the wait. A
-    broken connection is reopened once per wait; failing again, or failing to reopen, raises
-    ``StoreError``. ``close`` (from any thread) ends a wait in progress, which returns False.
+    its ``wait`` is queued, not lost; with it, the connection holds the shared lock that tells writers a
+    listener exists (``listen_statements``: writers send no NOTIFY while none does, ADR 0079). ``wait``
+    first reads ``max(notification_id)`` once (True at once when it is past ``after``), then blocks on
+    the connection's notifications; each one is checked against the table again, so a NOTIFY of another
+    ledger sharing the channel does not end the wait. For its first ``UNHEARD`` seconds, while writers that
+    found no listener just before may still be quiet, it also looks every ``UNHEARD_POLL`` seconds. A
+    broken connection is reopened once per wait (LISTEN and lock again, and ``UNHEARD`` anew); failing
+    again, or failing to reopen, raises ``StoreError``. ``close`` (from any thread) ends a wait in
+    progress, which returns False.
     """
 
     def __init__(self, url: str, *, channel: str, newest: Composed) -> None:
@@ -130,6 +136,8 @@ class PostgresNotificationWaiter:
         self._lock = threading.Lock()
         self._closed = False
         self._received = 0
+        self._unheard_until = 0.0
+        """Until when writers may not know this listener yet (``UNHEARD``): it looks for rows by itself."""
         self._conn: psycopg.Connection[Any] = self._listen()
 
     @property
@@ -148,10 +156,12 @@ class PostgresNotificationWaiter:
         except psycopg.Error as error:
             raise _store_error(f"open a listening connection to {self._where}", error) from error
         try:
-            conn.execute(SQL("LISTEN {}").format(Identifier(self._channel)))
+            for statement in listen_statements(self._channel):  # LISTEN, then tell writers it listens
+                conn.execute(statement)
         except psycopg.Error as error:
             conn.close()
             raise _store_error(f"LISTEN {self._channel} at {self._where}", error) from error
+        self._unheard_until = time.monotonic() + UNHEARD
         return conn
 
     def wait(self, after: int, timeout: float) -> bool:
@@ -170,6 +180,10 @@ class PostgresNotificationWaiter:
                     # Committed rows above the horizon (ADR 0031) wait for older transactions, whose end
                     # sends no NOTIFY when they roll back or write elsewhere: look again soon.
                     self._block(min(remaining, _HORIZON_POLL))
+                elif time.monotonic() < self._unheard_until:
+                    # Writers that found no listener just before this one took its lock send no NOTIFY
+                    # for a moment (ADR 0079): look again soon until they know it.
+                    self._block(min(remaining, UNHEARD_POLL))
                 elif not self._block(remaining):
                     return False  # no NOTIFY came: the timeout passed first
             except psycopg.Error as error:

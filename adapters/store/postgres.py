@@ -205,10 +205,13 @@ class PostgresRecorder(
         self.notifier.committed()
         return ids
 
-    def _send_notify(self) -> None:
-        """One NOTIFY on the recorder's channel, a transaction of its own (the notifier's ``send``)."""
+    def _send_notify(self) -> bool:
+        """One NOTIFY on the recorder's channel, a transaction of its own (the notifier's ``send``).
+
+        Returns whether it was sent: a listener held its lock (``notify_statement``, ADR 0079).
+        """
         with self.datastore.get_connection() as conn:
-            conn.execute(self._notify, prepare=True)
+            return conn.execute(self._notify, prepare=True).fetchone() is not None
 
     def close(self) -> None:
         """Send the NOTIFY still due, before the pool closes (``open_postgres``'s ``on_close``)."""

@@ -51,6 +51,8 @@ __all__ = [
     "PostgresNotificationLog",
     "append_statement",
     "horizon_statements",
+    "listen_statements",
+    "listeners_key",
     "notify_statement",
     "persistence_error",
     "persistence_errors",
@@ -219,15 +221,48 @@ def append_statement(schema: str, table: str, *, one: bool = False) -> Composed:
     return SQL("SELECT {}(" + arguments + ") AS ids").format(_function(schema, f"{table}_append"))
 
 
+def listeners_key(channel: str) -> str:
+    """The advisory-lock key every listener on ``channel`` holds shared while it listens (ADR 0079)."""
+    return f"contextledger-listeners:{channel}"
+
+
+def listen_statements(channel: str) -> list[Composed]:
+    """``LISTEN channel``, then the session's shared lock on ``listeners_key`` that tells writers it listens.
+
+    Run on an autocommit connection kept for listening: the lock lives as long as the session (the server
+    releases it when the connection closes or its client dies), so a writer never NOTIFYs for a listener
+    that is gone, and always does for one that took the lock before the writer looked (``notify_statement``).
+    """
+    return [
+        SQL("LISTEN {}").format(Identifier(channel)),
+        SQL("SELECT pg_advisory_lock_shared(hashtextextended({}, 0))").format(
+            Literal(listeners_key(channel))
+        ),
+    ]
+
+
 def notify_statement(channel: str) -> bytes:
-    """``SELECT pg_notify(channel, '')``, sent after an append has committed, as a transaction of its own.
+    """``SELECT pg_notify(channel, '')`` when a listener holds its lock, sent after an append has committed.
 
     A transaction that NOTIFYs holds a cluster-wide lock from its pre-commit until its end, so appends that
     notified inside their own transaction committed one at a time, each with its WAL flush: no group
     commit (ADR 0042). A transaction without a transaction id writes no commit record: this one holds the
     lock for microseconds. Listeners are woken after the rows are visible, as before.
+
+    With no listener, no NOTIFY (ADR 0079): the statement first tries the exclusive transaction lock on
+    ``listeners_key``, which it gets only when no listener holds the key shared (``listen_statements``),
+    and releases at once (its transaction ends with the statement). The try runs after the append has
+    committed: a listener that took its lock before it is woken; one that takes it after reads the rows
+    when it next looks, since they were committed before. Two writers trying at once may both NOTIFY.
+    The statement returns a row when it notified, none when no listener held the key: the writer then
+    stays quiet for a moment (``postgres_notify.QUIET``), and a listener that starts meanwhile looks by
+    itself until writers know it (``postgres_notify.UNHEARD``).
     """
-    return SQL("SELECT pg_notify({}, '')").format(Literal(channel)).as_bytes(None)
+    return (
+        SQL("SELECT pg_notify({}, '') WHERE NOT pg_try_advisory_xact_lock(hashtextextended({}, 0))")
+        .format(Literal(channel), Literal(listeners_key(channel)))
+        .as_bytes(None)
+    )
 
 
 def _notification_of(row: Mapping[str, Any]) -> Notification:

@@ -13,6 +13,11 @@ followed, within ``interval`` plus one round trip, by a NOTIFY sent after it. Th
 second without commits and is started again by the next one; ``close`` sends what is due before the
 pool closes. A failed NOTIFY is logged and dropped (the append has committed; listeners see the rows
 at the next NOTIFY or at their own poll timeout, as after a writer killed before its NOTIFY).
+
+With no listener, no NOTIFY (ADR 0079). ``send`` returns whether a listener heard it; when none did, the
+notifier stays quiet for ``QUIET`` seconds: the commits made meanwhile send nothing, not even a round trip.
+A listener that starts meanwhile is not yet known to this writer, so it looks for new rows by itself
+every ``UNHEARD_POLL`` seconds for its first ``UNHEARD`` seconds (``PostgresNotificationWaiter``).
 """
 
 from __future__ import annotations
@@ -23,13 +28,23 @@ from collections.abc import Callable
 
 from contextledger.application.kernel.logs import get_logger
 
-__all__ = ["NOTIFY_INTERVAL", "CommitNotifier"]
+__all__ = ["NOTIFY_INTERVAL", "QUIET", "UNHEARD", "UNHEARD_POLL", "CommitNotifier"]
 
 log = get_logger(__name__)
 
 NOTIFY_INTERVAL = 0.05
 """Seconds between two NOTIFYs of one ledger: a commit is announced at once after a quiet interval,
 else at the interval's end (with every commit made meanwhile). The URL's ``notify_interval`` sets it."""
+
+QUIET = 1.0
+"""Seconds a writer sends no NOTIFY after one found no listener (its commits are read at the next look)."""
+
+UNHEARD = 2 * QUIET
+"""Seconds a new listener looks for rows by itself: writers that found none before it took its lock are
+quiet for at most ``QUIET`` seconds after that (their clocks and ours may differ: twice as long)."""
+
+UNHEARD_POLL = NOTIFY_INTERVAL
+"""Seconds between a new listener's own looks, while writers may not know it yet: a NOTIFY's pace."""
 
 _IDLE = 1.0
 """Seconds without a commit after which the sending thread ends (the next commit starts another)."""
@@ -38,10 +53,16 @@ _IDLE = 1.0
 class CommitNotifier:
     """Sends ``send()`` (the NOTIFY) after commits from a thread of its own, once per ``interval`` at most."""
 
-    def __init__(self, send: Callable[[], None], *, interval: float = NOTIFY_INTERVAL) -> None:
-        """``send`` runs one NOTIFY as a transaction of its own; it may raise (logged, dropped)."""
+    def __init__(self, send: Callable[[], bool], *, interval: float = NOTIFY_INTERVAL) -> None:
+        """``send`` runs one NOTIFY as a transaction of its own and returns whether a listener heard it.
+
+        It may raise (logged, dropped). After a send that no listener heard, commits send nothing for
+        ``QUIET`` seconds.
+        """
         self._send = send
         self._interval = interval
+        self._quiet_until = 0.0
+        """Until when (``time.monotonic``) commits send nothing: the last send found no listener."""
         self._due = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -55,6 +76,8 @@ class CommitNotifier:
         """Note a commit: a NOTIFY sent after this call follows within ``interval`` plus a round trip."""
         if self._due.is_set() and not self._closed:  # (``close`` sets ``_closed`` before it sets ``_due``)
             return  # a NOTIFY not sent yet covers this commit too
+        if time.monotonic() < self._quiet_until:
+            return  # no listener a moment ago: one that came since looks by itself (``UNHEARD``)
         with self._lock:
             if self._closed:
                 self._deliver()  # after close no thread runs: notify now, in the caller's thread
@@ -81,8 +104,10 @@ class CommitNotifier:
 
     def _deliver(self) -> None:
         try:
-            self._send()
+            heard = self._send()
             self.sent += 1
+            if not heard:
+                self._quiet_until = time.monotonic() + QUIET
         except Exception as error:  # noqa: BLE001  # the appends have committed: a lost wake-up is logged
             log.warning("notify_failed", error=str(error))
         self._last = time.monotonic()

@@ -11,6 +11,7 @@ from pathlib import Path
 import contextledger
 import psycopg
 import pytest
+from contextledger.adapters.store import notification_waiters, postgres_notify
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.notification_waiters import (
     PollingNotificationWaiter,
@@ -19,6 +20,7 @@ from contextledger.adapters.store.notification_waiters import (
     sqlite_waiter,
 )
 from contextledger.adapters.store.postgres import PostgresRecorder
+from contextledger.adapters.store.postgres_horizon import listen_statements
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.domain.errors import ConfigError, StoreError, StoreUnavailableError
 from contextledger.domain.events import SessionStarted
@@ -201,10 +203,53 @@ def test_the_insert_path_notifies_the_recorders_channel(pg_store, pg_url):
     """An append sends NOTIFY on ``channel_name`` at commit (what a LISTENing tail waits for)."""
     channel = channel_of(pg_store)
     with psycopg.connect(pg_url.split("?")[0], autocommit=True) as listener:
-        listener.execute(SQL("LISTEN {}").format(Identifier(channel)))
+        for statement in listen_statements(channel):
+            listener.execute(statement)
         start(pg_store, "s1")
         received = list(listener.notifies(timeout=LONG, stop_after=1))
     assert [n.channel for n in received] == [channel]
+
+
+HEARD_NONE = 0.3
+"""Past a NOTIFY's interval (0.05 s) and round trip: a listener that heard nothing by then gets none."""
+
+
+def test_writers_notify_only_while_a_listener_holds_its_lock(pg_store, pg_url, monkeypatch):
+    """No listener, no NOTIFY (ADR 0079): a bare LISTEN hears appends only while a waiter is open.
+
+    The waiter's connection holds the listeners' lock. Before it opened, and once its server session is
+    killed (the lock dies with it), appends are committed and no NOTIFY is sent. A writer that found no
+    listener stays quiet for ``QUIET`` seconds: the waiter opened meanwhile still sees the append made then,
+    by looking for itself; the writer's appends after the quiet are announced.
+    """
+    monkeypatch.setattr(postgres_notify, "QUIET", 2.0)
+    monkeypatch.setattr(notification_waiters, "UNHEARD", 4.0)
+    channel = channel_of(pg_store)
+    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as bare:
+        bare.execute(SQL("LISTEN {}").format(Identifier(channel)))
+        start(pg_store, "s1")
+        assert list(bare.notifies(timeout=HEARD_NONE)) == []
+        waiter = notification_waiter(pg_store)
+        assert isinstance(waiter, PostgresNotificationWaiter)
+        try:
+            assert waiter.wait(0, LONG) is True
+            thread, result = wait_in_thread(waiter, 1, LONG)
+            start(pg_store, "s2")  # the writer is still quiet: no NOTIFY, the waiter looks for itself
+            thread.join(2 * LONG)
+            assert result == [True]
+            assert list(bare.notifies(timeout=HEARD_NONE)) == []
+            time.sleep(2.0)  # the writer's quiet ends: its next append looks again and finds the waiter
+            start(pg_store, "s3")
+            assert [n.channel for n in bare.notifies(timeout=LONG, stop_after=1)] == [channel]
+            assert waiter.wait(2, LONG) is True
+            with psycopg.connect(pg_url.split("?")[0], autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (waiter.backend_pid,))
+            list(bare.notifies(timeout=HEARD_NONE))  # what the kill left on the way
+            start(pg_store, "s4")
+            assert list(bare.notifies(timeout=HEARD_NONE)) == []
+            assert waiter.wait(3, LONG) is True  # reopened: it LISTENs, holds the lock and looks by itself
+        finally:
+            waiter.close()
 
 
 def test_the_waiter_listens_a_bare_notify_reaches_it_but_only_a_row_ends_the_wait(pg_store, pg_url):

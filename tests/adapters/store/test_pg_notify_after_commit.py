@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextledger
 import psycopg
 from contextledger.adapters.store.postgres import SCHEMA_VERSION
+from contextledger.adapters.store.postgres_horizon import listen_statements
 from contextledger.application.rebuild.rebuild import store_views
-from psycopg.sql import SQL, Identifier
 
 from tests.conftest import PG_BASE
 
@@ -18,17 +18,26 @@ def _schema(pg_url: str) -> str:
 
 
 def test_a_listener_woken_by_an_append_reads_the_appended_event(pg_url: str) -> None:
-    """The NOTIFY is sent once the append has committed: what the woken listener reads holds the event."""
-    with contextledger.open_ledger(pg_url) as ledger:
+    """The NOTIFY is sent once the append has committed: what the woken listener reads holds the event.
+
+    The listener holds its lock before the first append (a writer that found none would be quiet a moment,
+    ADR 0079); the session start's NOTIFY is taken first.
+    """
+    with (
+        psycopg.connect(PG_BASE.split("?")[0], autocommit=True) as listener,
+        contextledger.open_ledger(pg_url) as ledger,
+    ):
+        for statement in listen_statements("contextledger_events"):
+            listener.execute(statement)
         session = ledger.start_session(session_id="s")
+        assert list(listener.notifies(timeout=LONG, stop_after=1))
+        list(listener.notifies(timeout=0.3))
         _views, reader = store_views(ledger)
         head = reader.head()
-        with psycopg.connect(PG_BASE.split("?")[0], autocommit=True) as listener:
-            listener.execute(SQL("LISTEN {}").format(Identifier("contextledger_events")))
-            ledger.add_user_message(session, "hello")
-            assert list(listener.notifies(timeout=LONG, stop_after=1))
-            seen = reader.read_notifications(head, 10)
-        assert [(n.stream_id, n.position) for n in seen] == [(session, 2)]
+        ledger.add_user_message(session, "hello")
+        assert list(listener.notifies(timeout=LONG, stop_after=1))
+        seen = reader.read_notifications(head, 10)
+    assert [(n.stream_id, n.position) for n in seen] == [(session, 2)]
 
 
 def test_a_schema_6_ledger_loses_its_claim_function_and_keeps_appending_in_order(pg_url: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 from contextledger.adapters.store import postgres_notify
 from contextledger.adapters.store.event_store import RecorderEventStore
 from contextledger.adapters.store.postgres import PostgresRecorder
+from contextledger.adapters.store.postgres_horizon import listen_statements
 from contextledger.adapters.store.postgres_notify import CommitNotifier
 from contextledger.adapters.store.postgres_options import connection_settings
 from contextledger.domain.content import InlineText
@@ -21,7 +22,6 @@ from contextledger.domain.events import SessionStarted, UserMessageAdded
 from eventsourcing.postgres import PostgresDatastore
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from psycopg.sql import SQL, Identifier
 
 from tests.conftest import PG_BASE
 
@@ -29,19 +29,21 @@ LONG = 30.0
 
 
 class Sends:
-    """A fake ``send``: notes when each NOTIFY started; can be told to fail."""
+    """A fake ``send``: notes when each NOTIFY started; can be told to fail, or that nobody listens."""
 
     def __init__(self) -> None:
         self.started: list[float] = []
         self.fail = False
+        self.heard = True
         self.lock = threading.Lock()
 
-    def __call__(self) -> None:
+    def __call__(self) -> bool:
         with self.lock:
             self.started.append(time.monotonic())
         if self.fail:
             msg = "server gone"
             raise psycopg.OperationalError(msg)
+        return self.heard
 
     def wait_for(self, count: int, timeout: float = LONG) -> None:
         deadline = time.monotonic() + timeout
@@ -159,6 +161,32 @@ def test_the_thread_ends_when_idle_and_the_next_commit_starts_another(
     assert len(sends.started) == 2
 
 
+def test_after_a_notify_nobody_heard_commits_send_nothing_for_a_moment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No listener, no round trip (ADR 0079): for ``QUIET`` seconds commits send nothing, then look again."""
+    monkeypatch.setattr(postgres_notify, "QUIET", 0.5)
+    sends = Sends()
+    sends.heard = False
+    notifier = CommitNotifier(sends, interval=0.001)
+    notifier.committed()
+    sends.wait_for(1)
+    found_none = time.monotonic()
+    while time.monotonic() - found_none < 0.3:
+        notifier.committed()
+        time.sleep(0.001)
+    assert len(sends.started) == 1  # quiet: nobody listened a moment ago
+    time.sleep(0.3)
+    sends.heard = True
+    notifier.committed()  # the quiet is over: this commit looks again, and a listener hears it
+    sends.wait_for(2)
+    notifier.committed()
+    sends.wait_for(3)
+    notifier.close()
+    assert len(sends.started) == 3
+    assert notifier.sent == 3
+
+
 # -- on PostgreSQL ---------------------------------------------------------------------------------
 # Every ledger of a database NOTIFYs one channel name per events table: these tests use a table (so a
 # channel) of their own, so that other tests' appends cannot reach their listeners.
@@ -189,7 +217,8 @@ def _store(pg_url: str, interval: float) -> Iterator[RecorderEventStore]:
 def _listen(store: RecorderEventStore) -> psycopg.Connection[tuple[object, ...]]:
     assert isinstance(store.recorder, PostgresRecorder)
     conn = psycopg.connect(PG_BASE.split("?")[0], autocommit=True)
-    conn.execute(SQL("LISTEN {}").format(Identifier(str(store.recorder.channel_name))))
+    for statement in listen_statements(str(store.recorder.channel_name)):
+        conn.execute(statement)
     return conn
 
 
