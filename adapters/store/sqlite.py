@@ -56,6 +56,9 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 
 
 _SAVE_SNAPSHOT = "INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)"
+
+_HEADS_CHUNK = 500
+"""Streams whose heads one statement reads (``stream_versions``), far below SQLite's bound parameters."""
 """Store or replace one ``(name, position, state)`` snapshot row (``save_snapshot``, or with an append)."""
 
 
@@ -320,31 +323,39 @@ class SQLiteRecorder(SQLiteErasure, SQLiteProjectionTables, SQLiteApplicationRec
         ``MAX(...) WHERE originator_id IN (...) GROUP BY`` reads every row of those streams (~0.6 ms for
         a session of 10,000 events); a correlated ``MAX`` per stream reads the index entry it needs. The
         heads come back joined in one row: fetched row by row, each row took the GIL back (a wait for it
-        beside a commit on another thread).
+        beside a commit on another thread). Up to ``_HEADS_CHUNK`` streams are one statement, run on
+        its own (a statement is its own snapshot): no ``BEGIN`` and ``ROLLBACK`` around it, two of the
+        three statements a warm render sent to learn that nothing changed. More are read in one
+        transaction, so every chunk sees the same log.
         """
         ids = list(stream_ids)
+        if not ids:
+            return {}
+        if len(ids) <= _HEADS_CHUNK:
+            with self.datastore.get_connection(commit=False) as conn, conn.cursor() as c:
+                return self._heads(c, ids)
         found: dict[str, int] = {}
         with self.datastore.transaction(commit=False) as c:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join(["(?)"] * len(chunk))
-                table = self.events_table_name
-                head = f"(SELECT MAX(originator_version) FROM {table} WHERE originator_id = ids.id)"  # noqa: S608
-                c.execute(  # each stream and its head (0: no event), joined into one row
-                    f"WITH ids(id) AS (VALUES {marks}) "  # noqa: S608 - the recorder's table
-                    f"SELECT group_concat(id, char(31)), group_concat(coalesce({head}, 0)) FROM ids",
-                    chunk,
-                )
-                streams, heads = c.fetchone()
-                named = streams.split(SEPARATOR)
-                if len(named) != len(chunk):  # a stream id holding the separator: row by row
-                    c.execute(f"WITH ids(id) AS (VALUES {marks}) SELECT id, {head} FROM ids", chunk)  # noqa: S608
-                    found.update({str(row[0]): int(row[1]) for row in c.fetchall() if row[1] is not None})
-                    continue
-                found.update(
-                    (stream, at) for stream, at in zip(named, map(int, heads.split(",")), strict=True) if at
-                )
+            for start in range(0, len(ids), _HEADS_CHUNK):
+                found.update(self._heads(c, ids[start : start + _HEADS_CHUNK]))
         return found
+
+    def _heads(self, c: SQLiteCursor, chunk: list[str]) -> dict[str, int]:
+        """The heads of up to ``_HEADS_CHUNK`` streams (those with events), joined by SQLite in one row."""
+        marks = ",".join(["(?)"] * len(chunk))
+        table = self.events_table_name
+        head = f"(SELECT MAX(originator_version) FROM {table} WHERE originator_id = ids.id)"  # noqa: S608
+        c.execute(  # each stream and its head (0: no event), joined into one row
+            f"WITH ids(id) AS (VALUES {marks}) "  # noqa: S608 - the recorder's table
+            f"SELECT group_concat(id, char(31)), group_concat(coalesce({head}, 0)) FROM ids",
+            chunk,
+        )
+        streams, heads = c.fetchone()
+        named = streams.split(SEPARATOR)
+        if len(named) != len(chunk):  # a stream id holding the separator: row by row
+            c.execute(f"WITH ids(id) AS (VALUES {marks}) SELECT id, {head} FROM ids", chunk)  # noqa: S608
+            return {str(row[0]): int(row[1]) for row in c.fetchall() if row[1] is not None}
+        return {stream: at for stream, at in zip(named, map(int, heads.split(",")), strict=True) if at}
 
 
 def sqlite_file(url: str) -> tuple[Path, dict[str, list[str]]]:
