@@ -7,7 +7,6 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 from contextledger.adapters.store.factory import open_store
@@ -31,33 +30,24 @@ def test_rows_per_insert_follows_the_connections_limit_of_bound_values():
         conn.close()
 
 
-def test_a_batch_commit_of_several_views_runs_three_statements_in_its_transaction(tmp_path, monkeypatch):
+def test_a_batch_commit_of_several_views_runs_three_statements_in_its_transaction(
+    tmp_path, sqlite_statements
+):
     """Checkpoints, every view's rows and the lease renewal: one statement each, and every row lands."""
-    executed: list[str] = []
-    tracing = [False]
-    connect = sqlite3.connect
-
-    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
-        conn.set_trace_callback(lambda sql: executed.append(sql) if tracing[0] else None)
-        return conn
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
     store = open_store(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:
         views = RecorderProjections(store)
         lease = views.acquire("ctx")
         rows = {f"s{i:03d}": (i, bytes([i % 256]) * 40) for i in range(300)}
         digests = {f"s{i:03d}": (i, b"digest") for i in range(300)}
-        tracing[0] = True
-        views.commit_many(
-            [
-                ProjectionCommit("ctx", "ctx", 12, rows),
-                ProjectionCommit("ctx#renders", "", 12, digests),
-                ProjectionCommit("tokens", "", 12, {}),
-            ]
-        )
-        tracing[0] = False
+        with sqlite_statements.recording() as executed:
+            views.commit_many(
+                [
+                    ProjectionCommit("ctx", "ctx", 12, rows),
+                    ProjectionCommit("ctx#renders", "", 12, digests),
+                    ProjectionCommit("tokens", "", 12, {}),
+                ]
+            )
         with sqlite3.connect(":memory:") as probe:  # one statement on SQLite >= 3.32, three on an older one
             inserts = math.ceil(600 / rows_per_insert(probe.cursor()))
         assert [" ".join(sql.rstrip(";").split()[:3]) for sql in executed] == [
