@@ -70,10 +70,13 @@ class CommitNotifier:
         self._last = -interval
         self._closed = False
         self.sent = 0
-        """How many NOTIFYs were sent (for tests)."""
+        """How many NOTIFY statements were sent, heard or not (for tests)."""
 
     def committed(self) -> None:
-        """Note a commit: a NOTIFY sent after this call follows within ``interval`` plus a round trip."""
+        """Note a commit: a NOTIFY sent after this call follows within ``interval`` plus a round trip.
+
+        Unless the last NOTIFY, less than ``QUIET`` seconds ago, found no listener: then nothing is sent.
+        """
         if self._due.is_set() and not self._closed:  # (``close`` sets ``_closed`` before it sets ``_due``)
             return  # a NOTIFY not sent yet covers this commit too
         if time.monotonic() < self._quiet_until:
