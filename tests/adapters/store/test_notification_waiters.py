@@ -222,12 +222,18 @@ def test_writers_notify_only_while_a_listener_holds_its_lock(pg_store, pg_url, m
     listener stays quiet for ``QUIET`` seconds: the waiter opened meanwhile still sees the append made then,
     by looking for itself; the writer's appends after the quiet are announced.
     """
-    monkeypatch.setattr(postgres_notify, "QUIET", 2.0)
-    monkeypatch.setattr(notification_waiters, "UNHEARD", 4.0)
+    quiet = 3.0  # long enough for the steps between the first append and the second on a loaded machine
+    monkeypatch.setattr(postgres_notify, "QUIET", quiet)
+    monkeypatch.setattr(notification_waiters, "UNHEARD", 2 * quiet)
+    assert isinstance(pg_store.recorder, PostgresRecorder)
+    notifier = pg_store.recorder.notifier
     channel = channel_of(pg_store)
     with psycopg.connect(pg_url.split("?")[0], autocommit=True) as bare:
         bare.execute(SQL("LISTEN {}").format(Identifier(channel)))
         start(pg_store, "s1")
+        deadline = time.monotonic() + LONG
+        while notifier.sent < 1 and time.monotonic() < deadline:  # its try found no listener: quiet from now
+            time.sleep(0.01)
         assert list(bare.notifies(timeout=HEARD_NONE)) == []
         waiter = notification_waiter(pg_store)
         assert isinstance(waiter, PostgresNotificationWaiter)
@@ -238,7 +244,7 @@ def test_writers_notify_only_while_a_listener_holds_its_lock(pg_store, pg_url, m
             thread.join(2 * LONG)
             assert result == [True]
             assert list(bare.notifies(timeout=HEARD_NONE)) == []
-            time.sleep(2.0)  # the writer's quiet ends: its next append looks again and finds the waiter
+            time.sleep(quiet)  # the writer's quiet ends: its next append looks again and finds the waiter
             start(pg_store, "s3")
             assert [n.channel for n in bare.notifies(timeout=LONG, stop_after=1)] == [channel]
             assert waiter.wait(2, LONG) is True
