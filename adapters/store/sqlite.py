@@ -56,10 +56,10 @@ DEFAULT_BUSY_TIMEOUT = 5.0
 
 
 _SAVE_SNAPSHOT = "INSERT OR REPLACE INTO ledger_snapshots VALUES (?, ?, ?)"
+"""Store or replace one ``(name, position, state)`` snapshot row (``save_snapshot``, or with an append)."""
 
 _HEADS_CHUNK = 500
 """Streams whose heads one statement reads (``stream_versions``), far below SQLite's bound parameters."""
-"""Store or replace one ``(name, position, state)`` snapshot row (``save_snapshot``, or with an append)."""
 
 
 def _persistence_error(error: sqlite3.Error) -> PersistenceError:
