@@ -63,7 +63,7 @@ def _leaf(name: str) -> Test:
 PARTS: list[tuple[str, Test]] = [
     (
         "the raw floor's own work: fetch and decode",
-        _has("notification_rows (", "MsgspecMapper.decode ("),
+        _has("notification_rows (", "notification_scan (", "MsgspecMapper.decode"),
     ),
     (
         "start-up and exit: imports, typer, opening the ledger, leases",
