@@ -58,13 +58,65 @@ def median_of_runs(run: Callable[[], float], runs: int = 5) -> tuple[float, floa
 
 
 def machine() -> dict[str, Any]:
-    """Facts that make a result comparable: cores, load, Python."""
+    """Facts that make a result comparable: processor, cores, memory, load, Python, and the code measured."""
     return {
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "cpu": cpu_model(),
+        "memory_gib": memory_gib(),
         "load1": round(os.getloadavg()[0], 2),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": commit(),
     }
+
+
+def cpu_model() -> str:
+    """The processor's model name (Linux ``/proc/cpuinfo``; else what ``platform`` knows, or "unknown")."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:  # noqa: PTH123
+            for line in info:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def memory_gib() -> float | None:
+    """The machine's memory in GiB (Linux ``/proc/meminfo``), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:  # noqa: PTH123
+            for line in info:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / (1024 * 1024), 1)
+    except OSError:
+        pass
+    return None
+
+
+def commit(root: Path | None = None) -> str | None:
+    """The checkout's commit (short), with "+changes" when tracked files outside ``bench/results`` differ.
+
+    The code a result was measured on ("the working tree" of ``--before`` comparisons). The benches rewrite
+    ``bench/results`` as they run, which is not a change of the code measured. ``root``: the checkout (this
+    repository's by default). None outside a git checkout.
+    """
+    root = root or Path(__file__).resolve().parents[1]
+    git = shutil.which("git")
+    if git is None:
+        return None
+    head = subprocess.run(
+        [git, "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    if head.returncode:
+        return None
+    changed = subprocess.run(
+        [git, "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")
 
 
 def peak_kib() -> int:

@@ -20,7 +20,9 @@ inside each bench, so every ratio is to a floor measured in the same run):
 ``--quick`` gives the PostgreSQL and rebuild benches fewer rounds (for a smoke run; the figures of record use
 the defaults). The summary reads the benches' result files back (``bench/results/{scale,pg_writers,
 rebuild_cli}.json``), prints one Markdown table (goal, before, after, met) followed by each bench's table,
-and writes it all to ``bench/results/issue22.md``.
+and writes it all to ``bench/results/issue22.md``. Its header names the code measured (the commit, "+changes"
+when tracked files outside ``bench/results`` differ) and each bench's machine facts as it saved them
+(``harness.machine``: processor, CPUs, memory, Python, the load when it ended), saying where a run ran.
 """
 
 from __future__ import annotations
@@ -204,18 +206,37 @@ def _rebuild_goals(cli: dict[str, Any]) -> list[list[str]]:
     ]
 
 
+def _facts(facts: dict[str, Any]) -> str:
+    """One line of a result file's machine facts (``harness.machine``; older files lack some)."""
+    memory = facts.get("memory_gib")
+    parts = [
+        str(facts.get("cpu") or "processor not recorded"),
+        f"{facts.get('cpus')} CPUs",
+        *([f"{memory} GiB"] if memory else []),
+        f"Python {facts.get('python')}",
+        f"load {facts.get('load1')} at {facts.get('when')}",
+        *([f"code `{facts['commit']}`"] if facts.get("commit") else []),
+    ]
+    return ", ".join(parts)
+
+
 def summary(before: str, results: Path = RESULTS) -> str:
     """The goals table from the three result files in ``results``, then each bench's own table."""
     scale, pg, cli = (_load(results, name) for name in ("scale", "pg_writers", "rebuild_cli"))
     goals = _scale_goals(scale) + _pg_goals(pg) + _rebuild_goals(cli)
+    results_of = (("scale", scale), ("pg_writers", pg), ("rebuild_cli", cli))
+    recorded = [(name, data["machine"]) for name, data in results_of if isinstance(data.get("machine"), dict)]
+    after = next((facts["commit"] for _, facts in recorded if facts.get("commit")), None)
     lines = [
-        f"Before = `{before}`, after = the working tree.",
+        f"Before = `{before}`, after = the working tree" + (f" (`{after}`)." if after else "."),
+        "",
+        *[f"- `{name}`: {_facts(facts)}" for name, facts in recorded],
         "",
         "| goal | before | after | |",
         "|---|---:|---:|---|",
     ]
     lines += [f"| {' | '.join(g)} |" for g in goals]
-    for name, data in (("scale", scale), ("pg_writers", pg), ("rebuild_cli", cli)):
+    for name, data in results_of:
         if data:
             lines += [
                 "",

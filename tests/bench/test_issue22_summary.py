@@ -24,6 +24,24 @@ def _table(text: str) -> dict[str, list[str]]:
     return {r[0].strip(): [c.strip() for c in r[1:]] for r in rows}
 
 
+def _cli() -> dict[str, object]:
+    """A rebuild_cli result: a first rebuild, and three rebuilds after a config change paired with raw."""
+    return {
+        "raw": [{"events_per_s": 100_000.0}],
+        "tiktoken": [{"seconds": 2.0}],
+        "before": {"first": {"seconds": 5.0}, "warm": [{"events": 10_000, "seconds": 1.0}]},
+        "after": {
+            "first": {"seconds": 2.4, "paired_ratios": [1.1, 1.25, 1.9]},
+            "warm": [  # each run paired with the raw run just before it
+                {"events": 30_000, "seconds": 1.0, "raw_ratio": 0.31},
+                {"events": 20_000, "seconds": 1.0, "raw_ratio": 0.22},
+                {"events": 25_000, "seconds": 1.0, "raw_ratio": 0.26},
+            ],
+        },
+        "markdown": "R",
+    }
+
+
 def test_each_goal_is_judged_from_the_after_figures(tmp_path):
     """Ratios are computed from the medians of the same run, and 'met' follows the issue's thresholds."""
     scale_before = [
@@ -57,21 +75,7 @@ def test_each_goal_is_judged_from_the_after_figures(tmp_path):
         _row("append", "single append @40,000 events", 1.2),
     ]
     _write(tmp_path, "pg_writers", {"before_ref": "abc", "rows": pg_rows, "markdown": "P"})
-    cli = {
-        "raw": [{"events_per_s": 100_000.0}],
-        "tiktoken": [{"seconds": 2.0}],
-        "before": {"first": {"seconds": 5.0}, "warm": [{"events": 10_000, "seconds": 1.0}]},
-        "after": {
-            "first": {"seconds": 2.4, "paired_ratios": [1.1, 1.25, 1.9]},
-            "warm": [  # each run paired with the raw run just before it
-                {"events": 30_000, "seconds": 1.0, "raw_ratio": 0.31},
-                {"events": 20_000, "seconds": 1.0, "raw_ratio": 0.22},
-                {"events": 25_000, "seconds": 1.0, "raw_ratio": 0.26},
-            ],
-        },
-        "markdown": "R",
-    }
-    _write(tmp_path, "rebuild_cli", cli)
+    _write(tmp_path, "rebuild_cli", _cli())
     table = _table(issue22.summary("abc", tmp_path))
     assert table["turn at turns 951-1,000 / 1-50, memory (<= 1.3)"] == ["1.50x", "1.20x", "met"]
     assert table["batched append / raw executemany (>= 50 %)"] == ["30.0 %", "55.0 %", "met"]
@@ -91,3 +95,29 @@ def test_a_missing_result_file_leaves_its_goals_out(tmp_path):
     """With no result files the summary has only its header: nothing is invented."""
     text = issue22.summary("abc", tmp_path)
     assert _table(text) == {"goal": ["before", "after", ""]}
+
+
+def test_the_summary_names_the_code_and_each_bench_machine(tmp_path):
+    """The header names the code measured and, per result file, the machine facts it was saved with."""
+    facts = {
+        "python": "3.11.7",
+        "cpus": 2,
+        "cpu": "AMD EPYC",
+        "memory_gib": 23.5,
+        "load1": 0.6,
+        "when": "2026-12-01T01:32:00Z",
+        "commit": "0a49583",
+    }
+    _write(tmp_path, "scale", {"before_ref": "abc", "before": [], "after": [], "machine": facts})
+    _write(tmp_path, "pg_writers", {"before_ref": "abc", "rows": [], "machine": {**facts, "load1": 3.2}})
+    older = {"python": "3.11.7", "cpus": 2, "load1": 1.0, "when": "2026-11-30T09:58:00Z"}
+    _write(tmp_path, "rebuild_cli", {**_cli(), "machine": older})
+    lines = issue22.summary("abc", tmp_path).splitlines()
+    assert lines[0] == "Before = `abc`, after = the working tree (`0a49583`)."
+    scale = "- `scale`: AMD EPYC, 2 CPUs, 23.5 GiB, Python 3.11.7, load 0.6 at 2026-12-01T01:32:00Z"
+    assert f"{scale}, code `0a49583`" in lines
+    assert any(line.startswith("- `pg_writers`: AMD EPYC, 2 CPUs") and "load 3.2" in line for line in lines)
+    # a file saved before the facts named the processor says so, without failing
+    assert any(
+        line.startswith("- `rebuild_cli`: processor not recorded, 2 CPUs, Python 3.11.7") for line in lines
+    )
