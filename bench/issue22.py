@@ -231,7 +231,7 @@ def summary(before: str, results: Path = RESULTS) -> str:
         f"Before = `{before}`, after = the working tree" + (f" (`{after}`)." if after else "."),
         "",
         *[f"- `{name}`: {_facts(facts)}" for name, facts in recorded],
-        "",
+        *([""] if recorded else []),
         "| goal | before | after | |",
         "|---|---:|---:|---|",
     ]

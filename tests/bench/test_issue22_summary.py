@@ -95,6 +95,7 @@ def test_a_missing_result_file_leaves_its_goals_out(tmp_path):
     """With no result files the summary has only its header: nothing is invented."""
     text = issue22.summary("abc", tmp_path)
     assert _table(text) == {"goal": ["before", "after", ""]}
+    assert text.startswith("Before = `abc`, after = the working tree.\n\n| goal |")  # no facts to name
 
 
 def test_the_summary_names_the_code_and_each_bench_machine(tmp_path):
