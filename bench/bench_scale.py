@@ -859,7 +859,14 @@ def main() -> None:
     print(f"\n{facts['cpus']} CPUs, load1 {facts['load1']}, Python {facts['python']}, {facts['when']}")
     save(
         "scale",
-        {"quick": args.quick, "before_ref": args.before, "before": before, "after": after, "markdown": text},
+        {
+            "quick": args.quick,
+            "before_ref": args.before,
+            "before": before,
+            "after": after,
+            "markdown": text,
+            "machine": facts,
+        },
     )
 
 

@@ -148,10 +148,15 @@ PEAK_KIB = inspect.getsource(peak_kib)
 
 
 def save(name: str, payload: dict[str, Any]) -> Path:
-    """Write a result file under bench/results and return its path."""
+    """Write a result file under bench/results and return its path.
+
+    ``payload["machine"]``, when the caller gathered the facts already (to print them), is kept; else
+    ``machine()`` gathers them here (once: reading the commit runs git twice).
+    """
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps({"machine": machine(), **payload}, indent=2) + "\n")
+    facts = payload["machine"] if "machine" in payload else machine()
+    path.write_text(json.dumps({**payload, "machine": facts}, indent=2) + "\n")
     return path
 
 

@@ -175,7 +175,13 @@ def main() -> None:
     print(f"\n{facts['cpus']} CPUs, load1 {facts['load1']}, Python {facts['python']}, {facts['when']}")
     save(
         "pg_server_append",
-        {"clients": args.clients, "seconds": args.seconds, "rounds": args.rounds, "tps": found},
+        {
+            "clients": args.clients,
+            "seconds": args.seconds,
+            "rounds": args.rounds,
+            "tps": found,
+            "machine": facts,
+        },
     )
 
 

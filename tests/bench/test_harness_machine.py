@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -57,3 +58,14 @@ def test_machine_facts_name_the_processor_and_memory():
     assert abs(facts["memory_gib"] - physical) <= 0.1
     assert facts["cpus"] >= 1
     assert facts["commit"] == harness.commit()
+
+
+def test_a_result_keeps_the_facts_its_bench_gathered(tmp_path, monkeypatch):
+    """``save`` keeps facts a bench gathered to print, and gathers them itself for a bench that did not."""
+    monkeypatch.setattr(harness, "RESULTS", tmp_path)
+    printed = {**harness.machine(), "load1": 7.5}
+    kept = json.loads(harness.save("kept", {"rows": [], "machine": printed}).read_text())
+    assert kept["machine"] == printed
+    gathered = json.loads(harness.save("gathered", {"rows": []}).read_text())
+    assert gathered["machine"]["cpu"] == printed["cpu"]
+    assert gathered["machine"]["commit"] == printed["commit"]
