@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections import Counter
 from collections.abc import Callable
 
@@ -65,10 +66,22 @@ def omitted_spans(window: WorkingContext, position: int) -> list[tuple[int, int,
     return sorted([s for s in out if s[0] <= s[1]] + spans)
 
 
+_position = operator.itemgetter(0)
+"""A tool result's position in ``CardState.results``."""
+_tool = operator.itemgetter(1)
+"""A tool result's tool name in ``CardState.results``."""
+
+
 def _tools_in(card: CardState, first: int, last: int) -> str:
-    seqs = [s for s, _ in card.results]
-    lo, hi = bisect.bisect_left(seqs, first), bisect.bisect_right(seqs, last)
-    counts = Counter(name for _, name in card.results[lo : min(hi, lo + 2_000)])
+    """The results in ``first``..``last``: how many, and the four tools most frequent in their first 2,000.
+
+    ``card.results`` is in position order (the fold appends each result), so the span is found by bisection:
+    O(log n), where a list of every position made each compaction of a long session cost O(session).
+    """
+    results = card.results
+    lo = bisect.bisect_left(results, first, key=_position)
+    hi = bisect.bisect_right(results, last, lo=lo, key=_position)
+    counts = Counter(map(_tool, results[lo : min(hi, lo + 2_000)]))
     if not counts:
         return ""
     listed = ", ".join(f"{n} x{c}" for n, c in sorted(counts.items(), key=lambda i: (-i[1], i[0]))[:4])

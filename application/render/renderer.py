@@ -417,8 +417,9 @@ class Renderer:
             return  # nothing to fold: no copy of the state
         seen = Seen(tools=set() if projector.policy.retention.tools else None)  # only its check needs them
         span = (cached.state.position, position)
-        events = self.reader.counted(session_id, projector, span, due, seen)
-        cached.state = projector.fold(events, cached.state)
+        with self.counter.saves_held():  # the counts this fold makes are written once, after it
+            events = self.reader.counted(session_id, projector, span, due, seen)
+            cached.state = projector.fold(events, cached.state)
         cached.summaries |= seen.summaries
         if seen.tools:
             cached.tool_names |= seen.tools

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import json
 import re
 import shlex
+from collections import Counter
 
 from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
-from contextledger.projections import card_calls, card_extract, card_state, shell_files
+from contextledger.projections import card, card_calls, card_extract, card_state, shell_files
+from contextledger.projections.card_state import CardState
 from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -234,3 +238,46 @@ def test_a_failed_calls_error_shows_the_first_line_of_its_output():
     blank = ToolResultRecorded(call_id="c2", tool_name="bash", content=InlineText(" \n\t"), is_error=True)
     card_state.observe(card, 8, blank, None)
     assert card.errors[-1] == (8, "bash: (no output)", "")
+
+
+def _tools_in_by_definition(results: list[tuple[int, str]], first: int, last: int) -> str:
+    """``card._tools_in`` as it was first written: a list of every position, then bisection (O(session))."""
+    seqs = [s for s, _ in results]
+    lo, hi = bisect.bisect_left(seqs, first), bisect.bisect_right(seqs, last)
+    counts = Counter(name for _, name in results[lo : min(hi, lo + 2_000)])
+    if not counts:
+        return ""
+    listed = ", ".join(f"{n} x{c}" for n, c in sorted(counts.items(), key=lambda i: (-i[1], i[0]))[:4])
+    more = "" if len(counts) <= 4 else ", …"
+    return f"; {hi - lo} tool results: {listed}{more}"
+
+
+_TOOLS = st.sampled_from(["bash", "read_file", "edit", "grep", "ls", "web"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    results=st.lists(st.tuples(st.integers(min_value=1, max_value=4), _TOOLS), max_size=60),
+    first=st.integers(min_value=-2, max_value=250),
+    last=st.integers(min_value=-2, max_value=250),
+)
+def test_the_tools_of_an_omitted_span_are_those_of_the_definition(results, first, last):
+    """Bisecting the results in place gives the text the list of every position gave, for any span.
+
+    Positions strictly increase (the fold appends each result in order); a span may be empty, reversed
+    or reach past either end.
+    """
+    positions = list(itertools.accumulate(gap for gap, _ in results))
+    listed = [(p, tool) for p, (_, tool) in zip(positions, results, strict=True)]
+    state = CardState(results=listed)
+    assert card._tools_in(state, first, last) == _tools_in_by_definition(listed, first, last)
+
+
+def test_a_span_of_more_results_than_the_cap_counts_its_first_ones():
+    """Of 2,500 results in a span, all are counted and the tools of the first 2,000 are listed."""
+    listed = [(2 * i + 1, "bash" if i < 2_000 else "web") for i in range(2_500)]
+    state = CardState(results=listed)
+    text = card._tools_in(state, 0, 10_000)
+    assert text == "; 2500 tool results: bash x2000"
+    assert text == _tools_in_by_definition(listed, 0, 10_000)
+    assert card._tools_in(state, 4_001, 10_000) == "; 500 tool results: web x500"
