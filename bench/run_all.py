@@ -29,6 +29,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str]]] = {
     # PostgreSQL writers (table in its result file): 1 and 4 processes, one round, a 10 s load run fast
     "bench_pg_writers.py": (["--quick", "--writers", "1", "4", "--rounds", "1", "--load", "10"], []),
     "bench_rebuild_cli.py": (["--copies", "3", "--runs", "1"], ["--runs", "3"]),  # the CLI rebuild end to end
+    "bench_long_session.py": (["--sizes", "5000,20000", "--runs", "1"], []),  # one session, folded anew
 }
 """Each known script with its (fast, full) arguments; other bench_*.py scripts run only with --full."""
 
@@ -40,6 +41,7 @@ RESULT_OF = {
     "bench_retention.py": "retention",
     "bench_pg_writers.py": "pg_writers",
     "bench_rebuild_cli.py": "rebuild_cli",
+    "bench_long_session.py": "long_session",
 }
 
 
