@@ -12,22 +12,7 @@ from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.content import InlineText, content_address
 
-
-class RecordingStore:
-    """A TokenCountStore in memory that records each write."""
-
-    def __init__(self) -> None:
-        self.rows: dict[tuple[str, str], int] = {}
-        self.writes = 0
-        self.writes_aside = False
-
-    def load_token_counts(self, tokenizer, keys):
-        return {k: self.rows[tokenizer, k] for k in keys if (tokenizer, k) in self.rows}
-
-    def save_token_counts(self, tokenizer, counts):
-        self.writes += 1
-        for key, value in counts.items():
-            self.rows.setdefault((tokenizer, key), value)
+from tests.adapters.test_token_cache_batches import RecordingStore
 
 
 def _cache(store: RecordingStore) -> CachedTokenCounter:
