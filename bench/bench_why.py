@@ -138,10 +138,7 @@ def record_calls(db: Path, meta: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     session, planted_at = meta["session"], meta["planted_at"]
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
-        renderer = contextledger.Renderer(ledger, tokenizer="heuristic")
-        # Work around CachedTokenCounter clearing its memory in the middle of a batch (KeyError past
-        # 200,000 distinct texts; reported): a limit above the session's distinct texts.
-        renderer.counter._memory_limit = 4_000_000  # noqa: SLF001
+        renderer = contextledger.Renderer(ledger, tokenizer="heuristic")  # its counter's default memory
         recorder = CallRecorder(ledger)
         policy = contextledger.get_preset("default")
         calls = 0
