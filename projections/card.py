@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import operator
 from collections import Counter
@@ -66,8 +65,6 @@ def omitted_spans(window: WorkingContext, position: int) -> list[tuple[int, int,
     return sorted([s for s in out if s[0] <= s[1]] + spans)
 
 
-_position = operator.itemgetter(0)
-"""A tool result's position in ``CardState.results``."""
 _tool = operator.itemgetter(1)
 """A tool result's tool name in ``CardState.results``."""
 
@@ -79,19 +76,13 @@ def _tools_in(card: CardState, first: int, last: int) -> str:
     O(log n), where a list of every position made each compaction of a long session cost O(session).
     """
     results = card.results
-    lo = bisect.bisect_left(results, first, key=_position)
-    hi = bisect.bisect_right(results, last, lo=lo, key=_position)
-    counts = Counter(map(_tool, results[lo : min(hi, lo + 2_000)]))
+    lo, hi = results.span(first, last)
+    counts = Counter(map(_tool, results.items(lo, min(hi, lo + 2_000))))
     if not counts:
         return ""
     listed = ", ".join(f"{n} x{c}" for n, c in sorted(counts.items(), key=lambda i: (-i[1], i[0]))[:4])
     more = "" if len(counts) <= 4 else ", …"  # noqa: PLR2004 - four tools name a span well enough
     return f"; {hi - lo} tool results: {listed}{more}"
-
-
-def _is_user(users: list[tuple[int, str, bool]], seq: int) -> bool:
-    at = bisect.bisect_left(users, seq, key=lambda user: user[0])
-    return at < len(users) and users[at][0] == seq
 
 
 def _users(
@@ -106,7 +97,7 @@ def _users(
     is given up after building what proves it. The lines are the same either way.
     """
     users = card.users
-    hidden = len(users) - sum(1 for seq in shown if _is_user(users, seq))
+    hidden = len(users) - sum(1 for seq in shown if users.holds(seq))
     walk = (user for user in reversed(users) if user[0] not in shown)
     lines: list[str] = []
     check = 8

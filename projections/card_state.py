@@ -11,6 +11,7 @@ from contextledger.projections.card_calls import CallFacts, call_facts, calls_fa
 from contextledger.projections.card_calls import clip as _clip
 from contextledger.projections.card_config import CardConfig
 from contextledger.projections.card_extract import SENTENCE_END, extract, folded
+from contextledger.projections.position_log import PositionLog
 
 __all__ = [
     "CARD_FACTS_FORMAT",
@@ -81,28 +82,29 @@ class CardState(msgspec.Struct, kw_only=True, array_like=True):
     extraction); ``todo`` the latest todo/plan revision (position, ``[ ]``/``[x]`` lines);
     ``changed``/``read`` each path's latest position; ``decisions`` and ``errors`` the newest
     ``_KEEP``; ``results`` each tool result's position and tool (for the index of omitted spans);
-    ``open_error`` the index in ``errors`` of an error no assistant message answered yet.
+    ``open_error`` the index in ``errors`` of an error no assistant message answered yet. ``users`` and
+    ``results`` grow with the session: they are ``PositionLog``s, whose copy does not (ADR 0081).
     """
 
-    users: list[tuple[int, str, bool]] = msgspec.field(default_factory=list)
+    users: PositionLog[tuple[int, str, bool]] = msgspec.field(default_factory=PositionLog)
     todo: tuple[int, tuple[str, ...]] | None = None
     changed: dict[str, int] = msgspec.field(default_factory=dict)
     read: dict[str, int] = msgspec.field(default_factory=dict)
     decisions: list[tuple[int, str]] = msgspec.field(default_factory=list)
     errors: list[tuple[int, str, str]] = msgspec.field(default_factory=list)
-    results: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    results: PositionLog[tuple[int, str]] = msgspec.field(default_factory=PositionLog)
     open_error: int | None = None
 
     def copy(self) -> CardState:
-        """Return an independent copy (O(what it remembers))."""
+        """Return an independent copy: O(what it remembers), but O(their chunks) for the two logs."""
         return CardState(
-            users=list(self.users),
+            users=self.users.copy(),
             todo=self.todo,
             changed=dict(self.changed),
             read=dict(self.read),
             decisions=list(self.decisions),
             errors=list(self.errors),
-            results=list(self.results),
+            results=self.results.copy(),
             open_error=self.open_error,
         )
 

@@ -108,7 +108,7 @@ def test_kept_user_facts_fold_as_the_rule_defines(text, padding):
     card_state.observe_user(found, 3, event, None)
     whole = len(text) <= card_state._USER_CHARS
     assert with_kept == found
-    assert found.users == [(3, text if whole else card_extract.extract(text), whole)]
+    assert list(found.users) == [(3, text if whole else card_extract.extract(text), whole)]
 
 
 def test_a_message_without_facts_keeps_none():

@@ -14,6 +14,7 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded
 from contextledger.projections import card, card_calls, card_extract, card_state, shell_files
 from contextledger.projections.card_state import CardState
+from contextledger.projections.position_log import PositionLog
 from contextledger.projections.wire import arguments_object
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -269,14 +270,14 @@ def test_the_tools_of_an_omitted_span_are_those_of_the_definition(results, first
     """
     positions = list(itertools.accumulate(gap for gap, _ in results))
     listed = [(p, tool) for p, (_, tool) in zip(positions, results, strict=True)]
-    state = CardState(results=listed)
+    state = CardState(results=PositionLog.of(listed))
     assert card._tools_in(state, first, last) == _tools_in_by_definition(listed, first, last)
 
 
 def test_a_span_of_more_results_than_the_cap_counts_its_first_ones():
     """Of 2,500 results in a span, all are counted and the tools of the first 2,000 are listed."""
     listed = [(2 * i + 1, "bash" if i < 2_000 else "web") for i in range(2_500)]
-    state = CardState(results=listed)
+    state = CardState(results=PositionLog.of(listed))
     text = card._tools_in(state, 0, 10_000)
     assert text == "; 2500 tool results: bash x2000"
     assert text == _tools_in_by_definition(listed, 0, 10_000)
