@@ -93,11 +93,16 @@ class PositionLog(msgspec.Struct, Generic[T], array_like=True):
     def items(self, lo: int, hi: int) -> list[T]:
         """Return the items at ``lo..hi - 1`` (as ``list(log)[lo:hi]``, reading only those)."""
         lo, hi = max(lo, 0), min(hi, len(self))
-        if lo >= hi:
-            return []
-        start = lo // CHUNK
-        rest = itertools.chain(itertools.chain.from_iterable(self.chunks[start:]), self.tail)
-        return list(itertools.islice(rest, lo - start * CHUNK, hi - start * CHUNK))
+        out: list[T] = []
+        chunks = self.chunks
+        chunk, offset = divmod(lo, CHUNK)
+        while lo < hi:  # a slice of each chunk crossed (C-level copies), then of the tail
+            part = chunks[chunk] if chunk < len(chunks) else self.tail
+            taken = part[offset : offset + hi - lo]
+            out += taken
+            lo += len(taken)
+            chunk, offset = chunk + 1, 0
+        return out
 
     def holds(self, position: int) -> bool:
         """Whether an item has ``position``."""
