@@ -13,7 +13,11 @@ import msgspec
 __all__ = ["CHUNK", "PositionLog"]
 
 CHUNK = 256
-"""Items per frozen chunk: a copy takes ``len / CHUNK`` chunk references and at most ``CHUNK - 1`` items."""
+"""Items per frozen chunk: a copy takes ``len / CHUNK`` chunk references and at most ``CHUNK - 1`` items.
+
+Rows and snapshots store the chunks as they are: changing it changes their layout (raise ``ROW_FORMAT`` and
+``SNAPSHOT_FORMAT``). A log of another shape is refused when it is made or decoded (``__post_init__``).
+"""
 
 T = TypeVar("T", bound=tuple[Any, ...])
 
@@ -42,6 +46,16 @@ class PositionLog(msgspec.Struct, Generic[T], array_like=True):
     """Full chunks of ``CHUNK`` items each, oldest first; shared by copies (tuples never change)."""
     tail: list[T] = msgspec.field(default_factory=list)
     """The newest items, fewer than ``CHUNK``; each copy has its own."""
+
+    def __post_init__(self) -> None:
+        """Refuse a log that ``append`` cannot have made: a chunk of another size, or a full tail.
+
+        The indexes are computed from ``CHUNK`` (``divmod``): such a log would read the wrong items. A
+        decoded one raises ``msgspec.ValidationError``, so the row or snapshot holding it is unreadable.
+        """
+        if len(self.tail) >= CHUNK or any(len(chunk) != CHUNK for chunk in self.chunks):
+            msg = f"a PositionLog holds chunks of {CHUNK} items and a tail of fewer"
+            raise ValueError(msg)
 
     @classmethod
     def of(cls, items: Iterable[T]) -> PositionLog[T]:
@@ -91,7 +105,7 @@ class PositionLog(msgspec.Struct, Generic[T], array_like=True):
         return lo, max(lo, self._bisect(last, right=True))
 
     def items(self, lo: int, hi: int) -> list[T]:
-        """Return the items at ``lo..hi - 1`` (as ``list(log)[lo:hi]``, reading only those)."""
+        """Return the items at ``lo..hi - 1``, reading only those (``lo`` and ``hi`` clamped to the log)."""
         lo, hi = max(lo, 0), min(hi, len(self))
         out: list[T] = []
         chunks = self.chunks

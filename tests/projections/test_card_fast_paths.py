@@ -274,6 +274,21 @@ def test_the_tools_of_an_omitted_span_are_those_of_the_definition(results, first
     assert card._tools_in(state, first, last) == _tools_in_by_definition(listed, first, last)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    results=st.lists(st.tuples(st.integers(min_value=1, max_value=3), _TOOLS), min_size=200, max_size=900),
+    first=st.integers(min_value=-2, max_value=2_800),
+    width=st.integers(min_value=-3, max_value=2_800),
+)
+def test_the_tools_of_a_span_across_chunk_edges_are_those_of_the_definition(results, first, width):
+    """The same, for up to 900 results: spans start, end and cross ``PositionLog``'s chunk edges."""
+    positions = list(itertools.accumulate(gap for gap, _ in results))
+    listed = [(p, tool) for p, (_, tool) in zip(positions, results, strict=True)]
+    state = CardState(results=PositionLog.of(listed))
+    last = first + width
+    assert card._tools_in(state, first, last) == _tools_in_by_definition(listed, first, last)
+
+
 def test_a_span_of_more_results_than_the_cap_counts_its_first_ones():
     """Of 2,500 results in a span, all are counted and the tools of the first 2,000 are listed."""
     listed = [(2 * i + 1, "bash" if i < 2_000 else "web") for i in range(2_500)]

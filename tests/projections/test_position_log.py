@@ -95,3 +95,14 @@ def test_equal_appends_encode_to_equal_bytes_and_decode_back(gaps):
     back = msgspec.msgpack.decode(data, type=CardState)
     assert back == one
     assert list(back.users) == items
+
+
+def test_a_log_of_another_shape_is_refused_made_or_decoded():
+    """A chunk of another size or a full tail would be read at wrong indexes: refused, never read."""
+    with pytest.raises(ValueError, match="chunks of 256"):
+        PositionLog([((1, "a"),)], [])
+    with pytest.raises(ValueError, match="chunks of 256"):
+        PositionLog([], [(i, "a") for i in range(CHUNK)])
+    oversized = msgspec.msgpack.encode(([], [(i, "a") for i in range(CHUNK + 44)]))
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.msgpack.decode(oversized, type=PositionLog[tuple[int, str]])

@@ -16,6 +16,7 @@ from contextledger.application.summaries.compaction import Compactor
 from contextledger.application.summaries.summary_worker import SummaryWorker
 from contextledger.projections.card_fidelity import check_against_card
 from contextledger.projections.card_state import CardState
+from contextledger.projections.position_log import PositionLog
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.summary_requests import summary_prompt
 from contextledger.testing import CountingIds, FixedClock, ScriptedSummarizer
@@ -161,7 +162,7 @@ def test_the_extractive_summary_is_checked_but_never_retried():
 )
 def test_an_instruction_is_kept_only_with_its_words_and_its_negation(summary, kept):
     """Case and spacing aside, the rule's words (its negation included) must be in the summary."""
-    card = CardState(users=[(5, RULE, True)])
+    card = CardState(users=PositionLog.of([(5, RULE, True)]))
     check = check_against_card(card, 2, 10, summary)
     assert (not check.low) == kept
     assert check.constraints == (1.0 if kept else 0.0)
