@@ -22,7 +22,6 @@ import hashlib
 import json
 import pickle
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ from typing import Any
 
 from bench_rebuild import build
 from bench_scale import _package_of
-from harness import child_env, copy_ledger, save
+from harness import child_json, copy_ledger, save
 
 POLICIES = ("default", "threshold")
 
@@ -94,12 +93,7 @@ def time_fold(db: Path, policy: str, calls_file: Path, runs: int) -> dict[str, A
 
 
 def _child(pythonpath: str | None, *args: str) -> dict[str, Any]:
-    command = [sys.executable, __file__, *args]
-    done = subprocess.run(command, capture_output=True, text=True, env=child_env(pythonpath), check=False)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-2000:])
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return child_json([__file__, *args], pythonpath)
 
 
 def main() -> None:

@@ -19,9 +19,7 @@ interleaved run by run. Results land in ``bench/results/long_session.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import Any
 
 from bench_scale import _package_of
 from bench_why import Texts, build
-from harness import child_env, copy_ledger, machine, save
+from harness import child_json, copy_ledger, machine, save
 
 CHILD = """
 import json, sys, time
@@ -49,17 +47,7 @@ print(json.dumps({"events": head, "seconds": seconds}))
 
 
 def _render(db: Path, budget: int, pythonpath: str | None) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(db), str(budget)],
-        capture_output=True,
-        text=True,
-        env=child_env(pythonpath),
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-2000:])
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return child_json(["-c", CHILD, str(db), str(budget)], pythonpath)
 
 
 def _table(codes: dict[str, dict[int, list[dict[str, float]]]], sizes: list[int]) -> str:

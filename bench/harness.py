@@ -188,6 +188,20 @@ def copy_ledger(source: Path, target: Path) -> None:
         os.fsync(copy.fileno())
 
 
+def child_json(args: list[str], pythonpath: str | None = None) -> dict[str, Any]:
+    """Run ``python ARGS`` in a fresh process (``child_env``); return the JSON object it printed last.
+
+    Raises ``RuntimeError`` with the end of the child's stderr when it fails.
+    """
+    done = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=child_env(pythonpath), check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 CHILD = Path(__file__).with_name("child.py")
 
 

@@ -61,7 +61,7 @@ from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.render.context_rows import encode_row
 from contextledger.domain.content import InlineText
 from contextledger.projections.counting import CountedEvent
-from harness import child_env, copy_ledger, save
+from harness import child_env, child_json, copy_ledger, save
 
 POLICY = "threshold"
 """The policy of the rebuild after a config change (bench_rebuild_cli's)."""
@@ -139,17 +139,7 @@ def _fold_all(db: Path, view: ContextView) -> tuple[dict[str, bytes], int, dict[
 
 def _phase(name: str, db: Path) -> dict[str, Any]:
     """Run ``--phase name`` on ``db`` in a fresh process; what it printed last."""
-    done = subprocess.run(
-        [sys.executable, __file__, "--phase", name, "--db", str(db)],
-        capture_output=True,
-        text=True,
-        env=child_env(None),
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-2000:])
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return child_json([__file__, "--phase", name, "--db", str(db)])
 
 
 def _round(cold: Path, empty: Path, work: Path) -> dict[str, float]:
