@@ -30,8 +30,10 @@ __all__ = [
     "observe_assistant",
     "observe_result",
     "observe_user",
+    "reports_error",
     "todo_items",
     "user_facts",
+    "would_quote",
 ]
 
 DECISION = re.compile(
@@ -248,11 +250,34 @@ def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_te
     """``observe`` of a tool result: its position and tool, and an error when it failed."""
     card.results.append((seq, event.tool_name))
     text = _text(event.content, full_text)
-    if event.is_error or (_may_report_error(text) and _ERROR.search(text, 0, 200)):  # as in text[:200]
+    if reports_error(event, text):
         first = _clip(first_line(text) or "(no output)", 120)
         card.errors.append((seq, f"{event.tool_name}: {first}", ""))
         card.errors = card.errors[-_KEEP:]
         card.open_error = len(card.errors) - 1
+
+
+def reports_error(event: ToolResultRecorded, text: str) -> bool:
+    """Whether a tool result failed, by the card's rule: flagged so, or its first 200 characters say so."""
+    return event.is_error or (_may_report_error(text) and _ERROR.search(text, 0, 200) is not None)
+
+
+def would_quote(event: object, text: str) -> bool:
+    """Whether the card may quote any of ``event``'s ``text`` once the window no longer shows the event.
+
+    Every user message (whole, or its extraction); an assistant message with text or tool calls (its
+    decisions, plan, the files its calls touch, or its first words as an error's resolution); a failed
+    tool result (its first line). False is exact: a passing tool result gives the card its position
+    and tool name only, and other events nothing. ``why`` over recorded calls renders a call again
+    only when a carrier the call no longer shows whole may be quoted (ADR 0082).
+    """
+    if isinstance(event, UserMessageAdded):
+        return True
+    if isinstance(event, AssistantMessageAdded):
+        return bool(text.strip() or event.tool_calls)
+    if isinstance(event, ToolResultRecorded):
+        return reports_error(event, text)
+    return False
 
 
 def _may_report_error(text: str) -> bool:

@@ -30,6 +30,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.card_state import would_quote
 from contextledger.projections.policy import Policy
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
@@ -58,6 +59,8 @@ class _Entry(msgspec.Struct, frozen=True):
     tool_name: str | None
     sent: bool = True
     """Whether the text is in a part of the event a payload sends (not its reasoning)."""
+    quotable: bool = False
+    """Whether the session-state card may quote the event once it leaves the window (``would_quote``)."""
 
 
 def _sent(ledger: Ledger, event: AnyEvent, pattern: re.Pattern[str]) -> bool:
@@ -96,10 +99,12 @@ def _carriers(
             if match or position is not None:
                 start, end = match.span() if match else (0, min(len(text), 80))
                 snippet = " ".join(text[max(0, start - 60) : end + 60].split())
-                sent = _sent(ledger, recorded.event, pattern)
-                found.append(
-                    _Entry(recorded.position, type(recorded.event).__name__, snippet, text, tool, sent)
-                )
+                event = recorded.event
+                sent = _sent(ledger, event, pattern)
+                content = getattr(event, "content", None)
+                quotable = would_quote(event, ledger.text(content) if content is not None else "")
+                kind = type(event).__name__
+                found.append(_Entry(recorded.position, kind, snippet, text, tool, sent, quotable))
                 break
     return found
 
@@ -150,6 +155,7 @@ def why(
     fates: list[CallFate] = []
     if position is None:
         sent = {c.position: c.sent for c in carriers}
+        quotable = frozenset(c.position for c in carriers if c.quotable)
         holds: dict[str, bool] = {}
 
         def summary_holds(summary_id: str) -> bool:
@@ -158,7 +164,7 @@ def why(
             return holds[summary_id]
 
         for call in calls:
-            found, differs = sightings_at(call, pattern, sent, summary_holds)
+            found, differs = sightings_at(call, pattern, sent, summary_holds, quotable)
             fates.append(_text_fate(call, found, carriers, fates[-1] if fates else None))
             differ += differs
     else:

@@ -37,6 +37,9 @@ class TracedCall:
     """What made a recorded call (its record's ``meta["driver"]``: ``AgentContext``, ``cli``...)."""
     budget: int | None = None
     """The prompt budget the call was rendered under."""
+    card: bool = False
+    """Whether the call's policy keeps a session-state card, which quotes messages (user words, decisions,
+    the first line of a failed result) after they leave: their dispositions cannot tell then."""
 
 
 def _fate(runs: tuple[DispositionRun, ...], position: int) -> str | None:
@@ -48,19 +51,23 @@ def sightings_at(
     pattern: re.Pattern[str],
     sent: dict[int, bool],
     summary_holds: Callable[[str], bool],
+    quotable: frozenset[int] = frozenset(),
 ) -> tuple[tuple[Sighting, ...], bool]:
     """Where ``pattern`` shows in the call's payload, and whether a recorded call rendered differently.
 
     ``sent`` maps each carrying event's position to whether its text is in a part a payload sends
-    (not reasoning). A recorded call is rendered again only when its record cannot decide: a
-    carrying event is cut (truncated, stubbed) and none is shown whole. Otherwise the record says it
-    all: an event shown whole shows its text, and else only the summary rendered can hold it.
+    (not reasoning); ``quotable`` holds the carriers a session-state card may quote once they leave
+    the window (``would_quote``). A recorded call is rendered again only when its record cannot
+    decide: no carrying event is shown whole, and one is cut (truncated, stubbed), or the call's
+    policy keeps a card and a carrier is quotable (ADR 0082). Otherwise the record says it all: an
+    event shown whole shows its text, and else only the summary rendered can hold it.
     """
     if call.context is not None:
         return sightings(call.context, pattern), False
     fates = {p: _fate(call.runs, p) for p in sent if p <= call.position}
     whole = [p for p, f in fates.items() if f in _WHOLE and sent[p]]
-    if whole or not any(f in _CUT for f in fates.values()):
+    quoted = call.card and any(p in quotable for p in fates)
+    if whole or not (quoted or any(f in _CUT for f in fates.values())):
         found = [Sighting(shown=fates[p] or "verbatim", sources=(p,)) for p in whole]
         if call.summary_id and call.summary_shown and summary_holds(call.summary_id):
             covered = tuple(p for p, f in fates.items() if f == "summarized")
@@ -76,11 +83,16 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
     renderers = {renderer.counter.name: renderer}
     policies: dict[str, Policy] = {}
 
-    def again(view: CallView) -> tuple[RenderedContext, bool]:
+    def policy_of(view: CallView) -> Policy:
         record = view.record
         chosen = policies.get(record.policy_hash)
         if chosen is None:
             chosen = policies[record.policy_hash] = recorder.policy(record.session_id, record.policy_hash)
+        return chosen
+
+    def again(view: CallView) -> tuple[RenderedContext, bool]:
+        record = view.record
+        chosen = policy_of(view)
         using = renderers.get(record.tokenizer)
         if using is None:
             using = renderers[record.tokenizer] = Renderer(recorder.ledger, tokenizer=record.tokenizer)
@@ -98,6 +110,7 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
             render=lambda view=view: again(view),  # type: ignore[misc]
             driver=record.meta.get("driver"),
             budget=record.budget,
+            card=policy_of(view).card.enabled,
         )
 
 

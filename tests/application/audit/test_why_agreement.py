@@ -209,3 +209,29 @@ def test_why_over_recorded_calls_agrees_too():
             assert answer.calls_differ == 0
             assert answer.first_left_position == session.expected("default", fact), fact
         assert sources["recorded"] >= len(facts) * 3 // 4  # a fact entering after the last call has none
+
+
+def test_why_over_recorded_calls_sees_a_text_only_the_card_still_quotes():
+    """A failed result's first line, quoted by the session-state card after the result leaves, stays "in".
+
+    The record's dispositions say the result was stubbed; only the card (rendered again) still shows
+    the line, so a recorded call must not be decided from its dispositions when its policy keeps a card.
+    """
+    path = TRANSCRIPTS / "mini-swe-agent__pylint-dev__pylint-6528.traj.json"
+    fact = "The last command <command>pylint --recursive=y .</command> timed out and has been killed."
+    with contextledger.open_ledger("memory://") as ledger:
+        assert import_file(ledger, path).ok
+        [info] = ledger.sessions()
+        session = Session(ledger, info.session_id)
+        renderer = Renderer(ledger, tokenizer="heuristic")
+        recorder = CallRecorder(ledger)
+        carried_by_card = 0
+        for at in session.calls:
+            context = renderer.render(info.session_id, PRESETS["default"], at=at, budget=BUDGET)
+            recorder.record(context, PRESETS["default"], payload=to_openai(context), call_id=f"c{at}")
+            card = [m.text for m in context.messages if m.kind == "card"]
+            carried_by_card += any(fact.casefold() in t.casefold() for t in card)
+        assert carried_by_card > 0  # the case under test: the card quotes the line in some call
+        answer = why(ledger, info.session_id, fact, renderer=Renderer(ledger, tokenizer="heuristic"))
+        assert answer.calls_source == "recorded"
+        assert answer.first_left_position == session.expected("default", fact) is None
