@@ -774,7 +774,7 @@ def run_section(name: str, quick: bool, folder: Path) -> list[Row]:  # noqa: PLR
     if name == "pg_hot":
         return bench_pg_hot(8, 50 if quick else 1000)
     if name == "simulate":
-        return bench_simulate(1 if quick else 3, ("default", "nexus"))
+        return bench_simulate(3, ("default", "nexus"))  # a median of three, even when quick
     if name == "append":
         return bench_append(3 if quick else 5, 10_000 if quick else 50_000, 1000, folder)
     if name == "render":
@@ -832,7 +832,7 @@ def compare_table(before: list[Row], after: list[Row]) -> str:
 def main() -> None:
     """Run the chosen sections, each in its own process; print one table (``--before REF``: two columns)."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, one round")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one round (simulate: three)")
     parser.add_argument("--only", nargs="*", default=[], help=" ".join(SECTIONS))
     parser.add_argument("--before", default="", help="a git ref: run each section on it too, interleaved")
     parser.add_argument("--section", default="", help=argparse.SUPPRESS)
