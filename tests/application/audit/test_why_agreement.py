@@ -22,6 +22,7 @@ from contextledger.adapters.formats.openai import to_openai
 from contextledger.adapters.importers.service import import_file
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.audit.forensics import why
+from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import (
     AssistantMessageAdded,
@@ -29,6 +30,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.context import RenderedContext
 from contextledger.projections.presets import PRESETS
 
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts"
@@ -189,22 +191,29 @@ if __name__ == "__main__":
     main()
 
 
+def _record_every_call(ledger: Ledger) -> tuple[str, Session, list[RenderedContext]]:
+    """Import pylint-6528 and record each of its model calls under the default preset; return the contexts."""
+    assert import_file(ledger, TRANSCRIPTS / "mini-swe-agent__pylint-dev__pylint-6528.traj.json").ok
+    [info] = ledger.sessions()
+    session = Session(ledger, info.session_id)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    recorder = CallRecorder(ledger)
+    contexts = []
+    for at in session.calls:
+        context = renderer.render(info.session_id, PRESETS["default"], at=at, budget=BUDGET)
+        recorder.record(context, PRESETS["default"], payload=to_openai(context), call_id=f"c{at}")
+        contexts.append(context)
+    return info.session_id, session, contexts
+
+
 def test_why_over_recorded_calls_agrees_too():
     """Recorded calls (read from records, rendered again only when a record cannot decide) agree too."""
-    path = TRANSCRIPTS / "mini-swe-agent__pylint-dev__pylint-6528.traj.json"
     with contextledger.open_ledger("memory://") as ledger:
-        assert import_file(ledger, path).ok
-        [info] = ledger.sessions()
-        session = Session(ledger, info.session_id)
-        renderer = Renderer(ledger, tokenizer="heuristic")
-        recorder = CallRecorder(ledger)
-        for at in session.calls:
-            context = renderer.render(info.session_id, PRESETS["default"], at=at, budget=BUDGET)
-            recorder.record(context, PRESETS["default"], payload=to_openai(context), call_id=f"c{at}")
+        session_id, session, _ = _record_every_call(ledger)
         facts = choose_facts(session, "default", FACTS * 2, seed=7)
         sources: Counter[str] = Counter()
         for fact, _ in facts:
-            answer = why(ledger, info.session_id, fact, renderer=Renderer(ledger, tokenizer="heuristic"))
+            answer = why(ledger, session_id, fact, renderer=Renderer(ledger, tokenizer="heuristic"))
             sources[answer.calls_source] += 1
             assert answer.calls_differ == 0
             assert answer.first_left_position == session.expected("default", fact), fact
@@ -217,21 +226,11 @@ def test_why_over_recorded_calls_sees_a_text_only_the_card_still_quotes():
     The record's dispositions say the result was stubbed; only the card (rendered again) still shows
     the line, so a recorded call must not be decided from its dispositions when its policy keeps a card.
     """
-    path = TRANSCRIPTS / "mini-swe-agent__pylint-dev__pylint-6528.traj.json"
     fact = "The last command <command>pylint --recursive=y .</command> timed out and has been killed."
     with contextledger.open_ledger("memory://") as ledger:
-        assert import_file(ledger, path).ok
-        [info] = ledger.sessions()
-        session = Session(ledger, info.session_id)
-        renderer = Renderer(ledger, tokenizer="heuristic")
-        recorder = CallRecorder(ledger)
-        carried_by_card = 0
-        for at in session.calls:
-            context = renderer.render(info.session_id, PRESETS["default"], at=at, budget=BUDGET)
-            recorder.record(context, PRESETS["default"], payload=to_openai(context), call_id=f"c{at}")
-            card = [m.text for m in context.messages if m.kind == "card"]
-            carried_by_card += any(fact.casefold() in t.casefold() for t in card)
-        assert carried_by_card > 0  # the case under test: the card quotes the line in some call
-        answer = why(ledger, info.session_id, fact, renderer=Renderer(ledger, tokenizer="heuristic"))
+        session_id, session, contexts = _record_every_call(ledger)
+        cards = [m.text for context in contexts for m in context.messages if m.kind == "card"]
+        assert any(fact.casefold() in card.casefold() for card in cards)  # the case under test
+        answer = why(ledger, session_id, fact, renderer=Renderer(ledger, tokenizer="heuristic"))
         assert answer.calls_source == "recorded"
         assert answer.first_left_position == session.expected("default", fact) is None
