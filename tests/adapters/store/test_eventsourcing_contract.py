@@ -99,7 +99,9 @@ class LedgerRecorderContract(ApplicationRecorderTestCase[Any]):
         """Override: the base test with versions shifted to start at 1 (see the module docstring).
 
         The base test stops its two reader threads without joining them: they are joined here before
-        the store closes (a read still running on a closed SQLite connection crashes the process).
+        the store closes (a read still running on a closed SQLite connection crashes the process). Only
+        threads that are not daemons are joined: the readers are not, while the PostgreSQL connection
+        pool's workers and scheduler are, and run until the store closes (each join timed out: 120 s).
         """
         opened = self.create_recorder
         self.create_recorder = lambda: _ShiftedVersions(opened())  # type: ignore[method-assign]
@@ -108,7 +110,8 @@ class LedgerRecorderContract(ApplicationRecorderTestCase[Any]):
             super().test_concurrent_no_conflicts(initial_position)
         finally:
             for thread in set(threading.enumerate()) - before:
-                thread.join(timeout=30)
+                if not thread.daemon:
+                    thread.join(timeout=30)
 
     def test_concurrent_throughput(self) -> None:
         """Override: the base test with versions shifted to start at 1 (see the module docstring)."""
