@@ -6,9 +6,9 @@ Usage::
 
 The ledger is bench_rebuild's (every fixture transcript ``--copies`` times). A first rebuild under the
 default policy, then a rebuild after a config change under ``threshold`` run in process with
-``Projector.fold`` wrapped (``bench_fold.capture``), keep each fold call's counted events and starting
-state. A fresh process then folds the same calls ``--runs`` times each way, the collector paused, as a
-rebuild's catch-up does:
+``Projector.fold`` wrapped (``bench_fold.py --phase capture``), keep each fold call's counted events and
+starting state. A fresh process then folds the same calls ``--runs`` times each way, the collector paused,
+as a rebuild's catch-up does:
 
 - ``policy``: the rebuild's own fold (``Projector.fold`` under ``threshold``);
 - ``card off``: the same policy with the session-state card disabled;
@@ -37,12 +37,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench_fold import capture
 from bench_rebuild import build
 from harness import child_json, save
 
 POLICY = "threshold"
 """The policy of the rebuild after a config change (bench_rebuild_cli's)."""
+
+CAPTURE = str(Path(__file__).with_name("bench_fold.py"))
+"""The script whose ``--phase capture`` keeps a rebuild's fold calls (``bench_fold.capture``)."""
 
 WAYS = ("policy", "card off", "card and short forms off", "columns", "touch")
 
@@ -223,14 +225,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--phase", choices=["capture", "time"])
+    parser.add_argument("--phase", choices=["time"])
     parser.add_argument("--db", type=Path)
-    parser.add_argument("--policy", default=POLICY)
     parser.add_argument("--calls", type=Path)
     args = parser.parse_args()
-    if args.phase == "capture":
-        print(json.dumps({"calls": capture(args.db, args.policy, args.calls)}))
-        return
     if args.phase == "time":
         print(json.dumps(phase_time(args.db, args.calls, args.runs)))
         return
@@ -241,7 +239,7 @@ def main() -> None:
         calls = work / "calls.pkl"
         for policy in ("default", POLICY):  # the first rebuild counts every text; the second is timed
             child_json(
-                [__file__, "--phase", "capture", "--db", str(db), "--policy", policy, "--calls", str(calls)]
+                [CAPTURE, "--phase", "capture", "--db", str(db), "--policy", policy, "--calls", str(calls)]
             )
         result = child_json(
             [__file__, "--phase", "time", "--db", str(db), "--calls", str(calls), "--runs", str(args.runs)]

@@ -23,10 +23,19 @@ def _captured(tmp_path: Path) -> tuple[Path, Path]:
     with contextledger.open_ledger(f"sqlite:///{db}") as ledger:
         for name in ("swe-agent__swe-agent__test-repo-i1.traj", "openhands-events__basic_gui_mode.json"):
             assert import_file(ledger, FIXTURES / name).ok
-    script = str(Path(fold_floor.__file__))
     for policy in ("default", fold_floor.POLICY):
         done = child_json(
-            [script, "--phase", "capture", "--db", str(db), "--policy", policy, "--calls", str(calls)]
+            [
+                fold_floor.CAPTURE,
+                "--phase",
+                "capture",
+                "--db",
+                str(db),
+                "--policy",
+                policy,
+                "--calls",
+                str(calls),
+            ]
         )
         assert done["calls"] >= 2
     return db, calls
