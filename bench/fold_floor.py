@@ -13,15 +13,17 @@ as a rebuild's catch-up does:
 - ``policy``: the rebuild's own fold (``Projector.fold`` under ``threshold``);
 - ``card off``: the same policy with the session-state card disabled;
 - ``card and short forms off``: the same again with the truncation short forms disabled;
-- ``columns``: the least any fold of these events does in Python (``columns``): one pass, each message
+- ``columns``: a floor for the fold's per-message work in Python (``columns``): one pass, each message
   a row of integer columns (position, role, tokens, group), each step's group by its start, each call
   paired with its result, the running sum checked against a mark. No ``Entry`` or ``Group`` objects,
   no card, no short forms, no compaction: a floor, not a fold the product could ship;
 - ``touch``: one pass reading each counted event's position, event, counts and type.
 
 ``columns`` is checked against the real fold: for every session the card-and-short-forms-off fold
-leaves uncompacted with every message whole, its window's tokens equal the columns' sum (the same
-accounting, ``check``). Results land in ``bench/results/fold_floor.json``.
+folds from its start in one call and leaves uncompacted with every message whole, its window's tokens and
+groups equal the columns' sum and count (the same token accounting, ``check``). Anything else the fold does
+(head, turns, compaction points, the card) the floor leaves out: what a fold over columns saves is at most
+the difference. Results land in ``bench/results/fold_floor.json``.
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def columns(events: Sequence[Any], pending: int) -> tuple[int, int, int]:  # noq
     ``pending``: the tokens of a result placeholder (``Projector.start().pending_tokens``). Sizes follow
     ``EntryBuilder``'s accounting for messages that enter whole: each message its counts plus
     ``MESSAGE_OVERHEAD``, each call ``TOOL_CALL_OVERHEAD`` and its two wire texts, each call still
-    waiting a placeholder. Events of other types (a session's start, pins, summaries) are skipped.
+    waiting a placeholder, each media part of a user message its estimate (``media_tokens``). Events of
+    other types (a session's start, pins, summaries) are skipped. It does less than the fold by design: no
+    head, turn or step bookkeeping, no system or tools tokens, a mark that never triggers, no reducers.
     """
     from contextledger.domain.events import (  # noqa: PLC0415 - imported where timed code runs
         AssistantMessageAdded,
@@ -63,6 +67,7 @@ def columns(events: Sequence[Any], pending: int) -> tuple[int, int, int]:  # noq
         UserMessageAdded,
     )
     from contextledger.projections.context import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD  # noqa: PLC0415
+    from contextledger.projections.media import media_tokens  # noqa: PLC0415
 
     position: list[int] = []
     role: list[int] = []
@@ -101,6 +106,8 @@ def columns(events: Sequence[Any], pending: int) -> tuple[int, int, int]:  # noq
             role.append(2)
         elif kind is UserMessageAdded:
             size = counted.tokens[0] + MESSAGE_OVERHEAD
+            if event.media:
+                size += sum(media_tokens(part) for part in event.media)
             added = size
             group = len(starts)
             starts.append(counted.position)
@@ -181,7 +188,7 @@ def phase_time(db: Path, calls_file: Path, runs: int) -> dict[str, Any]:
         compared = check(calls, plain)
         pending = plain.start().pending_tokens
         ways: dict[str, Callable[[list[Any], Any], object]] = {
-            way: (lambda events, state, p=p: p.fold(events, None if state is None else state.copy()))
+            way: (lambda events, state, p=p: p.fold(events, state))  # fold copies the state it is given
             for way, p in projectors.items()
         }
         ways["columns"] = lambda events, _state: columns(events, pending)
