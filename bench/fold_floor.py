@@ -41,9 +41,7 @@ from typing import Any
 
 from bench_rebuild import build
 from harness import child_json, save
-
-POLICY = "threshold"
-"""The policy of the rebuild after a config change (bench_rebuild_cli's)."""
+from rebuild_ceiling import POLICY
 
 CAPTURE = str(Path(__file__).with_name("bench_fold.py"))
 """The script whose ``--phase capture`` keeps a rebuild's fold calls (``bench_fold.capture``)."""
@@ -145,8 +143,7 @@ def check(calls: Sequence[tuple[list[Any], Any]], projector: Any) -> int:
 
     Only sessions folded from their start in one call that the fold left uncompacted, each message whole and
     no summary shown, are compared: there the window's tokens are the sum of every message, which ``columns``
-    computes. Raises ``RuntimeError``
-    on the first that differs, or when no session qualifies.
+    computes. Raises ``RuntimeError`` on the first that differs, or when no session qualifies.
     """
     pending = projector.start().pending_tokens
     compared = 0
@@ -251,8 +248,9 @@ def main() -> None:
         result = child_json(
             [__file__, "--phase", "time", "--db", str(db), "--calls", str(calls), "--runs", str(args.runs)]
         )
-    print("\n".join(table(result)))
-    save("fold_floor", {**result, "markdown": "\n".join(table(result))})
+    markdown = "\n".join(table(result))
+    print(markdown)
+    save("fold_floor", {**result, "markdown": markdown})
 
 
 if __name__ == "__main__":
