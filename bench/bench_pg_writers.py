@@ -426,6 +426,9 @@ def run_writers(
 ) -> list[Row]:
     """Appends/s and CPU per append per writer count: raw, before and after, interleaved per round.
 
+    The three take turns at going first (round 1: raw, before, after; round 2: before, after, raw; ...): the
+    machine's pace drifts within a round, and the events table grows with every run of the codes.
+
     With ``statement``, each round also runs the append function alone (``_statement``), in the code after;
     with ``notify``, the code after's writers once more per interval given, with that ``notify_interval``.
     """
@@ -433,11 +436,16 @@ def run_writers(
     for n in counts:
         found: dict[str, list[dict[str, float]]] = {"raw": [], "before": [], "after": [], "statement": []}
         found.update({_notify_label(s): [] for s in notify})
-        for _ in range(rounds):
-            found["raw"].append(_child(["writers", "raw", str(n), str(per_writer)]))
+        for index in range(rounds):
+            runs: list[tuple[str, list[str], str | None]] = [
+                ("raw", ["writers", "raw", str(n), str(per_writer)], None),
+                ("after", ["writers", "ours", str(n), str(per_writer)], None),
+            ]
             if before:
-                found["before"].append(_child(["writers", "ours", str(n), str(per_writer)], before))
-            found["after"].append(_child(["writers", "ours", str(n), str(per_writer)]))
+                runs.insert(1, ("before", ["writers", "ours", str(n), str(per_writer)], before))
+            shift = index % len(runs)  # each round starts with the next: no drift favours one
+            for label, args, pythonpath in runs[shift:] + runs[:shift]:
+                found[label].append(_child(args, pythonpath))
             if statement:
                 found["statement"].append(_child(["writers", "statement", str(n), str(per_writer)]))
             for interval in notify:

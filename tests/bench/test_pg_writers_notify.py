@@ -43,3 +43,21 @@ def test_a_round_reports_the_writers_at_each_interval_next_to_the_floor() -> Non
     assert found[label][6].endswith("of floor (goal >= 50 %)")
     assert any(name.endswith("(after, notify_interval=0.5 s)") and "CPU per append" in name for name in found)
     assert "1 writer processes, one session each (after)" in found
+
+
+def test_raw_before_and_after_take_turns_at_going_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds run raw, before, after; then before, after, raw; then after, raw, before: fair to each."""
+    ran: list[str] = []
+
+    def child(args: list[str], pythonpath: str | None = None) -> dict[str, float]:
+        ran.append("raw" if args[1] == "raw" else "before" if pythonpath else "after")
+        return {"rate": 1.0, "client": 1e-4, "server": 1e-4}
+
+    monkeypatch.setattr(bench_pg_writers, "_child", child)
+    rows = bench_pg_writers.run_writers([4], 5, 3, "/nowhere")
+    assert ran == ["raw", "before", "after", "before", "after", "raw", "after", "raw", "before"]
+    assert {row[1] for row in rows} >= {
+        "4 raw INSERT + COMMIT processes (floor)",
+        "4 writer processes, one session each (before)",
+        "4 writer processes, one session each (after)",
+    }
