@@ -436,22 +436,20 @@ def run_writers(
     for n in counts:
         found: dict[str, list[dict[str, float]]] = {"raw": [], "before": [], "after": [], "statement": []}
         found.update({_notify_label(s): [] for s in notify})
+        ours = ["writers", "ours", str(n), str(per_writer)]
+        runs: list[tuple[str, list[str], str | None]] = [
+            ("raw", ["writers", "raw", str(n), str(per_writer)], None),
+            *([("before", ours, before)] if before else []),
+            ("after", ours, None),
+        ]
         for index in range(rounds):
-            runs: list[tuple[str, list[str], str | None]] = [
-                ("raw", ["writers", "raw", str(n), str(per_writer)], None),
-                ("after", ["writers", "ours", str(n), str(per_writer)], None),
-            ]
-            if before:
-                runs.insert(1, ("before", ["writers", "ours", str(n), str(per_writer)], before))
             shift = index % len(runs)  # each round starts with the next: no drift favours one
             for label, args, pythonpath in runs[shift:] + runs[:shift]:
                 found[label].append(_child(args, pythonpath))
             if statement:
                 found["statement"].append(_child(["writers", "statement", str(n), str(per_writer)]))
             for interval in notify:
-                found[_notify_label(interval)].append(
-                    _child(["writers", "ours", str(n), str(per_writer), f"{interval:g}"])
-                )
+                found[_notify_label(interval)].append(_child([*ours, f"{interval:g}"]))
             print(
                 f"# writers {n}: {[round(v[-1]['rate']) for v in found.values() if v]}",
                 file=sys.stderr,
