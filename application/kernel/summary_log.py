@@ -9,7 +9,7 @@ from typing import Literal, Protocol, TypedDict, Unpack
 
 from contextledger.application.kernel.messages import SIDE_STREAM_SEPARATOR, check_stream_id
 from contextledger.application.kernel.session_port import SessionLedger, check_keywords
-from contextledger.domain.errors import ConcurrencyConflictError, InvalidMessageError
+from contextledger.domain.errors import ConcurrencyConflictError, InvalidMessageError, SummaryRejectedError
 from contextledger.domain.events import (
     AnyEvent,
     CompactionRequested,
@@ -21,6 +21,7 @@ from contextledger.domain.events import (
     SummaryRecorded,
 )
 from contextledger.domain.ports import EventLog
+from contextledger.projections.summary_requests import check_summary_text
 
 __all__ = [
     "SUMMARIES_KIND",
@@ -218,8 +219,17 @@ def record_summary(
     The artifact applies to renders at positions from ``produced_at`` on; the default is the next
     position (head + 1), so no render already made at an existing position can change. A past
     ``produced_at`` is for backfills: renders at positions from it on change.
+
+    Raises:
+        InvalidMessageError: the span is not one the session can have summarized, or ``text`` is empty
+            or only a template's headings and placeholders (``check_summary_text``): nothing is written.
     """
     check_keywords("record_summary", artifact, ArtifactSpec)
+    try:  # the worker's rule for a model's reply; a caller's artifact that breaks it is bad input
+        check_summary_text(artifact["text"])
+    except SummaryRejectedError as error:
+        msg = f"a summary replaces what it covers, so it must say something: {error}"
+        raise InvalidMessageError(msg) from error
     head = ledger.version(session_id)
     covers_from, covers_through = artifact["covers_from"], artifact["covers_through"]
     produced_at = artifact.get("produced_at")

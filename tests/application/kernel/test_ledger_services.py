@@ -61,3 +61,20 @@ def test_record_summary_refuses_missing_or_unknown_keywords(ledger):
     with pytest.raises(TypeError, match="model_name"):
         ledger.record_summary(session, covers_from=2, covers_through=3, text="t", model_name="m")
     assert ledger.summaries(session) == []
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "## Goal\n- [ ]\n## Decisions\n[to fill]\n(none)"])
+def test_record_summary_refuses_a_summary_that_says_nothing(ledger, text):
+    """An empty or skeleton-only artifact would replace history with nothing: refused, nothing written.
+
+    The same rule the worker applies to a model's reply (``check_summary_text``), raised as bad input;
+    the session and its summary stream are unchanged, and a summary with words is still taken.
+    """
+    session = _session(ledger)
+    head = ledger.version(session)
+    with pytest.raises(contextledger.InvalidMessageError, match="must say something"):
+        ledger.record_summary(session, covers_from=2, covers_through=3, text=text)
+    assert ledger.summaries(session) == []
+    assert ledger.version(session) == head
+    ledger.record_summary(session, covers_from=2, covers_through=3, text="## Goal\nread a.py")
+    assert [s.covers_through for s in ledger.summaries(session)] == [3]

@@ -66,8 +66,8 @@ def test_every_call_is_within_budget_and_long_sessions_are_summarized(source, pr
             requests += call.requested is not None
             context = call.context
             assert context.tokens <= context.budget, (info.session_id, call.position)
-            check_openai_pairing(to_openai(context))
-            check_anthropic_pairing(to_anthropic(context))
+            assert check_openai_pairing(to_openai(context)) == [], (info.session_id, call.position)
+            assert check_anthropic_pairing(to_anthropic(context)) == [], (info.session_id, call.position)
             if context.summary_id is not None:
                 summarized.add(info.session_id)
                 kinds = [m.kind for m in context.messages]
