@@ -37,7 +37,11 @@ def _render_or_pinned(projector: Projector, state: RenderState):
 @COMMON
 @given(session=sessions(), policy=policies())
 def test_every_render_is_within_budget_and_paired(session, policy):
-    """At every position the recounted context equals its tokens, fits the budget and has no orphan."""
+    """At every position the recounted context equals its tokens, fits the budget and has no orphan.
+
+    The state's running total, the count the fold's compaction points compare with the water marks, is
+    the rendered context's tokens too: a compaction never decides on a count the model does not see.
+    """
     projector = Projector(policy, WORDS)
     state = projector.start()
     exercise = Exercise()
@@ -48,6 +52,7 @@ def test_every_render_is_within_budget_and_paired(session, policy):
         if context is None:
             continue
         assert count_context(context, WORDS) == context.tokens
+        assert state.total == context.tokens  # the count compaction decides by is the render's
         assert context.tokens <= projector.budget.target <= context.budget
         assert orphans(context) == []
         assert context.position == state.position

@@ -242,6 +242,31 @@ def test_latest_summary_replaces_what_it_covers_and_respects_produced_at():
     assert state.compactions == 1
 
 
+def test_a_summary_over_its_size_bound_is_never_applied():
+    """An artifact above ``summary.max_tokens`` is recorded but never shown: what it covers stays verbatim.
+
+    Peers applied summaries as long as what they replaced. The bound counts the summary as it renders
+    (its text, the header naming its span, the message overhead): at 37 words it renders at exactly the
+    bound of 60 tokens and is shown; one word more and it is not.
+    """
+    policy = _policy(budget={"total": 5000, "output_reserve": 0}, summary={"max_tokens": 60})
+    shown = {}
+    for n in (37, 38):
+        builder = Builder()
+        builder.user()
+        for _ in range(6):
+            builder.step(10)
+        builder.summary(2, 10, n=n, summary_id=f"s{n}")
+        builder.step(10)
+        state, context = _run(policy, builder)
+        summaries = [m.tokens for m in context.messages if m.kind == "summary"]
+        shown[n] = (context.summary_id, summaries, state.compactions)
+        if context.summary_id is None:
+            assert min(m.sources[0] for m in context.messages) == 2  # nothing covered was taken out
+            assert not any(d.action == "summarized" for d in context.decisions)
+    assert shown == {37: ("s37", [60], 1), 38: (None, [], 0)}
+
+
 def test_clip_mode_shows_first_and_last_batches():
     """In clip mode the first N and last N summary batches are shown, oldest first."""
     builder = Builder()
