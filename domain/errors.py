@@ -27,6 +27,7 @@ __all__ = [
     "StoreUnavailableError",
     "SummarizerError",
     "SummarizerUnavailableError",
+    "SummaryInputTooLargeError",
     "SummaryRejectedError",
     "TokenizerError",
     "TranscriptImportError",
@@ -212,6 +213,13 @@ class SummarizerError(ContextLedgerError):
 
 class SummarizerUnavailableError(SummarizerError):
     """The summarizer could not be reached, timed out, or kept refusing (rate limits, server errors)."""
+
+
+class SummaryInputTooLargeError(SummarizerError):
+    """A summary request would not fit its model's window, even without the live prefix and clipped hard.
+
+    Not retried: the same span gives the same request (the attempt is dead-lettered at once).
+    """
 
 
 class SummaryRejectedError(SummarizerError):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
+import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
@@ -23,6 +24,7 @@ from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ContextLedgerError,
     SummarizerError,
+    SummaryInputTooLargeError,
     SummaryRejectedError,
 )
 from contextledger.domain.events import (
@@ -36,7 +38,7 @@ from contextledger.projections.card_fidelity import with_card_check
 from contextledger.projections.fidelity import facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
-from contextledger.projections.summary_requests import Summarizer
+from contextledger.projections.summary_requests import Summarizer, SummaryRequest
 
 __all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
 
@@ -231,12 +233,18 @@ class SummaryWorker:
         try:
             with self._heartbeat(stream, request.request_id, attempt):
                 card = card_state_at(self.ledger, session_id, request.planned_at)
-                summary_request = RequestBuilder(
+                builder = RequestBuilder(
                     self.ledger, self.renderer, self.summarizer.config_sha, self.settings.entry_chars
-                ).build(session_id, request, previous, policy, limit, card=card)
-                outcome = summarize_against_card(self.summarizer, summary_request, card)
+                )
+                summary_request = builder.build(session_id, request, previous, policy, limit, card=card)
+                calls = [summary_request]
+                if policy is not None and self._to_model:  # each call held to the model's window
+                    calls = builder.parts(summary_request, builder.window(policy, request))
+                outcome = summarize_against_card(self.summarizer, self._chained(calls), card)
             draft, text = outcome.draft, outcome.text
             tokens = _within_bound(self.renderer.counter.count(text), limit)
+        except SummaryInputTooLargeError as error:  # the same span gives the same request: not retried
+            return self._failed(stream, request, attempt, type(error).__name__, str(error), final=True)
         except (SummarizerError, ContextLedgerError) as error:
             return self._failed(stream, request, attempt, type(error).__name__, str(error))
         except Exception as error:
@@ -301,10 +309,35 @@ class SummaryWorker:
             stop.set()
             thread.join()
 
+    def _chained(self, calls: list[SummaryRequest]) -> SummaryRequest:
+        """Summarize every call but the last, each the previous one's summary; return the last, to be checked.
+
+        One call unless the request was split to fit the model's window (``RequestBuilder.parts``): then
+        each run of the span is summarized with what the runs before it came to, and the last call's
+        answer, checked against the card like any other, covers the whole span.
+        """
+        previous = calls[0].previous
+        for call in calls[:-1]:
+            previous = self.summarizer.summarize(msgspec.structs.replace(call, previous=previous)).text
+        last = calls[-1]
+        return last if len(calls) == 1 else msgspec.structs.replace(last, previous=previous)
+
+    @property
+    def _to_model(self) -> bool:
+        """Whether the summarizer sends its requests to a model (each held to its window: ``fitted``)."""
+        return bool(getattr(self.summarizer, "model_written", False))
+
     def _failed(
-        self, stream: SummaryStream, request: CompactionRequested, attempt: int, kind: str, message: str
+        self,
+        stream: SummaryStream,
+        request: CompactionRequested,
+        attempt: int,
+        kind: str,
+        message: str,
+        *,
+        final: bool = False,
     ) -> SummaryAttemptFailed:
-        dead = attempt >= self.settings.max_attempts
+        dead = final or attempt >= self.settings.max_attempts
         now = self.ledger.clock.now()
         failure = SummaryAttemptFailed(
             request_id=request.request_id,

@@ -95,7 +95,7 @@ def test_worker_events_json_and_status_hold_no_key(tmp_path):
         env = dict(os.environ) | {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": f"{url}/v1"}
         outputs = []
         for args in (
-            ("compact", session, "--policy", "threshold", "--budget", "2000", "--tokenizer", "heuristic"),
+            ("compact", session, "--policy", "threshold", "--budget", "4000", "--tokenizer", "heuristic"),
             ("worker", "--once", "--summarizer", "openai", "--tokenizer", "heuristic"),
             ("worker", "--status"),
             ("worker", "--once", "--summarizer", "openai", "--tokenizer", "heuristic"),

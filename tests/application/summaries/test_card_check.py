@@ -82,16 +82,22 @@ def _compacted(summarizer, url: str = "memory://", **worker):
 
 
 def test_the_request_carries_the_card_with_or_without_a_live_prefix():
-    """What a model summarizer is sent holds the card's instructions and latest todo, prefix or none."""
+    """What a model summarizer is sent holds the card's instructions and latest todo, in every call.
+
+    Without the policy the worker knows no window and sends one request; with it, this span (about
+    48,000 tokens for a 6,000-token window) is sent in calls that each fit, the live prefix left out
+    (``test_summary_window.py``), and every call carries the card.
+    """
     for policies in (None, {POLICY.name: POLICY}):
         fake = ScriptedSummarizer(KEEPS, model_written=True)
         _compacted(fake, policies=policies)
-        [request] = fake.requests
-        assert (request.prefix is None) == (policies is None)
-        assert request.card is not None
-        for said in (RULE, TASK, "[x] reproduce the bug", "[ ] write the regression test"):
-            assert said in request.card
-            assert said in summary_prompt(request)  # what both HTTP model summarizers send
+        assert (len(fake.requests) == 1) == (policies is None)
+        for request in fake.requests:
+            assert request.prefix is None
+            assert request.card is not None
+            for said in (RULE, TASK, "[x] reproduce the bug", "[ ] write the regression test"):
+                assert said in request.card
+                assert said in summary_prompt(request)  # what both HTTP model summarizers send
 
 
 def test_a_draft_that_drops_a_constraint_is_retried_and_the_outcome_recorded():

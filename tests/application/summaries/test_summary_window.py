@@ -1,0 +1,124 @@
+"""A model summarizer's calls fit the model's window: prefix left out, span chained in runs, or refused."""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import contextledger
+from contextledger.application.kernel.summary_log import SummaryStream
+from contextledger.application.render.renderer import Renderer
+from contextledger.application.summaries.compaction import Compactor
+from contextledger.application.summaries.request_builder import MIN_ENTRY_CHARS, RequestBuilder
+from contextledger.application.summaries.summary_worker import SummaryWorker
+from contextledger.domain.events import SummaryAttemptFailed
+from contextledger.projections.summary_requests import SpanEntry, SummaryRequest
+from contextledger.testing import CountingIds, FixedClock, ScriptedSummarizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_card_check import KEEPS, POLICY, RULE, _session
+
+BUDGET = 6_000
+
+
+def _planned(budget: int):
+    """The card-check session with its first compaction request planned under ``POLICY`` at ``budget``."""
+    ledger = contextledger.open_ledger("memory://", clock=FixedClock(step=timedelta(0)), ids=CountingIds())
+    session = _session(ledger)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    fake = ScriptedSummarizer(KEEPS, model_written=True)
+    compactor = Compactor(ledger, renderer, summarizer=fake.name, summarizer_config=fake.config_sha)
+    request = compactor.plan(session, POLICY, budget=budget)
+    assert request is not None
+    return ledger, session, renderer, fake, request
+
+
+def test_a_span_over_the_window_is_summarized_in_calls_that_each_fit():
+    """About 48,000 tokens of span for a 6,000-token window: runs in log order, each call within it.
+
+    Sent as one request (the live prefix, then the span) it would be nine times the window. Each call
+    leaves the prefix out, holds a run of whole messages and, after the first, the summary the calls
+    before it came to; together the runs are the span's messages, in order; the last call's summary is
+    the artifact, which covers the whole span and is applied at the next compaction point.
+    """
+    ledger, session, renderer, fake, request = _planned(BUDGET)
+    builder = RequestBuilder(ledger, renderer, fake.config_sha, 4_000)
+    whole = builder.build(session, request, None, POLICY, 800)
+    window = builder.window(POLICY, request)
+    assert window == BUDGET
+    assert builder.request_tokens(whole) > 8 * window
+    worker = SummaryWorker(ledger, renderer, fake, policies={POLICY.name: POLICY})
+    assert worker.run_once() == 1
+    calls = fake.requests
+    assert len(calls) >= 2
+    for call in calls:
+        assert call.prefix is None
+        assert builder.request_tokens(call) <= window
+    assert [e.position for c in calls for e in c.entries] == [e.position for e in whole.entries]
+    assert calls[0].previous is None
+    assert all(c.previous == KEEPS for c in calls[1:])  # each call reads the summary of the runs before it
+    [artifact] = SummaryStream(ledger.log, session).artifacts()
+    assert (artifact.covers_from, artifact.covers_through) == (request.covers_from, request.covers_through)
+    assert not artifact.withheld
+    ledger.add_user_message(session, "Any progress?")  # a compaction point: the summary swaps in
+    context = renderer.render(session, POLICY, budget=BUDGET)
+    assert context.summary_id == artifact.summary_id
+    assert any(RULE in m.text for m in context.messages)
+
+
+def test_a_request_that_fits_is_sent_whole_with_its_live_prefix():
+    """Within the window nothing changes: one call, the live prefix first (the provider's cache reads)."""
+    ledger, session, renderer, fake, request = _planned(BUDGET)
+    builder = RequestBuilder(ledger, renderer, fake.config_sha, 4_000)
+    whole = builder.build(session, request, None, POLICY, 800)
+    assert whole.prefix is not None
+    assert builder.parts(whole, builder.request_tokens(whole)) == [whole]
+    alone = builder.request_tokens(whole) - whole.prefix.tokens
+    [sent] = builder.parts(whole, alone)  # room for the span, not for the prefix too
+    assert sent.prefix is None
+    assert sent.entries == whole.entries
+
+
+def test_a_message_too_large_for_a_call_is_clipped_head_and_tail():
+    """One message larger than a call's room is clipped, its first and last lines kept, to fit."""
+    ledger = contextledger.open_ledger("memory://")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    builder = RequestBuilder(ledger, renderer, "scripted", 4_000)
+    text = "first line\n" + "filler words here\n" * 3_000 + "last line"
+    request = SummaryRequest(
+        session_id="s",
+        covers_from=2,
+        covers_through=3,
+        round=1,
+        original_task="fix it",
+        entries=(SpanEntry(position=2, role="tool", text=text, tool_name="read_file"),),
+    )
+    [sent] = builder.parts(request, 2_000)
+    [entry] = sent.entries
+    assert MIN_ENTRY_CHARS <= len(entry.text) < len(text)
+    assert entry.text.startswith("first line")
+    assert entry.text.endswith("last line")
+    assert "characters omitted" in entry.text
+    assert builder.request_tokens(sent) + 800 <= 2_000  # with room for a previous summary of max_tokens
+
+
+def test_a_request_that_cannot_fit_is_dead_lettered_at_once_and_changes_nothing():
+    """A window too small for the instruction, task, card and one clipped message: no model call is made.
+
+    The attempt fails with ``SummaryInputTooLargeError`` and is dead-lettered at once (the same span
+    would give the same request); the render is what it was.
+    """
+    ledger, session, renderer, fake, _ = _planned(1_200)
+    before = renderer.render(session, POLICY, budget=1_200)
+    worker = SummaryWorker(ledger, renderer, fake, policies={POLICY.name: POLICY})
+    assert worker.run_once() == 1
+    assert fake.requests == []
+    stream = SummaryStream(ledger.log, session)
+    events = [r.event for r in ledger.log.read(stream.stream_id)]
+    [failed] = [e for e in events if isinstance(e, SummaryAttemptFailed)]
+    assert (failed.error_type, failed.attempt, failed.dead_lettered) == ("SummaryInputTooLargeError", 1, True)
+    assert "cannot be sent in calls of 1,200 tokens" in failed.message
+    assert stream.artifacts() == []
+    assert worker.run_once() == 0  # dead-lettered: not taken again
+    assert renderer.render(session, POLICY, budget=1_200) == before
