@@ -17,6 +17,7 @@ __all__ = [
     "SummaryDraft",
     "SummaryRequest",
     "check_summary_text",
+    "entry_lines",
     "summary_prompt",
 ]
 
@@ -132,13 +133,17 @@ def summary_prompt(request: SummaryRequest) -> str:
         f"## Messages to Summarize (log positions {request.covers_from}-{request.covers_through})",
     ]
     for entry in request.entries:
-        lines.append(
-            f"[{entry.position}] {entry.role.upper()}{' ' + entry.tool_name if entry.tool_name else ''}:"
-        )
-        if entry.text:
-            lines.append(entry.text)
-        lines.extend(f"[Tool call {c.id}: {c.name}({c.arguments})]" for c in entry.tool_calls)
+        lines.extend(entry_lines(entry))
     return "\n".join(lines)
+
+
+def entry_lines(entry: SpanEntry) -> list[str]:
+    """The lines of one message of the span in a summary prompt: who said it, its text, its tool calls."""
+    lines = [f"[{entry.position}] {entry.role.upper()}{' ' + entry.tool_name if entry.tool_name else ''}:"]
+    if entry.text:
+        lines.append(entry.text)
+    lines.extend(f"[Tool call {c.id}: {c.name}({c.arguments})]" for c in entry.tool_calls)
+    return lines
 
 
 _SKELETON_LINE = re.compile(
