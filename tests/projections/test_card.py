@@ -196,6 +196,32 @@ def test_the_latest_todo_revision_is_in_the_card_whole():
     assert "- [ ] write the test" not in card
 
 
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_call_still_in_flight_after_compactions_is_named_in_the_card(preset):
+    """A call whose result has not come (a background agent) stays paired and is listed as in flight.
+
+    Peers' compactions lost track of agents still running and dispatched a second one onto the same
+    work. Here, forty steps and their compactions later, the call is still in the window with its
+    placeholder result and the card names it, its tool, id and position: structured state, not prose.
+    """
+    call = ToolCall(id="bg1", name="spawn_agent", arguments=json.dumps({"task": "run the slow tests"}))
+    session = _session(
+        "Please keep it short.",
+        40,
+        tool_words=300,
+        extra=[AssistantMessageAdded(content=InlineText("Starting the tests."), tool_calls=(call,))],
+    )
+    started = next(p for p, e in session if isinstance(e, AssistantMessageAdded) and e.tool_calls == (call,))
+    state, context = list(_renders(_small(preset), session))[-1]
+    assert state.compactions > 0
+    [card] = [m.text for m in context.messages if m.kind == "card"]
+    [line] = [x for x in card.splitlines() if x.startswith("Calls in flight:")]
+    assert f"spawn_agent bg1 (seq {started})" in line
+    waiting = [m for m in context.messages if m.role == "tool" and m.tool_call_id == "bg1"]
+    assert len(waiting) == 1
+    assert orphans(context) == []
+
+
 @settings(
     max_examples=40 if LONG else 8,
     deadline=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -233,6 +234,9 @@ def test_latest_summary_replaces_what_it_covers_and_respects_produced_at():
     first = context.messages[0]
     assert first.kind == "summary"
     assert first.sources == (2, 10)
+    # The model is told what it reads: a condensation of positions 2-10, not words the user said.
+    assert first.text.startswith("[Summary of earlier turns (log positions 2-10), made by contextledger; ")
+    assert "not the user's words]" in first.text.splitlines()[0]
     assert context.summary_id == "s1"
     assert context.stable_prefix == 1
     # The first task stays pinned right after the summary; everything else covered is gone.
@@ -265,6 +269,33 @@ def test_a_summary_over_its_size_bound_is_never_applied():
             assert min(m.sources[0] for m in context.messages) == 2  # nothing covered was taken out
             assert not any(d.action == "summarized" for d in context.decisions)
     assert shown == {37: ("s37", [60], 1), 38: (None, [], 0)}
+
+
+def test_a_context_pinned_above_the_high_mark_is_not_compacted_at_every_event():
+    """Pinned text keeps the context above the high-water mark: no compaction loop, and never over target.
+
+    Peers compacted 48 times in 76 minutes on a context no compaction could bring under its mark. Here a
+    pinned message leaves every compaction above the high mark. The events after one are compaction
+    points only once the context passes the target (where the hard guarantee drops the oldest steps):
+    about one event in six, not every event while it stays above the high mark.
+    """
+    builder = Builder()
+    builder.pin(builder.user(820))
+    for _ in range(30):
+        builder.step(1, text=1)
+    policy = _policy(budget={"total": 1000, "output_reserve": 0, "high_water": 0.8, "low_water": 0.5})
+    projector = Projector(policy, WORDS)
+    state = projector.start()
+    rows = []
+    for counted in builder.counted(WORDS):
+        state = projector.evolve(state, counted)
+        rows.append((state.total, state.compactions))
+    high, target = projector.budget.high_mark, projector.budget.target
+    after = rows[3:]  # from the first event after the pin on
+    assert all(high < total <= target for total, _ in after)
+    assert after[-1][1] - after[0][1] <= len(after) // 5
+    quiet = sum(1 for (_, was), (_, now) in itertools.pairwise(after) if now == was)
+    assert quiet >= len(after) * 3 // 4  # most events above the high mark are not compaction points
 
 
 def test_clip_mode_shows_first_and_last_batches():

@@ -206,6 +206,29 @@ def test_a_failing_summarizer_changes_nothing_and_is_retried_then_dead_lettered(
     )
 
 
+@pytest.mark.parametrize(
+    "answer", ["", "  \n ", "## Session Summary\n### Original Task\n[task]\n### Pending Work\n- [ ]\n(none)"]
+)
+def test_a_summary_that_says_nothing_is_never_applied(setup, answer):
+    """A summarizer that answers with nothing, or the template's headings alone, changes nothing.
+
+    Any summarizer, not only the HTTP ones: the worker records ``SummaryRejectedError``, retries after
+    its backoff and applies no artifact; every render stays byte-identical.
+    """
+    ledger, session, renderer, compactor, _ = setup
+    before = renderer.render(session, POLICY, budget=BUDGET)
+    compactor.plan(session, POLICY, budget=BUDGET)
+    empty = ScriptedSummarizer(answer, name="empty", config_sha="e")
+    worker = SummaryWorker(ledger, renderer, empty, worker_id="w")
+    assert worker.run_once() == 1
+    stream = SummaryStream(ledger.log, session)
+    [failure] = [r.event for r in stream.events() if isinstance(r.event, SummaryAttemptFailed)]
+    assert (failure.error_type, failure.dead_lettered) == ("SummaryRejectedError", False)
+    assert stream.artifacts() == []
+    after = Renderer(ledger, tokenizer="heuristic").render(session, POLICY, budget=BUDGET)
+    assert _bytes(after) == _bytes(before)
+
+
 def test_two_workers_store_one_artifact_per_request(setup):
     """Both may run the request; the artifact's idempotency key keeps exactly one."""
     ledger, session, renderer, compactor, extractive = setup
