@@ -197,6 +197,32 @@ def test_the_latest_todo_revision_is_in_the_card_whole():
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_long_todo_list_keeps_its_items_as_items_and_counts_the_rest(preset):
+    """163 todo items are never collapsed into one line: listed one per line, the rest counted with a handle.
+
+    A peer's summary "collapsed 163 items into one line". The card lists the latest revision's items one
+    per line, in order, as many as its cap allows, and says exactly how many it left out and where to
+    recall them.
+    """
+    items = [{"content": f"migrate module {i:03d}", "status": "pending"} for i in range(163)]
+    call = ToolCall(id="t0", name="TodoWrite", arguments=json.dumps({"todos": items}))
+    extra: list[AnyEvent] = [
+        AssistantMessageAdded(content=None, tool_calls=(call,)),
+        ToolResultRecorded(call_id=call.id, tool_name="TodoWrite", content=InlineText("ok")),
+    ]
+    session = _session("Use tabs.", 40, tool_words=300, extra=extra)
+    listed_at = next(
+        p for p, e in session if isinstance(e, AssistantMessageAdded) and e.tool_calls == (call,)
+    )
+    _, context = list(_renders(_small(preset, total=4_000), session))[-1]
+    card = next(m.text for m in context.messages if m.kind == "card").splitlines()
+    shown = [line for line in card if line.startswith("- [ ] migrate module")]
+    assert shown == [f"- [ ] migrate module {i:03d}" for i in range(len(shown))]
+    assert len(shown) >= 8
+    assert f'- … {163 - len(shown)} more items: recall {{"position": {listed_at}}}' in card
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
 def test_a_call_still_in_flight_after_compactions_is_named_in_the_card(preset):
     """A call whose result has not come (a background agent) stays paired and is listed as in flight.
 
