@@ -13,7 +13,12 @@ from contextledger.application.summaries.compaction import Compactor
 from contextledger.application.summaries.request_builder import MIN_ENTRY_CHARS, RequestBuilder
 from contextledger.application.summaries.summary_worker import SummaryWorker
 from contextledger.domain.events import SummaryAttemptFailed
-from contextledger.projections.summary_requests import SpanEntry, SummaryRequest
+from contextledger.projections.summary_requests import (
+    SUMMARY_INSTRUCTION,
+    SpanEntry,
+    SummaryRequest,
+    summary_prompt,
+)
 from contextledger.testing import CountingIds, FixedClock, ScriptedSummarizer
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -122,3 +127,19 @@ def test_a_request_that_cannot_fit_is_dead_lettered_at_once_and_changes_nothing(
     assert stream.artifacts() == []
     assert worker.run_once() == 0  # dead-lettered: not taken again
     assert renderer.render(session, POLICY, budget=1_200) == before
+
+
+def test_the_summarizer_instruction_never_enters_the_session():
+    """The instruction a model summarizer is sent is never an event of the session (peers stored theirs).
+
+    After a chained compaction, no event of the session's log holds the instruction's words, and the
+    session's messages are the ones the agent recorded: the summary is an artifact of the summary stream,
+    never a user message, so it can never be pinned as the user's latest request.
+    """
+    ledger, session, renderer, fake, _ = _planned(BUDGET)
+    recorded = [r.event for r in ledger.events(session)]
+    assert SummaryWorker(ledger, renderer, fake, policies={POLICY.name: POLICY}).run_once() == 1
+    opening = SUMMARY_INSTRUCTION.splitlines()[0]
+    assert all(opening in summary_prompt(call) for call in fake.requests)  # it was sent, every call
+    assert [r.event for r in ledger.events(session)] == recorded
+    assert not any(opening in str(event) for event in recorded)
