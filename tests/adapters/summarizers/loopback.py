@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,6 +38,8 @@ class Script:
 
     replies: list[Reply]
     received: list[Received] = field(default_factory=list)
+    refuse: Callable[[dict[str, Any]], str | None] | None = None
+    """Says why a body is refused (as the real APIs refuse one over the model's window), or None."""
 
 
 def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
@@ -51,6 +53,10 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
             script.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
             index = min(len(script.received), len(script.replies)) - 1
             reply = script.replies[index]
+            why = script.refuse(body) if script.refuse is not None else None
+            if why is not None:  # the shape of OpenAI's refusal of a request over the context window
+                error = {"message": why, "type": "invalid_request_error", "code": "context_length_exceeded"}
+                reply = Reply(status=400, body={"error": error})
             if reply.delay:
                 time.sleep(reply.delay)
             payload = (reply.raw if reply.raw is not None else json.dumps(reply.body)).encode()
@@ -69,9 +75,14 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve(*replies: Reply) -> Iterator[tuple[str, Script]]:
-    """Serve ``replies`` on a free loopback port; yield the base URL and the script."""
-    script = Script(list(replies))
+def serve(
+    *replies: Reply, refuse: Callable[[dict[str, Any]], str | None] | None = None
+) -> Iterator[tuple[str, Script]]:
+    """Serve ``replies`` on a free loopback port; yield the base URL and the script.
+
+    ``refuse`` (a body's reason to be refused, or None) answers 400 ``context_length_exceeded`` instead.
+    """
+    script = Script(list(replies), refuse=refuse)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -7,11 +7,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import contextledger
+import pytest
+from contextledger.adapters.summarizers.http import HttpPolicy
+from contextledger.adapters.summarizers.models import OpenAICompatibleSummarizer
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import Compactor
 from contextledger.application.summaries.request_builder import MIN_ENTRY_CHARS, RequestBuilder
 from contextledger.application.summaries.summary_worker import SummaryWorker
+from contextledger.domain.errors import SummarizerError
 from contextledger.domain.events import SummaryAttemptFailed
 from contextledger.projections.summary_requests import (
     SUMMARY_INSTRUCTION,
@@ -19,9 +23,12 @@ from contextledger.projections.summary_requests import (
     SummaryRequest,
     summary_prompt,
 )
+from contextledger.projections.wire import MESSAGE_OVERHEAD
 from contextledger.testing import CountingIds, FixedClock, ScriptedSummarizer
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[2] / "adapters" / "summarizers"))
+from loopback import Reply, serve
 from test_card_check import KEEPS, POLICY, RULE, _session
 
 BUDGET = 6_000
@@ -143,3 +150,40 @@ def test_the_summarizer_instruction_never_enters_the_session():
     assert all(opening in summary_prompt(call) for call in fake.requests)  # it was sent, every call
     assert [r.event for r in ledger.events(session)] == recorded
     assert not any(opening in str(event) for event in recorded)
+
+
+def test_a_model_server_that_refuses_over_its_window_takes_every_call_of_the_split_request():
+    """Over real HTTP, a server that refuses a body over its context window, as OpenAI's does.
+
+    It refuses the request as a single call (a typed ``SummarizerError`` naming the refusal) and takes
+    every call the worker sends for it; the compaction happens.
+    """
+    ledger, session, renderer, _, request = _planned(BUDGET)
+    window = renderer.projector(POLICY, budget=BUDGET).budget.total  # the model's context window
+    count = renderer.counter.count
+
+    def refuse(body: dict) -> str | None:
+        sent = sum(count(str(m.get("content") or "")) + MESSAGE_OVERHEAD for m in body["messages"])
+        asked = sent + body["max_tokens"]
+        return None if asked <= window else f"maximum context length is {window} tokens; you asked {asked}"
+
+    answer = {"model": "m", "choices": [{"message": {"content": KEEPS}, "finish_reason": "stop"}]}
+    once = HttpPolicy(timeout=10.0, attempts=1, backoff=0.01)
+    with serve(Reply(body=answer), refuse=refuse) as (url, script):
+        summarizer = OpenAICompatibleSummarizer(model="m", base_url=f"{url}/v1", api_key="k", policy=once)
+        whole = RequestBuilder(ledger, renderer, summarizer.config_sha, 4_000).build(
+            session, request, None, POLICY, 800
+        )
+        with pytest.raises(SummarizerError, match="maximum context length"):
+            summarizer.summarize(whole)
+        assert SummaryWorker(ledger, renderer, summarizer, policies={POLICY.name: POLICY}).run_once() == 1
+    refused, *taken = script.received
+    assert refuse(refused.body) is not None
+    assert len(taken) >= 2
+    assert all(refuse(call.body) is None for call in taken)
+    [artifact] = SummaryStream(ledger.log, session).artifacts()
+    assert (artifact.covers_from, artifact.covers_through, artifact.withheld) == (
+        request.covers_from,
+        request.covers_through,
+        False,
+    )
