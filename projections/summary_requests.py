@@ -12,6 +12,7 @@ from contextledger.projections.context import RenderedContext
 
 __all__ = [
     "SUMMARY_INSTRUCTION",
+    "SUMMARY_SYSTEM",
     "SpanEntry",
     "Summarizer",
     "SummaryDraft",
@@ -20,6 +21,11 @@ __all__ = [
     "entry_lines",
     "summary_prompt",
 ]
+
+SUMMARY_SYSTEM = (
+    "You summarize a coding agent's conversation so that it can continue its task from the summary."
+)
+"""The system message a model summarizer sends when it sends no live prefix (the request's own)."""
 
 SUMMARY_INSTRUCTION = """You are summarizing a coding agent's conversation history.
 Your summary replaces the earlier turns listed below, so preserve ALL information needed to continue the task.

@@ -13,6 +13,7 @@ from contextledger.domain.content import content_address
 from contextledger.domain.errors import SummaryRejectedError
 from contextledger.projections.summary_requests import (
     SUMMARY_INSTRUCTION,
+    SUMMARY_SYSTEM,
     SummaryDraft,
     SummaryRequest,
     check_summary_text,
@@ -21,7 +22,6 @@ from contextledger.projections.summary_requests import (
 
 __all__ = ["AnthropicSummarizer", "OpenAICompatibleSummarizer"]
 
-_SYSTEM = "You summarize a coding agent's conversation so that it can continue its task from the summary."
 """The system prompt when no live prefix is given (with a prefix, the agent's own system prompt stays)."""
 
 
@@ -93,7 +93,7 @@ class OpenAICompatibleSummarizer:
             messages = [*payload["messages"], {"role": "user", "content": prompt}]
             tools = payload.get("tools")
         else:
-            messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}]
+            messages = [{"role": "system", "content": SUMMARY_SYSTEM}, {"role": "user", "content": prompt}]
             tools = None
         body: dict[str, Any] = {
             "model": self.model,
@@ -185,7 +185,7 @@ class AnthropicSummarizer:
             body: dict[str, Any] = to_anthropic(request.prefix)
             body["messages"] = [*body["messages"], instruction]
         else:
-            body = {"system": _SYSTEM, "messages": [instruction]}
+            body = {"system": SUMMARY_SYSTEM, "messages": [instruction]}
         body.update(model=self.model, max_tokens=request.max_tokens, temperature=self.temperature)
         if body.get("tools"):
             body["tool_choice"] = {"type": "none"}

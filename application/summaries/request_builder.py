@@ -18,8 +18,15 @@ from contextledger.domain.events import (
 )
 from contextledger.projections.card_state import CardState
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.counting import system_tokens
 from contextledger.projections.policy import Policy
-from contextledger.projections.summary_requests import SpanEntry, SummaryRequest, entry_lines, summary_prompt
+from contextledger.projections.summary_requests import (
+    SUMMARY_SYSTEM,
+    SpanEntry,
+    SummaryRequest,
+    entry_lines,
+    summary_prompt,
+)
 from contextledger.projections.wire import MESSAGE_OVERHEAD
 
 __all__ = ["MIN_ENTRY_CHARS", "RequestBuilder"]
@@ -29,6 +36,14 @@ MIN_ENTRY_CHARS = 256
 
 _READ_FACTOR = 64
 """Blobs longer than this many times ``entry_chars`` are represented by their stored preview."""
+
+
+def _clip_entry(entry: SpanEntry, chars: int) -> SpanEntry:
+    """``entry`` with its text and each of its calls' arguments clipped to ``chars`` characters."""
+    calls = tuple(
+        msgspec.structs.replace(c, arguments=_clipped(c.arguments, chars)) for c in entry.tool_calls
+    )
+    return msgspec.structs.replace(entry, text=_clipped(entry.text, chars), tool_calls=calls)
 
 
 def _clipped(text: str, limit: int) -> str:
@@ -93,37 +108,55 @@ class RequestBuilder:
             ),
         )
 
-    def window(self, policy: Policy, request: CompactionRequested) -> int:
-        """The tokens a model summarizer's call may send: the ``prompt_limit`` of the request's budget."""
-        return self.renderer.projector(policy, budget=request.budget or None).budget.prompt_limit
+    def window(self, policy: Policy, request: CompactionRequested, limit: int) -> int:
+        """The tokens a model summarizer's call may send for an answer of ``limit`` tokens.
 
-    def parts(self, built: SummaryRequest, window: int) -> list[SummaryRequest]:
+        The ``prompt_limit`` of the request's budget (the window less the output reserve and safety
+        margin), and never more than the window less the answer: the agent's model's window (a
+        summarizer model with a smaller window than the agent's is not known here).
+        """
+        budget = self.renderer.projector(policy, budget=request.budget or None).budget
+        return min(budget.prompt_limit, budget.total - limit)
+
+    def parts(
+        self, built: SummaryRequest, window: int, *, owed: tuple[str, ...] = ()
+    ) -> list[SummaryRequest]:
         """Split a model summarizer's request into calls of at most ``window`` tokens, summarized in a chain.
 
         A request sends the live prefix (the context, up to the budget) and then the span to summarize,
         each message up to ``entry_chars``: together they can exceed the model's window many times
         over, and a compaction that fails for the very reason it was asked for never ends (peers'
-        compactions failed at 258k of 258k). Over the window, the prefix is left out first (it saves
-        cache reads, nothing more). Still over, the span is cut into runs of whole messages in log
-        order; each run is sent with the summary of the runs before it as the previous round's (the
-        caller chains them: ``summary_worker``), so every call fits, and the last call's summary
-        covers the whole span. A message too large for a call of its own is clipped further (head and
-        tail kept), down to ``MIN_ENTRY_CHARS``.
+        compactions failed at 258k of 258k). Every call is sized as if it carried ``owed`` as
+        ``lost`` (what a card check's retry may add: every instruction and todo item the span owes).
+        Over the window, the prefix is left out first (it saves cache reads, nothing more). Still over,
+        the original task is clipped like a message, then the span is cut into runs of whole messages in
+        log order; each run is sent with the summary of the runs before it as the previous round's (the
+        caller chains them: ``summary_worker``), so every call fits, and the last call's summary covers
+        the whole span. A message too large for a call of its own has its text and its calls'
+        arguments clipped further (head and tail kept), down to ``MIN_ENTRY_CHARS``; so does the task
+        while nothing else fits.
 
         Raises:
-            SummaryInputTooLargeError: the instruction, the task, the card, the previous summary and
-                one message clipped to ``MIN_ENTRY_CHARS`` do not fit in one call.
+            SummaryInputTooLargeError: the instruction, the card, the previous summary, the task and one
+                message, each clipped to ``MIN_ENTRY_CHARS``, do not fit in one call.
         """
-        if self.request_tokens(built) <= window:
+        if self.request_tokens(msgspec.structs.replace(built, lost=owed)) <= window:
             return [built]
         alone = msgspec.structs.replace(built, prefix=None)
-        if self.request_tokens(alone) <= window:
+        if self.request_tokens(msgspec.structs.replace(alone, lost=owed)) <= window:
             return [alone]
-        # A later call's previous summary is an earlier call's answer: at most max_tokens tokens.
-        previous = max(self.renderer.counter.count(built.previous or ""), built.max_tokens)
-        room = (
-            window - self.request_tokens(msgspec.structs.replace(alone, entries=(), previous=None)) - previous
-        )
+        task = alone.original_task
+        chars = min(len(task), self.entry_chars)
+        room = self._room(alone, _clipped(task, chars), window, owed)
+        while room < self._smallest(built) and chars > MIN_ENTRY_CHARS:
+            chars = max(MIN_ENTRY_CHARS, chars // 2)
+            room = self._room(alone, _clipped(task, chars), window, owed)
+        alone = msgspec.structs.replace(alone, original_task=_clipped(task, chars))
+        if not built.entries and self.request_tokens(msgspec.structs.replace(alone, lost=owed)) <= window:
+            return [alone]  # nothing to split: the task clipped was all it took
+        if room <= 0 or not built.entries:
+            detail = f"the task clipped to {chars:,} characters"
+            raise SummaryInputTooLargeError(self._too_large(built, window, room, detail))
         runs: list[list[SpanEntry]] = [[]]
         used = 0
         for entry in built.entries:
@@ -133,30 +166,54 @@ class RequestBuilder:
                 used = 0
             runs[-1].append(fitted)
             used += cost
+        last = len(runs) - 1
         return [
-            msgspec.structs.replace(alone, entries=tuple(run), previous=built.previous if i == 0 else None)
+            msgspec.structs.replace(
+                alone,
+                entries=tuple(run),
+                previous=built.previous if i == 0 else None,
+                # an earlier call names its own run; the last keeps the span (the card check reads it)
+                covers_from=built.covers_from if i in (0, last) else run[0].position,
+                covers_through=built.covers_through if i == last else run[-1].position,
+            )
             for i, run in enumerate(runs)
         ]
+
+    def _room(self, alone: SummaryRequest, task: str, window: int, owed: tuple[str, ...]) -> int:
+        """What a call leaves for its run of messages: the window less all else it sends.
+
+        A later call's previous summary is an earlier call's answer: at most ``max_tokens`` tokens.
+        """
+        bare = msgspec.structs.replace(alone, entries=(), previous=None, original_task=task, lost=owed)
+        previous = max(self.renderer.counter.count(alone.previous or ""), alone.max_tokens)
+        return window - self.request_tokens(bare) - previous
+
+    def _smallest(self, built: SummaryRequest) -> int:
+        """The most a message of the span takes clipped to ``MIN_ENTRY_CHARS``: the room a call needs."""
+        return max((self._entry_tokens(_clip_entry(e, MIN_ENTRY_CHARS)) for e in built.entries), default=1)
 
     def _within(
         self, entry: SpanEntry, room: int, built: SummaryRequest, window: int
     ) -> tuple[SpanEntry, int]:
         """``entry``, clipped to fit ``room`` tokens when it is larger, and what it takes of a call."""
-        cost = self._entry_tokens(entry)
-        chars = len(entry.text)
+        fitted, cost = entry, self._entry_tokens(entry)
+        chars = max([len(entry.text), *(len(c.arguments) for c in entry.tool_calls)])
         while cost > room and chars > MIN_ENTRY_CHARS:
             chars = max(MIN_ENTRY_CHARS, chars // 2)
-            entry = msgspec.structs.replace(entry, text=_clipped(entry.text, chars))
-            cost = self._entry_tokens(entry)
+            fitted = _clip_entry(entry, chars)  # from the original: each omission counted once, truly
+            cost = self._entry_tokens(fitted)
         if cost > room:
-            msg = (
-                f"the summary request of positions {built.covers_from}-{built.covers_through} cannot be "
-                f"sent in calls of {window:,} tokens: the instruction, task, card and previous summary "
-                f"leave {max(room, 0):,}, and position {entry.position} takes {cost:,} clipped to "
-                f"{chars:,} characters"
-            )
-            raise SummaryInputTooLargeError(msg)
-        return entry, cost
+            detail = f"position {entry.position} takes {cost:,} clipped to {chars:,} characters"
+            raise SummaryInputTooLargeError(self._too_large(built, window, room, detail))
+        return fitted, cost
+
+    @staticmethod
+    def _too_large(built: SummaryRequest, window: int, room: int, detail: str) -> str:
+        return (
+            f"the summary request of positions {built.covers_from}-{built.covers_through} cannot be sent "
+            f"in calls of {window:,} tokens: the instruction, card, previous summary and task leave "
+            f"{max(room, 0):,} for the messages, and {detail}"
+        )
 
     def _entry_tokens(self, entry: SpanEntry) -> int:
         """What one message adds to a summary prompt: its lines, counted, and a token per line break."""
@@ -164,9 +221,13 @@ class RequestBuilder:
         return self.renderer.counter.count("\n".join(lines)) + len(lines)
 
     def request_tokens(self, built: SummaryRequest) -> int:
-        """Tokens a model summarizer sends for ``built``: the live prefix, then the instruction."""
-        prefix = built.prefix.tokens if built.prefix is not None else 0
-        return prefix + self.renderer.counter.count(summary_prompt(built)) + MESSAGE_OVERHEAD
+        """Tokens a model summarizer sends: the live prefix or its system message, then the instruction."""
+        count = self.renderer.counter.count
+        if built.prefix is not None:
+            head = built.prefix.tokens
+        else:
+            head = system_tokens(count(SUMMARY_SYSTEM), SUMMARY_SYSTEM)
+        return head + count(summary_prompt(built)) + MESSAGE_OVERHEAD
 
     def _entries(
         self, session_id: str, request: CompactionRequested, previous: SummaryRecorded | None

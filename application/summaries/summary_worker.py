@@ -34,11 +34,11 @@ from contextledger.domain.events import (
     SummaryLeaseRenewed,
     SummaryRecorded,
 )
-from contextledger.projections.card_fidelity import with_card_check
+from contextledger.projections.card_fidelity import check_against_card, with_card_check
 from contextledger.projections.fidelity import facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
-from contextledger.projections.summary_requests import Summarizer, SummaryRequest
+from contextledger.projections.summary_requests import Summarizer, SummaryRequest, check_summary_text
 
 __all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
 
@@ -239,8 +239,9 @@ class SummaryWorker:
                 summary_request = builder.build(session_id, request, previous, policy, limit, card=card)
                 calls = [summary_request]
                 if policy is not None and self._to_model:  # each call held to the model's window
-                    calls = builder.parts(summary_request, builder.window(policy, request))
-                outcome = summarize_against_card(self.summarizer, self._chained(calls), card)
+                    owed = check_against_card(card, request.covers_from, request.covers_through, "").lost
+                    calls = builder.parts(summary_request, builder.window(policy, request, limit), owed=owed)
+                outcome = summarize_against_card(self.summarizer, self._chained(calls, limit), card)
             draft, text = outcome.draft, outcome.text
             tokens = _within_bound(self.renderer.counter.count(text), limit)
         except SummaryInputTooLargeError as error:  # the same span gives the same request: not retried
@@ -273,7 +274,7 @@ class SummaryWorker:
             tokens_before=request.tokens_before,
             tokens_after=max(0, request.tokens_before - span_tokens + tokens),
             fidelity=with_card_check(fidelity(facts_of(summary_request.entries), text), outcome.check),
-            drafts=outcome.drafts,
+            drafts=outcome.drafts + len(calls) - 1,  # the calls of a chain before its last draft
             withheld=outcome.withheld,
             at=self.ledger.clock.now(),
         )
@@ -309,22 +310,27 @@ class SummaryWorker:
             stop.set()
             thread.join()
 
-    def _chained(self, calls: list[SummaryRequest]) -> SummaryRequest:
+    def _chained(self, calls: list[SummaryRequest], limit: int) -> SummaryRequest:
         """Summarize every call but the last, each the previous one's summary; return the last, to be checked.
 
         One call unless the request was split to fit the model's window (``RequestBuilder.parts``): then
-        each run of the span is summarized with what the runs before it came to, and the last call's
-        answer, checked against the card like any other, covers the whole span.
+        each run of the span is summarized with what the runs before it came to (each answer held to the
+        summary's bound, as the room of the next call assumed), and the last call's answer, checked
+        against the card like any other, covers the whole span.
         """
         previous = calls[0].previous
         for call in calls[:-1]:
-            previous = self.summarizer.summarize(msgspec.structs.replace(call, previous=previous)).text
+            text = check_summary_text(
+                self.summarizer.summarize(msgspec.structs.replace(call, previous=previous)).text
+            )
+            _within_bound(self.renderer.counter.count(text), limit)
+            previous = text
         last = calls[-1]
         return last if len(calls) == 1 else msgspec.structs.replace(last, previous=previous)
 
     @property
     def _to_model(self) -> bool:
-        """Whether the summarizer sends its requests to a model (each held to its window: ``fitted``)."""
+        """Whether the summarizer sends its requests to a model (each held to its window: ``parts``)."""
         return bool(getattr(self.summarizer, "model_written", False))
 
     def _failed(

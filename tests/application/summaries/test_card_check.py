@@ -39,13 +39,13 @@ DROPS = KEEPS.replace(f"- {RULE}\n", "- Keep the change small.\n")
 CLI = str(Path(sys.executable).with_name("contextledger"))
 
 
-def _session(ledger) -> str:
+def _session(ledger, todos: list[dict[str, str]] | None = None) -> str:
     session = ledger.start_session(
         system_prompt="You are a coding agent.",
         tools=[{"name": "read_file", "description": "read", "parameters": {"type": "object"}}],
     )
     ledger.add_user_message(session, TASK)
-    todos = [
+    todos = todos or [
         {"content": "reproduce the bug", "status": "completed"},
         {"content": "write the regression test", "status": "pending"},
     ]

@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import contextledger
+import msgspec
 import pytest
 from contextledger.adapters.summarizers.http import HttpPolicy
 from contextledger.adapters.summarizers.models import OpenAICompatibleSummarizer
@@ -15,11 +16,12 @@ from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import Compactor
 from contextledger.application.summaries.request_builder import MIN_ENTRY_CHARS, RequestBuilder
 from contextledger.application.summaries.summary_worker import SummaryWorker
-from contextledger.domain.errors import SummarizerError
-from contextledger.domain.events import SummaryAttemptFailed
+from contextledger.domain.errors import SummarizerError, SummaryInputTooLargeError
+from contextledger.domain.events import SummaryAttemptFailed, ToolCall
 from contextledger.projections.summary_requests import (
     SUMMARY_INSTRUCTION,
     SpanEntry,
+    SummaryDraft,
     SummaryRequest,
     summary_prompt,
 )
@@ -57,8 +59,8 @@ def test_a_span_over_the_window_is_summarized_in_calls_that_each_fit():
     ledger, session, renderer, fake, request = _planned(BUDGET)
     builder = RequestBuilder(ledger, renderer, fake.config_sha, 4_000)
     whole = builder.build(session, request, None, POLICY, 800)
-    window = builder.window(POLICY, request)
-    assert window == BUDGET
+    window = builder.window(POLICY, request, 800)
+    assert window == BUDGET  # the prompt limit (the model's window less the answer is larger here)
     assert builder.request_tokens(whole) > 8 * window
     worker = SummaryWorker(ledger, renderer, fake, policies={POLICY.name: POLICY})
     assert worker.run_once() == 1
@@ -69,10 +71,13 @@ def test_a_span_over_the_window_is_summarized_in_calls_that_each_fit():
         assert builder.request_tokens(call) <= window
     assert [e.position for c in calls for e in c.entries] == [e.position for e in whole.entries]
     assert calls[0].previous is None
-    assert all(c.previous == KEEPS for c in calls[1:])  # each call reads the summary of the runs before it
+    assert all(c.previous == KEEPS.strip() for c in calls[1:])  # each reads the summary of the runs before
+    for call in calls[:-1]:  # an earlier call names its own run; the last, the whole span
+        assert call.covers_through == call.entries[-1].position
+    assert (calls[-1].covers_from, calls[-1].covers_through) == (request.covers_from, request.covers_through)
     [artifact] = SummaryStream(ledger.log, session).artifacts()
     assert (artifact.covers_from, artifact.covers_through) == (request.covers_from, request.covers_through)
-    assert not artifact.withheld
+    assert (artifact.withheld, artifact.drafts) == (False, len(calls))
     ledger.add_user_message(session, "Any progress?")  # a compaction point: the summary swaps in
     context = renderer.render(session, POLICY, budget=BUDGET)
     assert context.summary_id == artifact.summary_id
@@ -86,8 +91,8 @@ def test_a_request_that_fits_is_sent_whole_with_its_live_prefix():
     whole = builder.build(session, request, None, POLICY, 800)
     assert whole.prefix is not None
     assert builder.parts(whole, builder.request_tokens(whole)) == [whole]
-    alone = builder.request_tokens(whole) - whole.prefix.tokens
-    [sent] = builder.parts(whole, alone)  # room for the span, not for the prefix too
+    alone = builder.request_tokens(msgspec.structs.replace(whole, prefix=None))
+    [sent] = builder.parts(whole, alone)  # room for the span and the summarizer's own system message only
     assert sent.prefix is None
     assert sent.entries == whole.entries
 
@@ -187,3 +192,93 @@ def test_a_model_server_that_refuses_over_its_window_takes_every_call_of_the_spl
         request.covers_through,
         False,
     )
+
+
+LONG_DRAFT = "## Session Summary\n" + "".join(f"- read src/mod{i}.py, no change\n" for i in range(60))
+"""A draft near the summary's bound of 800 tokens (each call's room assumed no more)."""
+
+
+class _DropsUntilTold:
+    """A model that loses the user's rule unless told what it lost (then it keeps everything)."""
+
+    name, config_sha, model_written = "drops", "drops", True
+
+    def __init__(self, keeps: str) -> None:
+        self.keeps = keeps
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        self.requests.append(request)
+        return SummaryDraft(text=self.keeps if request.lost else LONG_DRAFT)
+
+
+def test_a_card_check_retry_fits_the_window_with_what_it_was_told_it_lost():
+    """The retry of the last call carries every instruction and todo item lost; it still fits the window.
+
+    Every call is sized as if it carried all the span owes the card, so the retry a card check makes
+    (the last call again, with a "lost" section listing the task, the rule and 60 todo items) is within
+    the window too, and so would any call of the chain be.
+    """
+    ledger = contextledger.open_ledger("memory://", clock=FixedClock(step=timedelta(0)), ids=CountingIds())
+    todos = [{"content": f"port module {i}", "status": "pending"} for i in range(60)]
+    session = _session(ledger, todos=todos)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    model = _DropsUntilTold(KEEPS + "".join(f"- [ ] {t['content']}\n" for t in todos))
+    compactor = Compactor(ledger, renderer, summarizer=model.name, summarizer_config=model.config_sha)
+    request = compactor.plan(session, POLICY, budget=BUDGET)
+    assert request is not None
+    assert SummaryWorker(ledger, renderer, model, policies={POLICY.name: POLICY}).run_once() == 1
+    *chain, last, retry = model.requests
+    assert chain  # split: the span is many times the window
+    assert (last.lost, len(retry.lost)) == ((), 62)  # the task, the rule and the 60 items
+    builder = RequestBuilder(ledger, renderer, model.config_sha, 4_000)
+    assert max(builder.request_tokens(r) for r in model.requests) <= BUDGET
+    # any call of the chain could have been the one retried: each has room for all it could be told
+    told = [msgspec.structs.replace(r, lost=retry.lost) for r in model.requests]
+    assert max(builder.request_tokens(r) for r in told) <= BUDGET
+    [artifact] = SummaryStream(ledger.log, session).artifacts()
+    assert (artifact.withheld, artifact.drafts) == (False, len(model.requests))
+
+
+def _one(task: str, entries: tuple[SpanEntry, ...]) -> SummaryRequest:
+    return SummaryRequest(
+        session_id="s", covers_from=2, covers_through=9, round=1, original_task=task, entries=entries
+    )
+
+
+def test_a_long_task_and_long_call_arguments_are_clipped_to_fit():
+    """A 30,000-character first message and a 28,000-character write are clipped head and tail, not refused.
+
+    The task is resent in every call and a call's arguments are part of its message: both are clipped like
+    a message's text when nothing else would fit, and every call then fits.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    builder = RequestBuilder(ledger, renderer, "scripted", 4_000)
+    task = "Port the billing service. " + "Context line about the service. " * 940 + "Keep the API stable."
+    write = ToolCall(id="w1", name="write_file", arguments='{"content": "' + "x = 1\n" * 4_000 + '"}')
+    entries = (
+        SpanEntry(position=2, role="user", text="start"),
+        SpanEntry(position=3, role="assistant", text="Writing.", tool_calls=(write,)),
+        SpanEntry(position=4, role="tool", text="ok", tool_name="write_file"),
+    )
+    parts = builder.parts(_one(task, entries), 2_000)
+    assert all(builder.request_tokens(p) <= 2_000 for p in parts)
+    assert all(
+        p.original_task.startswith("Port the billing") and p.original_task.endswith("stable.") for p in parts
+    )
+    assert all("characters omitted" in p.original_task for p in parts)
+    [sent] = [e for p in parts for e in p.entries if e.position == 3]
+    assert "characters omitted" in sent.tool_calls[0].arguments
+    assert [e.position for p in parts for e in p.entries] == [2, 3, 4]
+
+
+def test_a_request_without_messages_is_sent_with_its_task_clipped_or_refused():
+    """No messages to split (a clip-archive level with nothing inside): the task is clipped, else refused."""
+    ledger = contextledger.open_ledger("memory://")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    builder = RequestBuilder(ledger, renderer, "scripted", 4_000)
+    [sent] = builder.parts(_one("Fix it. " + "word " * 6_000, ()), 2_000)
+    assert builder.request_tokens(sent) <= 2_000
+    with pytest.raises(SummaryInputTooLargeError, match="cannot be sent in calls of 300 tokens"):
+        builder.parts(_one("Fix it. " + "word " * 6_000, ()), 300)
