@@ -209,7 +209,7 @@ def test_a_failing_summarizer_changes_nothing_and_is_retried_then_dead_lettered(
 @pytest.mark.parametrize(
     "answer", ["", "  \n ", "## Session Summary\n### Original Task\n[task]\n### Pending Work\n- [ ]\n(none)"]
 )
-def test_a_summary_that_says_nothing_is_never_applied(setup, answer):
+def test_a_summary_that_says_nothing_is_never_applied(setup, clock, answer):
     """A summarizer that answers with nothing, or the template's headings alone, changes nothing.
 
     Any summarizer, not only the HTTP ones: the worker records ``SummaryRejectedError``, retries after
@@ -221,9 +221,16 @@ def test_a_summary_that_says_nothing_is_never_applied(setup, answer):
     empty = ScriptedSummarizer(answer, name="empty", config_sha="e")
     worker = SummaryWorker(ledger, renderer, empty, worker_id="w")
     assert worker.run_once() == 1
+    assert worker.run_once() == 0  # waiting out the backoff
+    clock.advance(seconds=11)
+    assert worker.run_once() == 1  # retried
     stream = SummaryStream(ledger.log, session)
-    [failure] = [r.event for r in stream.events() if isinstance(r.event, SummaryAttemptFailed)]
-    assert (failure.error_type, failure.dead_lettered) == ("SummaryRejectedError", False)
+    failures = [r.event for r in stream.events() if isinstance(r.event, SummaryAttemptFailed)]
+    assert [(f.attempt, f.error_type, f.dead_lettered) for f in failures] == [
+        (1, "SummaryRejectedError", False),
+        (2, "SummaryRejectedError", False),
+    ]
+    assert len(empty.requests) == 2
     assert stream.artifacts() == []
     after = Renderer(ledger, tokenizer="heuristic").render(session, POLICY, budget=BUDGET)
     assert _bytes(after) == _bytes(before)
