@@ -80,7 +80,12 @@ def _rebuild(
     from contextledger.application.rebuild.rebuild import rebuild, store_views  # noqa: PLC0415
 
     head = store_views(ledger)[1].head()
-    progress = None if quiet else _progress_bar()  # with --json, rich is not even loaded
+    shown = False
+    if not quiet:  # with --json, rich is not even loaded
+        from contextledger.adapters.cli.progress import progress_shown  # noqa: PLC0415
+
+        shown = progress_shown(json_output=False)  # a terminal's stderr only: piped, nothing
+    progress = _progress_bar() if shown else None
     task = None if progress is None else progress.add_task("rebuild", total=head)
 
     def advance(completed: int) -> None:

@@ -25,6 +25,7 @@ from contextledger.domain.events import (
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.dispositions import dispositions_of, tiers_of
 from contextledger.projections.policy import Policy
+from contextledger.projections.presets import get_preset
 
 __all__ = [
     "CALLS_KIND",
@@ -87,7 +88,7 @@ class CallRecorder:
     def record(
         self,
         context: RenderedContext,
-        policy: Policy,
+        policy: Policy | str,
         *,
         payload: Mapping[str, Any] | None = None,
         wire_format: str = "openai",
@@ -98,7 +99,12 @@ class CallRecorder:
 
         ``driver`` names what made the call (``AgentContext``, a framework adapter), kept in the
         record's ``meta["driver"]``: ``why`` then suggests that driver's settings, not a command line's.
+        ``policy`` is the one ``context`` was rendered under: a ``Policy``, or a preset's name.
+
+        Raises:
+            ConfigError: ``policy`` names no preset.
         """
+        policy = get_preset(policy) if isinstance(policy, str) else policy
         session_id = context.session_id
         key = policy_hash(policy)
         events: list[Any] = []

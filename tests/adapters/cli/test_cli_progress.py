@@ -1,4 +1,4 @@
-"""Progress of ``simulate --all`` and ``import`` of many files: on a terminal's stderr only (issue 18)."""
+"""Progress of ``simulate --all``, ``import`` of many files, ``rebuild``: on a terminal's stderr only."""
 
 from __future__ import annotations
 
@@ -90,3 +90,18 @@ def test_simulate_all_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_pa
     assert code == 0
     assert "simulating" not in tty
     assert json.loads(out)["policies"] == ["default", "threshold"]
+
+
+def test_rebuild_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path, transcripts):
+    """``rebuild`` counts events on a tty stderr, like the other long commands; piped, stderr stays empty."""
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert _piped("import", *_files(transcripts)[:2], "--db", db).returncode == 0
+    code, out, tty = _on_a_terminal("rebuild", "--policy", "default", "--budget", "16000", "--db", db)
+    assert code == 0, tty
+    assert "rebuild" in tty
+    assert "events" in tty
+    assert "not switched (add --switch)" in out
+    piped = _piped("rebuild", "--policy", "threshold", "--budget", "16000", "--db", db)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stderr == ""
+    assert "not switched (add --switch)" in piped.stdout

@@ -101,3 +101,23 @@ def test_a_changed_log_is_reported_as_a_replay_mismatch(ledger):
     ledger.record_summary(session, covers_from=2, covers_through=7, text="backfilled summary", produced_at=8)
     with pytest.raises(ReplayMismatchError):
         recorder.rerender(Renderer(ledger, tokenizer="heuristic"), session, record.call_id)
+
+
+def test_a_call_is_recorded_under_a_preset_named_as_under_the_preset_itself(ledger):
+    """``record`` takes a preset's name as ``render`` does: the same record, replayable; a typo is refused."""
+    session = ledger.start_session(system_prompt="s")
+    ledger.add_user_message(session, "question")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    context = renderer.render(session, "default")
+    by_name = CallRecorder(ledger).record(context, "default", payload=to_openai(context), call_id="c1")
+    by_policy = CallRecorder(ledger).record(
+        context, PRESETS["default"], payload=to_openai(context), call_id="c2"
+    )
+    assert (by_name.policy, by_name.policy_hash, by_name.context_sha) == (
+        by_policy.policy,
+        by_policy.policy_hash,
+        by_policy.context_sha,
+    )
+    CallRecorder(ledger).rerender(Renderer(ledger, tokenizer="heuristic"), session, "c1")
+    with pytest.raises(contextledger.ConfigError, match="unknown policy 'defualt'"):
+        CallRecorder(ledger).record(context, "defualt", payload=to_openai(context), call_id="c3")
