@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from contextledger.adapters.otel_messages import input_messages, system_instructions
+from contextledger.adapters.whole_file import write_whole
 from contextledger.application.audit.call_recorder import CallRecorder, CallView
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import StoreError
 from contextledger.domain.events import (
     CompactionRequested,
     SessionStarted,
@@ -297,12 +297,5 @@ def otlp_document(ledger: Ledger, session_id: str, *, content: bool = False) -> 
 def export_otlp(ledger: Ledger, session_id: str, path: str | Path, *, content: bool = False) -> int:
     """Write the session's spans as OTLP JSON to ``path`` (whole file or nothing); return the span count."""
     document = otlp_document(ledger, session_id, content=content)
-    target = Path(path)
-    temporary = target.with_name(target.name + ".tmp")
-    try:
-        temporary.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        temporary.replace(target)
-    except OSError as error:
-        temporary.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {target}: {error.strerror or error}") from error
+    write_whole(path, json.dumps(document, indent=1) + "\n")
     return len(document["resourceSpans"][0]["scopeSpans"][0]["spans"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from contextledger.adapters.cli.common import (
@@ -15,6 +15,10 @@ from contextledger.adapters.cli.common import (
     run_guarded,
     use_cases,
 )
+
+if TYPE_CHECKING:
+    from contextledger.application.kernel.ledger import Ledger
+    from contextledger.projections.context import RenderedContext
 
 __all__ = ["register"]
 
@@ -56,7 +60,7 @@ def register(app: typer.Typer) -> None:
             )
             from rich.text import Text  # noqa: PLC0415 - rich loads only when a command prints
 
-            with ledger_for(db) as ledger:
+            def record(ledger: Ledger) -> str:
                 session_id = ledger.start_session(
                     system_prompt=DEMO_SYSTEM_PROMPT,
                     model="gpt-4o",
@@ -65,10 +69,19 @@ def register(app: typer.Typer) -> None:
                 )
                 for message in demo_messages():
                     ledger.append(session_id, message)
-                events = ledger.events(session_id)
-                context = (
+                return session_id
+
+            def shown(ledger: Ledger, session_id: str) -> RenderedContext:
+                return (
                     use_cases().renderer(ledger, "cl100k_base").render(session_id, "default", budget=budget)
                 )
+
+            with ledger_for("memory://") as scratch:  # the budget tried first: one it refuses writes nothing
+                shown(scratch, record(scratch))
+            with ledger_for(db) as ledger:
+                session_id = record(ledger)
+                events = ledger.events(session_id)
+                context = shown(ledger, session_id)
                 store_url = ledger.store_url
             if json_output:
                 emit_json(

@@ -16,6 +16,7 @@ from contextledger.adapters.cli.common import (
     run_guarded,
 )
 from contextledger.adapters.cli.ids import session_ledger
+from contextledger.adapters.whole_file import write_whole
 
 __all__ = ["register"]
 
@@ -92,9 +93,7 @@ def register(app: typer.Typer) -> None:
                     tokenizer=tokenizer,
                 )
             page = render_page(data)
-            partial = output.with_name(output.name + ".partial")
-            partial.write_text(page, encoding="utf-8")
-            partial.replace(output)
+            write_whole(output, page)
             summary = {
                 "path": str(output),
                 "session_id": session,

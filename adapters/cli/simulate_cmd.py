@@ -19,6 +19,7 @@ from contextledger.adapters.cli.common import (
 )
 from contextledger.adapters.cli.ids import id_column, short_session_ids
 from contextledger.adapters.cli.progress import progress_shown, step_bar
+from contextledger.adapters.whole_file import write_whole
 
 if TYPE_CHECKING:
     from contextledger.application.rebuild.simulator import PolicyTotals, Simulation
@@ -52,10 +53,11 @@ def _rules(evictions: dict[str, int]) -> str:
 
 
 def write_csv(simulation: Simulation, path: Path) -> None:
-    """Write ``simulation`` as CSV: the calls, then one total row per policy."""
+    """Write ``simulation`` as CSV: the calls, then one total row per policy (``write_whole``)."""
     import csv  # noqa: PLC0415 - only when --csv is given
+    import io  # noqa: PLC0415
 
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with io.StringIO(newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS)
         for c in simulation.calls:
@@ -100,6 +102,7 @@ def write_csv(simulation: Simulation, path: Path) -> None:
                     _rules(t.evictions),
                 )
             )
+        write_whole(path, handle.getvalue())  # the whole file or none (an unwritable path is a StoreError)
 
 
 def _expired(totals: PolicyTotals) -> str:

@@ -18,7 +18,12 @@ from contextledger.adapters.importers.source import Source
 from contextledger.adapters.importers.swe_agent import parse_swe_agent
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.session_port import SessionSpec
-from contextledger.domain.errors import ConfigError, TranscriptImportError, ValidationError
+from contextledger.domain.errors import (
+    ConfigError,
+    SessionForgottenError,
+    TranscriptImportError,
+    ValidationError,
+)
 
 __all__ = [
     "FORMATS",
@@ -197,7 +202,7 @@ def import_file(
     except TranscriptImportError as error:
         outcome.error = error
         return outcome
-    except ValidationError as error:
+    except (ValidationError, SessionForgottenError) as error:  # a forgotten session stays forgotten
         outcome.error = TranscriptImportError(str(path), "ledger", str(error))
         return outcome
     except (RecursionError, MemoryError) as error:

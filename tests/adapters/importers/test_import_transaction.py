@@ -147,3 +147,29 @@ def test_an_encrypted_ledger_imports_what_a_plain_one_does(transcripts, tmp_path
             sid: [reopened.text(getattr(r.event, "content", None)) for r in rs] for sid, rs in found.items()
         } == texts
     assert b"reservation" not in (tmp_path / "sealed.db").read_bytes()
+
+
+def test_a_file_whose_session_was_forgotten_fails_alone_and_the_others_import(tmp_path, transcripts):
+    """Importing again a session that was forgotten is that file's error; the next file still imports.
+
+    A forgotten session stays forgotten (its key is destroyed): the file is reported failed with nothing
+    of it written, like any other bad file, and the command goes on with the others.
+    """
+    from contextledger.adapters.importers.service import import_file, import_files  # noqa: PLC0415
+
+    key = tmp_path / "ledger.key"
+    key.write_bytes(base64.b64encode(uuid.uuid4().bytes * 2))
+    erased = transcripts / "swe-agent__swe-agent__test-repo-i1.traj"
+    other = transcripts / "openhands-events__basic_gui_mode.json"
+    url = f"sqlite:///{tmp_path / 'enc.db'}"
+    with contextledger.open_ledger(url, key_file=str(key)) as ledger:
+        [first] = import_file(ledger, erased).sessions
+        ledger.forget(first.session_id, reason="erasure request")
+    with contextledger.open_ledger(url, key_file=str(key)) as ledger:  # a later command, as the CLI runs
+        again, then = import_files(ledger, [erased, other])
+        assert again.error is not None
+        assert "was forgotten" in str(again.error)
+        assert again.sessions == []
+        assert then.error is None
+        assert [s.status for s in then.sessions] == ["imported"]
+        assert [s.session_id for s in ledger.sessions()] == [then.sessions[0].session_id]

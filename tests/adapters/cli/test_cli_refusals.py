@@ -1,0 +1,78 @@
+"""Bad arguments the CLI refuses in one line, exit 1, writing nothing: paths, poll intervals, budgets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = str(Path(sys.executable).with_name("contextledger"))
+
+
+def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"TTY_COMPATIBLE", "TTY_INTERACTIVE"}}
+    return subprocess.run(
+        [CLI, *args], capture_output=True, text=True, check=False, timeout=300, env=env, cwd=cwd
+    )
+
+
+@pytest.fixture
+def recorded(tmp_path) -> tuple[str, str]:
+    """A ledger holding the demo session: its URL and the session id."""
+    db = f"sqlite:///{tmp_path / 'demo.db'}"
+    done = _run("demo", "--db", db, "--json")
+    assert done.returncode == 0, done.stderr
+    return db, json.loads(done.stdout)["session_id"]
+
+
+@pytest.mark.parametrize("where", ["missing/out", "."])
+@pytest.mark.parametrize(
+    "command",
+    [("report", "-o"), ("simulate", "--policy", "default", "--csv"), ("export", "--otlp")],
+    ids=["report", "simulate-csv", "export"],
+)
+def test_an_unwritable_output_is_a_store_error_in_one_line_with_nothing_left_behind(
+    tmp_path, recorded, command, where
+):
+    """A missing folder or a directory as the output file: StoreError, exit 5, no traceback, no stray file.
+
+    The output is written whole through a temporary beside it (``write_whole``), removed on failure.
+    """
+    db, session = recorded
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / where
+    name, *flags = command
+    done = _run(name, session, *flags, str(target), "--db", db, "--json", cwd=work)
+    assert done.returncode == 5, done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["type"] == "StoreError"
+    assert "cannot write" in error["message"]
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name != "demo.db" and "demo.db" not in p.name) == [
+        "work"
+    ]
+
+
+@pytest.mark.parametrize("poll", ["-1", "0", "nan", "inf"])
+def test_a_worker_poll_interval_that_is_not_a_positive_number_is_refused(tmp_path, poll):
+    """``worker --poll`` takes seconds above 0: a negative, zero, NaN or infinite interval is refused."""
+    done = _run("worker", "--once", "--poll", poll, "--db", f"sqlite:///{tmp_path / 'w.db'}", "--json")
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert (error["type"], "--poll" in error["message"]) == ("ValidationError", True)
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "1"])
+def test_a_demo_budget_it_cannot_render_writes_no_session(tmp_path, budget):
+    """``demo --budget`` is tried on a scratch ledger first: a budget refused leaves the ledger empty."""
+    db = f"sqlite:///{tmp_path / 'd.db'}"
+    done = _run("demo", "--budget", budget, "--db", db, "--json")
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stderr)["error"]["type"] in {"ConfigError", "PinnedOverBudgetError"}
+    listed = _run("sessions", "--db", db, "--json")
+    assert json.loads(listed.stdout)["sessions"] == []
