@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -24,13 +25,16 @@ if TYPE_CHECKING:
 __all__ = ["parse_span", "register"]
 
 
+_SPAN = re.compile(r"(\d+)(?:-(\d+))?", re.ASCII)
+"""``N`` or ``FIRST-LAST`` in ASCII digits only (``int`` would also take ``+3``, `` 3``, ``3_0`` or ``٣``)."""
+
+
 def parse_span(text: str) -> tuple[int, int]:
     """Return (first, last) of ``N`` or ``FIRST-LAST``; raise ``ValidationError`` otherwise."""
-    first, _, last = text.partition("-")
-    try:
-        span = (int(first), int(last or first))
-    except ValueError:
-        raise ValidationError(f"not a position or a span FIRST-LAST: {text!r}") from None
+    matched = _SPAN.fullmatch(text)
+    if matched is None:
+        raise ValidationError(f"not a position or a span FIRST-LAST: {text!r}")
+    span = (int(matched[1]), int(matched[2] or matched[1]))
     if not 1 <= span[0] <= span[1]:
         raise ValidationError(f"a span needs 1 <= FIRST <= LAST, got {text!r}")
     return span

@@ -121,8 +121,10 @@ def _rebuild_shard(
     from contextledger.application.views.view_runner import Shard  # noqa: PLC0415
 
     index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit()):
+    if not (index.isascii() and index.isdigit() and count.isascii() and count.isdigit()):
         raise ValidationError(f"--shard takes i/n (e.g. 1/2), not {text!r}")
+    if not 1 <= int(index) <= int(count):
+        raise ValidationError(f"--shard i/n needs 1 <= i <= n, not {text!r}")
     done = rebuild_shard(ledger, spec, Shard(int(index) - 1, int(count)), switch=switch, drop=drop)
     comparison = done.comparison
     if json_output:

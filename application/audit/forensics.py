@@ -129,8 +129,13 @@ def why(
     and ``budget`` would have made (one render before each assistant message) are computed.
 
     Raises:
-        ValidationError: an empty ``query`` without ``position``, or a bad regular expression.
+        ValidationError: an empty ``query`` without ``position``, a ``position`` outside the session, or
+            a bad regular expression.
     """
+    if position is not None:
+        head = ledger.version(session_id)
+        if not 1 <= position <= head:
+            raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
     if position is None and not query.strip():
         raise ValidationError(
             "why needs a text to trace (or a --position); an empty text is in every message"

@@ -6,6 +6,7 @@ from typing import Any
 
 import msgspec
 from contextledger.application.kernel.session_port import SessionLedger
+from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import (
     AnyEvent,
     AssistantMessageAdded,
@@ -95,8 +96,20 @@ def pin_meta(ledger: SessionLedger, session_id: str, position: int) -> dict[str,
 _MESSAGES = (UserMessageAdded, AssistantMessageAdded, ToolResultRecorded)
 
 
+def _check_span(ledger: SessionLedger, session_id: str, first: int, last: int) -> None:
+    """Refuse a span that is not inside the session: a pin of positions it never had would say nothing."""
+    head = ledger.version(session_id)
+    if not 1 <= first <= last <= head:
+        raise ValidationError(f"span {first}-{last} is outside session {session_id!r} (1..{head})")
+
+
 def span_pins(ledger: SessionLedger, session_id: str, first: int, last: int, reason: str) -> list[AnyEvent]:
-    """Return one pin per message of ``first..last`` (undoing a compaction of that span), groups read once."""
+    """Return one pin per message of ``first..last`` (undoing a compaction of that span), groups read once.
+
+    Raises:
+        ValidationError: the span reaches past the session's head (nothing is pinned).
+    """
+    _check_span(ledger, session_id, first, last)
     pins: list[AnyEvent] = []
     groups: dict[int, list[Recorded]] = {}
     for recorded in ledger.events(session_id, after=first - 1, upto=last):
@@ -113,7 +126,12 @@ def span_pins(ledger: SessionLedger, session_id: str, first: int, last: int, rea
 
 
 def span_unpins(ledger: SessionLedger, session_id: str, first: int, last: int) -> list[AnyEvent]:
-    """Return one unpin per message of ``first..last``."""
+    """Return one unpin per message of ``first..last``.
+
+    Raises:
+        ValidationError: the span reaches past the session's head (nothing is unpinned).
+    """
+    _check_span(ledger, session_id, first, last)
     return [
         ItemUnpinned(position=r.position)
         for r in ledger.events(session_id, after=first - 1, upto=last)

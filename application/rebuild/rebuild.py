@@ -8,6 +8,7 @@ import msgspec
 from contextledger.application.kernel.collector import collector_paused
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.rebuild.blue_green import (
+    CONFIG_PREFIX,
     Comparison,
     RebuildSpec,
     compare_versions,
@@ -55,7 +56,8 @@ def check_droppable(registry: VersionRegistry, drop: str | None, *, switch_to: s
     """The one rule of dropping: the version that serves (after ``switch_to``, if given) is never dropped.
 
     Raises:
-        ValidationError: ``drop`` is (or would become) the active context version.
+        ValidationError: ``drop`` is (or would become) the active context version, or names no version
+            this ledger ever built (a typo would otherwise be reported as dropped).
     """
     if drop is None:
         return
@@ -63,6 +65,8 @@ def check_droppable(registry: VersionRegistry, drop: str | None, *, switch_to: s
     if drop == active:
         how = "it is the version being switched to" if switch_to is not None else "switch first"
         raise ValidationError(f"{drop} is the active version: it is not dropped ({how})")
+    if registry.active(CONFIG_PREFIX + drop) is None:
+        raise ValidationError(f"{drop} is no context version of this ledger: nothing to drop")
 
 
 def rebuild(

@@ -76,3 +76,22 @@ def test_a_demo_budget_it_cannot_render_writes_no_session(tmp_path, budget):
     assert json.loads(done.stderr)["error"]["type"] in {"ConfigError", "PinnedOverBudgetError"}
     listed = _run("sessions", "--db", db, "--json")
     assert json.loads(listed.stdout)["sessions"] == []
+
+
+@pytest.mark.parametrize("shard", ["0/2", "3/2", "1/0", "1", "a/2", "\u0661/2"])
+def test_a_shard_outside_one_to_n_is_refused_in_the_user_s_numbering(recorded, shard):
+    """``rebuild --shard i/n`` needs 1 <= i <= n in plain digits; the refusal quotes what was given."""
+    db, _ = recorded
+    done = _run("rebuild", "--policy", "default", "--shard", shard, "--db", db, "--json")
+    assert done.returncode == 1, done.stderr
+    message = json.loads(done.stderr)["error"]["message"]
+    assert repr(shard) in message
+    assert "-1" not in message
+
+
+def test_dropping_a_version_never_built_is_refused(recorded):
+    """``rebuild --drop`` of a name the ledger never built exits 1 and builds nothing."""
+    db, _ = recorded
+    done = _run("rebuild", "--policy", "default", "--drop", "context/nothing", "--db", db, "--json")
+    assert done.returncode == 1, done.stderr
+    assert "no context version of this ledger" in json.loads(done.stderr)["error"]["message"]

@@ -90,3 +90,16 @@ def test_text_never_in_the_log_says_so(ledger, session):
     answer = why(ledger, session, "no such text 0xDEADBEEF", renderer=Renderer(ledger, tokenizer="heuristic"))
     assert answer.entered_at is None
     assert "never held" in answer.verdict
+
+
+@pytest.mark.parametrize("offset", [-1, 0, 1, 500])
+def test_why_at_a_position_outside_the_session_is_refused(ledger, session, offset):
+    """``why --position`` outside 1..head is a ValidationError naming the range, not "never held it"."""
+    from contextledger.domain.errors import ValidationError  # noqa: PLC0415
+
+    head = ledger.version(session)
+    position = {-1: -1, 0: 0, 1: head + 1, 500: head + 500}[offset]
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    with pytest.raises(ValidationError, match=rf"position {position} is outside session .* \(1\.\.{head}\)"):
+        why(ledger, session, "", renderer=renderer, position=position, policy=PRESETS["default"])
+    assert why(ledger, session, "", renderer=renderer, position=head, policy=PRESETS["default"]) is not None

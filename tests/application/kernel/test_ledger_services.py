@@ -78,3 +78,30 @@ def test_record_summary_refuses_a_summary_that_says_nothing(ledger, text):
     assert ledger.version(session) == head
     ledger.record_summary(session, covers_from=2, covers_through=3, text="## Goal\nread a.py")
     assert [s.covers_through for s in ledger.summaries(session)] == [3]
+
+
+def test_a_span_outside_the_session_is_refused_and_nothing_is_pinned(ledger):
+    """``pin_span``/``unpin_span`` past the head name the session's range; no event is written.
+
+    A span inside the session pins its messages; one that reaches past it used to be cut short in
+    silence (or pin nothing while the command said it pinned).
+    """
+    session = _session(ledger)
+    head = ledger.version(session)
+    for first, last in ((2, head + 1), (head + 1, head + 10), (500, 999)):
+        with pytest.raises(contextledger.ValidationError, match=rf"outside session .* \(1\.\.{head}\)"):
+            ledger.pin_span(session, first, last)
+        with pytest.raises(contextledger.ValidationError, match="outside session"):
+            ledger.unpin_span(session, first, last)
+    assert ledger.version(session) == head
+    assert ledger.pin_span(session, 2, head) != ()
+
+
+@pytest.mark.parametrize("text", ["3-", "+3", " 3", "3_0", "\u0663", "-3", "3-x", "4-2", "0"])
+def test_the_cli_takes_positions_in_plain_digits_only(text):
+    """``pin``/``unpin`` positions are ``N`` or ``FIRST-LAST`` in ASCII digits; anything else is refused."""
+    from contextledger.adapters.cli.pin_cmd import parse_span  # noqa: PLC0415
+
+    with pytest.raises(contextledger.ValidationError):
+        parse_span(text)
+    assert (parse_span("3"), parse_span("3-7")) == ((3, 3), (3, 7))

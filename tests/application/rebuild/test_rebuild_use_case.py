@@ -96,3 +96,12 @@ def test_a_rebuild_from_the_start_warms_its_tokenizer_before_the_leases_and_a_re
     events.clear()
     rebuild(filled, _spec("threshold", audit_views=views))  # a config change: its views are at the head
     assert events == ["warm", "config"]
+
+
+def test_dropping_a_version_the_ledger_never_built_is_refused_before_anything_is_written(filled):
+    """A typo in ``drop`` is a ValidationError naming it, not a rebuild that reports it dropped."""
+    live = rebuild(filled, _spec("default"), switch=True).version
+    candidate = _spec("threshold")
+    with pytest.raises(ValidationError, match="no context version of this ledger"):
+        rebuild(filled, candidate, drop=live + "-typo")
+    assert _written(filled, _version_of(filled, candidate)) == (None, 0, [])
