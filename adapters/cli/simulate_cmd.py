@@ -302,8 +302,8 @@ def register(app: typer.Typer) -> None:
                 sessions = (
                     [i.session_id for i in ledger.sessions()]
                     if all_sessions
-                    else [resolve_session(ledger, given) for given in session_ids or []]
-                )
+                    else list(dict.fromkeys(resolve_session(ledger, given) for given in session_ids or []))
+                )  # a session named twice (or by two prefixes) is replayed once
                 result = simulate(
                     ledger,
                     sessions,

@@ -267,6 +267,8 @@ def _register_search(app: typer.Typer) -> None:
             from contextledger.application.search.log_search import search_session  # noqa: PLC0415
             from rich.table import Table  # noqa: PLC0415
 
+            if limit < 1:
+                raise ValidationError(f"--limit takes a number of hits of 1 or more, not {limit}")
             with session_ledger(db, session_id) as (ledger, session):
                 hits = search_session(ledger, session, query, regex=regex, limit=limit)
             if json_output:

@@ -95,3 +95,23 @@ def test_dropping_a_version_never_built_is_refused(recorded):
     done = _run("rebuild", "--policy", "default", "--drop", "context/nothing", "--db", db, "--json")
     assert done.returncode == 1, done.stderr
     assert "no context version of this ledger" in json.loads(done.stderr)["error"]["message"]
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_search_refuses_a_limit_below_one(recorded, limit):
+    """``search --limit`` of 0 or less would answer "no hits" for text that is there: refused."""
+    db, session = recorded
+    done = _run("search", session, "money", "--limit", limit, "--db", db, "--json")
+    assert done.returncode == 1, done.stderr
+    assert "--limit" in json.loads(done.stderr)["error"]["message"]
+    found = _run("search", session, "money", "--limit", "1", "--db", db, "--json")
+    assert len(json.loads(found.stdout)["hits"]) == 1
+
+
+def test_simulate_replays_a_session_named_twice_once(recorded):
+    """``simulate S S`` (or S and a prefix of it) replays S once: its totals are those of ``simulate S``."""
+    db, session = recorded
+    once = _run("simulate", session, "--policy", "default", "--db", db, "--json")
+    twice = _run("simulate", session, session[:8], "--policy", "default", "--db", db, "--json")
+    assert (once.returncode, twice.returncode) == (0, 0), twice.stderr
+    assert json.loads(twice.stdout)["totals"] == json.loads(once.stdout)["totals"]
