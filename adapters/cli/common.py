@@ -41,6 +41,7 @@ from contextledger.domain.errors import (
     StoreError,
     StoreUnavailableError,
     SummarizerError,
+    ValidationError,
 )
 
 if TYPE_CHECKING:
@@ -251,7 +252,13 @@ def ledger_opener() -> Callable[[str | None], Ledger]:
 
 @contextmanager
 def ledger_for(db: str | None) -> Iterator[Ledger]:
-    """Open the ledger for a command and close it afterwards."""
+    """Open the ledger for a command and close it afterwards.
+
+    Raises:
+        ValidationError: ``--db`` was given as an empty text (the default would be opened in its place).
+    """
+    if db is not None and not db.strip():
+        raise ValidationError("--db takes a store URL (e.g. sqlite:///agent.db), not an empty text")
     ledger = ledger_opener()(db)
     try:
         yield ledger

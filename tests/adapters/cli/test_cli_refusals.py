@@ -115,3 +115,12 @@ def test_simulate_replays_a_session_named_twice_once(recorded):
     twice = _run("simulate", session, session[:8], "--policy", "default", "--db", db, "--json")
     assert (once.returncode, twice.returncode) == (0, 0), twice.stderr
     assert json.loads(twice.stdout)["totals"] == json.loads(once.stdout)["totals"]
+
+
+@pytest.mark.parametrize("command", [("sessions",), ("demo",), ("worker", "--status")])
+def test_an_empty_db_url_is_refused_rather_than_the_default_opened(tmp_path, command):
+    """``--db ''`` (an unset variable in a script) is refused; it does not open or create the default file."""
+    done = _run(*command, "--db", "", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "--db takes a store URL" in json.loads(done.stderr)["error"]["message"]
+    assert list(tmp_path.iterdir()) == []
