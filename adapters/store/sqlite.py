@@ -36,7 +36,7 @@ from contextledger.adapters.store.mapper import Row
 from contextledger.adapters.store.notification_scan import SEPARATOR
 from contextledger.adapters.store.projection_tables import SQLITE_PROJECTION_TABLES, SQLiteProjectionTables
 from contextledger.adapters.store.session_starts import sqlite_session_starts, sqlite_statements
-from contextledger.domain.errors import ConfigError, StoreUnavailableError
+from contextledger.domain.errors import ConfigError, StoreError, StoreUnavailableError
 from eventsourcing.persistence import (
     DatabaseError,
     DataError,
@@ -403,6 +403,19 @@ def _write_ahead_log(file: Path, timeout: float) -> None:
             return
 
 
+def _open_error(msg: str, error: BaseException) -> StoreError:
+    """The error of a ledger that would not open: unavailable (retry later), or not a ledger at all.
+
+    A file SQLite does not take as a database (``file is not a database``, a damaged one) stays so: a
+    ``StoreError`` (exit 5), not ``StoreUnavailableError`` (exit 3, "retry later"); a lock, a missing
+    permission and every other operational error may pass.
+    """
+    cause = error.__cause__ if isinstance(error, PersistenceError) else error
+    if isinstance(cause, sqlite3.DatabaseError) and not isinstance(cause, sqlite3.OperationalError):
+        return StoreError(msg + " (not a SQLite database, or a damaged one: retrying will not help)")
+    return StoreUnavailableError(msg)
+
+
 def open_sqlite(url: str) -> RecorderEventStore:
     """Open (creating if needed) the SQLite ledger the URL names; its ``url`` names the absolute path."""
     file, options = sqlite_file(url)
@@ -419,16 +432,14 @@ def open_sqlite(url: str) -> RecorderEventStore:
     try:
         _write_ahead_log(file, timeout)
     except sqlite3.Error as error:
-        msg = f"cannot open SQLite ledger {file}{where}: {error}"
-        raise StoreUnavailableError(msg) from error
+        raise _open_error(f"cannot open SQLite ledger {file}{where}: {error}", error) from error
     datastore = SQLiteDatastore(db_name=str(file), lock_timeout=timeout, originator_id_type="text")  # type: ignore[arg-type]
     recorder = SQLiteRecorder(datastore, events_table_name="ledger_events")
     try:
         recorder.create_table()  # SQLite's default synchronous=FULL stays: appends are durable
     except (PersistenceError, sqlite3.Error) as error:
         datastore.close()
-        msg = f"cannot open SQLite ledger {file}{where}: {error}"
-        raise StoreUnavailableError(msg) from error
+        raise _open_error(f"cannot open SQLite ledger {file}{where}: {error}", error) from error
     query = url.partition("?")[2]
     absolute = f"sqlite:///{file}" + (f"?{query}" if query else "")
     return RecorderEventStore(recorder, url=absolute, on_close=datastore.close)

@@ -124,3 +124,18 @@ def test_an_empty_db_url_is_refused_rather_than_the_default_opened(tmp_path, com
     assert done.returncode == 1, done.stderr
     assert "--db takes a store URL" in json.loads(done.stderr)["error"]["message"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error_not_retry_later(tmp_path):
+    """A file SQLite does not take as a database exits 5 (a store error), not 3 ("unavailable, retry later").
+
+    Retrying cannot help, and the file is left byte for byte as it was.
+    """
+    junk = tmp_path / "notes.db"
+    junk.write_bytes(b"these are my notes, not a ledger\n" * 200)
+    before = junk.read_bytes()
+    done = _run("sessions", "--db", f"sqlite:///{junk}", "--json")
+    assert done.returncode == 5, done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert (error["type"], "not a SQLite database" in error["message"]) == ("StoreError", True)
+    assert junk.read_bytes() == before
