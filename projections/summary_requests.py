@@ -25,7 +25,7 @@ __all__ = [
 SUMMARY_SYSTEM = (
     "You summarize a coding agent's conversation so that it can continue its task from the summary."
 )
-"""The system message a model summarizer sends when it sends no live prefix (the request's own)."""
+"""The system message of a model summarizer's request without a live prefix (with one, the agent's stays)."""
 
 SUMMARY_INSTRUCTION = """You are summarizing a coding agent's conversation history.
 Your summary replaces the earlier turns listed below, so preserve ALL information needed to continue the task.

@@ -18,6 +18,7 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.progress import progress_shown
 from contextledger.domain.errors import ConfigError, ValidationError
 
 if TYPE_CHECKING:
@@ -80,12 +81,8 @@ def _rebuild(
     from contextledger.application.rebuild.rebuild import rebuild, store_views  # noqa: PLC0415
 
     head = store_views(ledger)[1].head()
-    shown = False
-    if not quiet:  # with --json, rich is not even loaded
-        from contextledger.adapters.cli.progress import progress_shown  # noqa: PLC0415
-
-        shown = progress_shown(json_output=False)  # a terminal's stderr only: piped, nothing
-    progress = _progress_bar() if shown else None
+    # a terminal's stderr only: piped, or with --json (rich not even loaded), nothing
+    progress = _progress_bar() if progress_shown(json_output=quiet) else None
     task = None if progress is None else progress.add_task("rebuild", total=head)
 
     def advance(completed: int) -> None:

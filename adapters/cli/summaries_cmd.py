@@ -126,10 +126,10 @@ def _register_worker(app: typer.Typer) -> None:
         def body() -> None:
             from contextledger.adapters.summarizers.factory import make_summarizer  # noqa: PLC0415
             from contextledger.adapters.system import worker_alive, worker_name  # noqa: PLC0415
+            from contextledger.application.summaries.summary_worker import SummaryWorker  # noqa: PLC0415
 
             if not (math.isfinite(poll) and poll > 0):  # checked even with --once: a typo is a typo
                 raise ValidationError(f"--poll takes a number of seconds above 0, not {poll}")
-            from contextledger.application.summaries.summary_worker import SummaryWorker  # noqa: PLC0415
 
             with ledger_for(db) as ledger:
                 renderer = use_cases().renderer(ledger, tokenizer)

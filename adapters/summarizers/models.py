@@ -22,8 +22,6 @@ from contextledger.projections.summary_requests import (
 
 __all__ = ["AnthropicSummarizer", "OpenAICompatibleSummarizer"]
 
-"""The system prompt when no live prefix is given (with a prefix, the agent's own system prompt stays)."""
-
 
 def _config_sha(kind: str, **fields: Any) -> str:
     """Hash of what changes the output; secrets are never part of it."""

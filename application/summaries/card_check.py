@@ -21,7 +21,14 @@ from contextledger.projections.summary_requests import (
     check_summary_text,
 )
 
-__all__ = ["CARD_TOKENS", "CardOutcome", "card_for_summary", "card_state_at", "summarize_against_card"]
+__all__ = [
+    "CARD_TOKENS",
+    "CardOutcome",
+    "card_for_summary",
+    "card_state_at",
+    "model_written",
+    "summarize_against_card",
+]
 
 log = get_logger(__name__)
 
@@ -61,6 +68,15 @@ class CardOutcome(NamedTuple):
     withheld: bool
 
 
+def model_written(summarizer: Summarizer) -> bool:
+    """Whether a model writes the summarizer's text (``model_written = True``: the HTTP model summarizers).
+
+    Such a summarizer's drafts are retried when they lose the card, and its requests are held to the
+    model's window (``RequestBuilder.parts``); the extractive one reads the span in process.
+    """
+    return bool(getattr(summarizer, "model_written", False))
+
+
 def summarize_against_card(summarizer: Summarizer, request: SummaryRequest, card: CardState) -> CardOutcome:
     """Call ``summarizer``; check its text against ``card``; retry a model's low-fidelity draft once.
 
@@ -73,7 +89,7 @@ def summarize_against_card(summarizer: Summarizer, request: SummaryRequest, card
     draft = summarizer.summarize(request)
     text = check_summary_text(draft.text)
     check = check_against_card(card, request.covers_from, request.covers_through, text)
-    if not check.low or not getattr(summarizer, "model_written", False):
+    if not check.low or not model_written(summarizer):
         return CardOutcome(draft, text, check, 1, withheld=False)
     log.info("summary_low_fidelity", session_id=request.session_id, lost=len(check.lost), draft=1)
     draft = summarizer.summarize(msgspec.structs.replace(request, lost=check.lost))

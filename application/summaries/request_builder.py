@@ -140,15 +140,17 @@ class RequestBuilder:
             SummaryInputTooLargeError: the instruction, the card, the previous summary, the task and one
                 message, each clipped to ``MIN_ENTRY_CHARS``, do not fit in one call.
         """
-        if self.request_tokens(msgspec.structs.replace(built, lost=owed)) <= window:
+        prompt = self._prompt_tokens(msgspec.structs.replace(built, lost=owed))  # the same, prefix or not
+        if self._head_tokens(built) + prompt <= window:
             return [built]
         alone = msgspec.structs.replace(built, prefix=None)
-        if self.request_tokens(msgspec.structs.replace(alone, lost=owed)) <= window:
+        if self._head_tokens(alone) + prompt <= window:
             return [alone]
         task = alone.original_task
         chars = min(len(task), self.entry_chars)
         room = self._room(alone, _clipped(task, chars), window, owed)
-        while room < self._smallest(built) and chars > MIN_ENTRY_CHARS:
+        smallest = self._smallest(built)
+        while room < smallest and chars > MIN_ENTRY_CHARS:
             chars = max(MIN_ENTRY_CHARS, chars // 2)
             room = self._room(alone, _clipped(task, chars), window, owed)
         alone = msgspec.structs.replace(alone, original_task=_clipped(task, chars))
@@ -222,12 +224,17 @@ class RequestBuilder:
 
     def request_tokens(self, built: SummaryRequest) -> int:
         """Tokens a model summarizer sends: the live prefix or its system message, then the instruction."""
-        count = self.renderer.counter.count
+        return self._head_tokens(built) + self._prompt_tokens(built)
+
+    def _head_tokens(self, built: SummaryRequest) -> int:
+        """The live prefix's tokens, or those of the summarizer's own system message and request framing."""
         if built.prefix is not None:
-            head = built.prefix.tokens
-        else:
-            head = system_tokens(count(SUMMARY_SYSTEM), SUMMARY_SYSTEM)
-        return head + count(summary_prompt(built)) + MESSAGE_OVERHEAD
+            return built.prefix.tokens
+        return system_tokens(self.renderer.counter.count(SUMMARY_SYSTEM), SUMMARY_SYSTEM)
+
+    def _prompt_tokens(self, built: SummaryRequest) -> int:
+        """The instruction's tokens, as the one message after the head."""
+        return self.renderer.counter.count(summary_prompt(built)) + MESSAGE_OVERHEAD
 
     def _entries(
         self, session_id: str, request: CompactionRequested, previous: SummaryRecorded | None

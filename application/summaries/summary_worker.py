@@ -15,7 +15,11 @@ from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.summary_log import SUMMARIES_KIND, RequestStatus, SummaryStream
 from contextledger.application.render.renderer import Renderer
-from contextledger.application.summaries.card_check import card_state_at, summarize_against_card
+from contextledger.application.summaries.card_check import (
+    card_state_at,
+    model_written,
+    summarize_against_card,
+)
 from contextledger.application.summaries.compaction import policy_key
 from contextledger.application.summaries.request_builder import RequestBuilder
 from contextledger.application.views.view_runner import split_stream
@@ -238,7 +242,7 @@ class SummaryWorker:
                 )
                 summary_request = builder.build(session_id, request, previous, policy, limit, card=card)
                 calls = [summary_request]
-                if policy is not None and self._to_model:  # each call held to the model's window
+                if policy is not None and model_written(self.summarizer):  # each call held to the window
                     owed = check_against_card(card, request.covers_from, request.covers_through, "").lost
                     calls = builder.parts(summary_request, builder.window(policy, request, limit), owed=owed)
                 outcome = summarize_against_card(self.summarizer, self._chained(calls, limit), card)
@@ -327,11 +331,6 @@ class SummaryWorker:
             previous = text
         last = calls[-1]
         return last if len(calls) == 1 else msgspec.structs.replace(last, previous=previous)
-
-    @property
-    def _to_model(self) -> bool:
-        """Whether the summarizer sends its requests to a model (each held to its window: ``parts``)."""
-        return bool(getattr(self.summarizer, "model_written", False))
 
     def _failed(
         self,
