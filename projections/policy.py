@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Self
@@ -93,7 +94,10 @@ class Policy(pydantic.BaseModel):
         """Validate ``data`` into a policy, or raise ``ConfigError`` naming every bad key.
 
         ``base = "<preset>"`` starts from that preset and overrides the keys ``data`` gives
-        (tables merge key by key; ``retention.tools`` entries are added to the preset's).
+        (tables merge key by key; ``retention.tools`` entries are added to the preset's). Values are
+        checked strictly, as JSON types: a text, a float or a boolean where an integer is asked is
+        refused, never coerced (``total = "64000"`` in a file is a mistake to name, not 64,000); an
+        integer still fills a float and an array a tuple.
         """
         body = dict(data)
         base = body.pop("base", None)
@@ -104,8 +108,9 @@ class Policy(pydantic.BaseModel):
                 known = ", ".join(PRESETS)
                 raise ConfigError(f"invalid {source}: base: unknown preset {base!r} (use one of {known})")
             body = _merge(PRESETS[base].model_dump(exclude={"name", "description"}), body)
+        _check_plain(body, (), source)
         try:
-            return cls.model_validate(body)
+            return cls.model_validate_json(json.dumps(body), strict=True)
         except pydantic.ValidationError as error:
             raise policy_error(error, source) from None
 
@@ -133,6 +138,23 @@ class Policy(pydantic.BaseModel):
     def fingerprint(self) -> str:
         """Return a stable text identifying the policy's content (for caches)."""
         return self.model_dump_json()
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _check_plain(value: object, where: tuple[str, ...], source: str) -> None:
+    """Raise ``ConfigError`` naming the first value no policy field can take (a TOML date or time)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_plain(item, (*where, str(key)), source)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _check_plain(item, (*where, str(index)), source)
+    elif not isinstance(value, _PLAIN):
+        path = ".".join(where) or "(top level)"
+        kind = type(value).__name__
+        raise ConfigError(f"invalid {source}: {path}: a {kind} is not a valid value here (got {value!r})")
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

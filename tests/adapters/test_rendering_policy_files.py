@@ -49,3 +49,34 @@ def test_resolve_policy_takes_preset_names_and_files(tmp_path):
     assert parse_policy({"name": "x"}).name == "x"
     with pytest.raises(ConfigError, match="unknown policy"):
         resolve_policy("no-such-preset")
+
+
+def test_a_value_of_the_wrong_type_is_refused_not_coerced(tmp_path):
+    """A TOML value of the wrong type is a ConfigError naming the key: never a text read as a number.
+
+    pydantic's lax mode took ``total = "64000"`` as 64,000, ``keep_recent = 5.0`` as 5 and
+    ``enabled = "false"`` as False: a typo in a config file changed a policy silently.
+    """
+    cases = {
+        '[budget]\ntotal = "64000"\n': r"budget\.total: Input should be a valid integer \(got '64000'\)",
+        "[budget]\ntotal = 64000.0\n": r"budget\.total: Input should be a valid integer",
+        "[window]\nkeep_recent = true\n": r"window\.keep_recent: Input should be a valid integer",
+        '[retention.default]\nkeep_turns = "2"\n': r"keep_turns: Input should be a valid integer",
+        '[summary]\nenabled = "false"\n': r"summary\.enabled: Input should be a valid boolean",
+        "description = 1979-05-27\n": r"description: .*date",
+    }
+    for i, (text, message) in enumerate(cases.items()):
+        path = tmp_path / f"p{i}.toml"
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=message):
+            load_policy_file(path)
+
+
+def test_well_typed_values_still_load(tmp_path):
+    """Integers where a float is asked, arrays where a tuple is asked and a preset base still load."""
+    path = tmp_path / "typed.toml"
+    path.write_text('base = "default"\n[budget]\ntotal = 32000\nhigh_water = 1\nlow_water = 0.5\n')
+    policy = load_policy_file(path)
+    assert policy.budget.total == 32_000
+    assert policy.budget.high_water == 1.0
+    assert parse_policy(policy.model_dump()) == policy
