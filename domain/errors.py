@@ -16,6 +16,7 @@ __all__ = [
     "InjectionOverflowError",
     "InvalidMessageError",
     "LedgerKeyError",
+    "LedgerNotFoundError",
     "PinnedOverBudgetError",
     "ProjectionConfigError",
     "ProjectionLockedError",
@@ -156,6 +157,10 @@ class ConfigError(ContextLedgerError):
 
 class LedgerKeyError(ConfigError):
     """An encrypted ledger was opened without its key or with another key; nothing was read or written."""
+
+
+class LedgerNotFoundError(ConfigError):
+    """A command that reads a ledger was pointed at a ledger file that does not exist; none was created."""
 
 
 class EncryptionRequiredError(ConfigError):

@@ -37,6 +37,7 @@ from contextledger.domain.errors import (
     ConcurrencyConflictError,
     ConfigError,
     ContextLedgerError,
+    LedgerNotFoundError,
     ProjectionLockedError,
     StoreError,
     StoreUnavailableError,
@@ -251,19 +252,48 @@ def ledger_opener() -> Callable[[str | None], Ledger]:
 
 
 @contextmanager
-def ledger_for(db: str | None) -> Iterator[Ledger]:
+def ledger_for(db: str | None, *, create: bool = False) -> Iterator[Ledger]:
     """Open the ledger for a command and close it afterwards.
+
+    Only a command that writes a new session (``create``: import, demo, a worker waiting for work)
+    creates a SQLite ledger file that does not exist; any other command names the missing file, so a
+    mistyped path is an error instead of an empty ledger (and a stray file) answering "no sessions".
 
     Raises:
         ValidationError: ``--db`` was given as an empty text (the default would be opened in its place).
+        LedgerNotFoundError: ``create`` is false and the SQLite file ``--db`` names does not exist.
     """
     if db is not None and not db.strip():
         raise ValidationError("--db takes a store URL (e.g. sqlite:///agent.db), not an empty text")
+    if not create:
+        _check_exists(db)
     ledger = ledger_opener()(db)
     try:
         yield ledger
     finally:
         ledger.close()
+
+
+def _check_exists(db: str | None) -> None:
+    """Raise ``LedgerNotFoundError`` when the URL (or its default) names a SQLite file that does not exist."""
+    from contextledger.adapters.store.factory import resolve_url  # noqa: PLC0415 - the store loads on use
+    from contextledger.adapters.store.sqlite import sqlite_file  # noqa: PLC0415
+
+    url = resolve_url(db)
+    if url.split(":", 1)[0].lower() != "sqlite":
+        return
+    file, _ = sqlite_file(url)
+    if not file.exists():
+        given = (
+            "--db"
+            if db is not None
+            else "the default ledger ($CONTEXTLEDGER_DB or sqlite:///contextledger.db)"
+        )
+        msg = (
+            f"no ledger at {url}: {file} does not exist (check {given}; `contextledger import` or "
+            "`contextledger demo` creates a ledger)"
+        )
+        raise LedgerNotFoundError(msg)
 
 
 def run_guarded(body: Callable[[], None], *, json_output: bool) -> None:

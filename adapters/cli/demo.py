@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
 
             with ledger_for("memory://") as scratch:  # the budget tried first: one it refuses writes nothing
                 shown(scratch, record(scratch))
-            with ledger_for(db) as ledger:
+            with ledger_for(db, create=True) as ledger:
                 session_id = record(ledger)
                 events = ledger.events(session_id)
                 context = shown(ledger, session_id)

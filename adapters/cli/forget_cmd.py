@@ -16,6 +16,7 @@ from contextledger.adapters.cli.common import (
     run_guarded,
 )
 from contextledger.adapters.cli.ids import session_ledger
+from contextledger.domain.errors import ValidationError
 
 __all__ = ["register"]
 
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
         example='contextledger forget 0f3c9a... --reason "erasure request #42" --by dpo@example.org --json',
     )
     def forget_command(
-        session_id: Annotated[str, typer.Argument(help="The session to erase.")],
+        session_id: Annotated[str, typer.Argument(help="The session to erase: its whole id (no prefix).")],
         reason: Annotated[str, typer.Option("--reason", help="Why it is erased (kept in the tombstone).")],
         by: Annotated[
             str | None, typer.Option("--by", help="Who erases it (kept in the tombstone); default user@host.")
@@ -55,6 +56,12 @@ def register(app: typer.Typer) -> None:
 
         def body() -> None:
             with session_ledger(db, session_id) as (ledger, session):
+                if session != session_id:  # an erasure is for good: a prefix is never enough
+                    msg = (
+                        f"forget erases for good and takes the whole session id: {session_id!r} is a prefix "
+                        f"of {session!r}; give that id"
+                    )
+                    raise ValidationError(msg)
                 tombstone = ledger.forget(session, reason=reason, by=by or _who())
             document = {
                 "session_id": tombstone.session_id,

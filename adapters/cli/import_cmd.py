@@ -159,7 +159,8 @@ def register(app: typer.Typer) -> None:
         def body() -> None:
             shown = progress_shown(json_output=json_output)
             outcomes: list[FileImport] = []
-            with ledger_for(db) as ledger, step_bar("importing", shown=shown and len(files) > 1) as advance:
+            bar = step_bar("importing", shown=shown and len(files) > 1)
+            with ledger_for(db, create=True) as ledger, bar as advance:
                 for done, path in enumerate(files):
                     advance(done, len(files), path.name)
                     outcomes.append(_import_one(ledger, path, fmt, shown and len(files) == 1))

@@ -131,7 +131,7 @@ def _register_worker(app: typer.Typer) -> None:
             if not (math.isfinite(poll) and poll > 0):  # checked even with --once: a typo is a typo
                 raise ValidationError(f"--poll takes a number of seconds above 0, not {poll}")
 
-            with ledger_for(db) as ledger:
+            with ledger_for(db, create=not status) as ledger:  # a worker may start before the first import
                 renderer = use_cases().renderer(ledger, tokenizer)
                 name = worker_id or worker_name()
                 chosen = make_summarizer(summarizer, counter=renderer.counter, model=model)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import contextledger
+
 CLI = str(Path(sys.executable).with_name("contextledger"))
 TRAJ = "swe-agent__pydicom__pydicom-1458.traj"
 
@@ -68,6 +70,7 @@ def test_recorded_calls_replay_byte_for_byte_and_why_names_the_rule(tmp_path, tr
 def test_replay_of_an_unknown_call_is_a_user_error(tmp_path):
     """An id no session recorded exits 1 with a typed JSON error."""
     db = f"sqlite:///{tmp_path / 'empty.db'}"
+    contextledger.open_ledger(db).close()
     done = subprocess.run(
         [CLI, "replay-call", "nope", "--db", db, "--json"], capture_output=True, text=True, check=False
     )

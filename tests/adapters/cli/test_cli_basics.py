@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import contextledger
+
 CLI = str(Path(sys.executable).with_name("contextledger"))
 
 
@@ -59,6 +61,7 @@ def test_errors_print_one_line_and_exit_non_zero(tmp_path):
     assert bad.returncode == 1
     assert bad.stderr.strip().count("\n") == 0
     assert "unsupported database URL" in bad.stderr
+    contextledger.open_ledger(f"sqlite:///{tmp_path / 'e.db'}").close()
     missing = _run("show", "nope", "--db", f"sqlite:///{tmp_path / 'e.db'}", cwd=tmp_path)
     assert missing.returncode == 1
     assert "SessionNotFoundError" in missing.stderr
@@ -71,6 +74,7 @@ def test_the_console_script_leaves_its_objects_to_the_exit(tmp_path):
     before ``main`` run after the freeze.
     """
     url = f"sqlite:///{tmp_path / 'l.db'}"
+    contextledger.open_ledger(url).close()
     code = (
         "import atexit, gc, sys\n"
         "atexit.register(lambda: print('frozen at exit:', gc.get_freeze_count() > 0))\n"
@@ -88,6 +92,7 @@ def test_the_console_script_leaves_its_objects_to_the_exit(tmp_path):
 def _plugins_variable_seen(tmp_path: Path, env: dict[str, str]) -> str:
     """What a console-script run leaves in PYDANTIC_DISABLE_PLUGINS (printed by an exit handler)."""
     url = f"sqlite:///{tmp_path / 'p.db'}"
+    contextledger.open_ledger(url).close()
     code = (
         "import atexit, os, sys\n"
         "atexit.register(lambda: print('plugins:', repr(os.environ.get('PYDANTIC_DISABLE_PLUGINS'))))\n"

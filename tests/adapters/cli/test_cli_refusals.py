@@ -69,13 +69,20 @@ def test_a_worker_poll_interval_that_is_not_a_positive_number_is_refused(tmp_pat
 
 @pytest.mark.parametrize("budget", ["0", "-5", "1"])
 def test_a_demo_budget_it_cannot_render_writes_no_session(tmp_path, budget):
-    """``demo --budget`` is tried on a scratch ledger first: a budget refused leaves the ledger empty."""
+    """``demo --budget`` is tried on a scratch ledger first: a budget refused writes no session.
+
+    Into a new ledger path it creates no file at all; into an existing ledger it adds no session.
+    """
     db = f"sqlite:///{tmp_path / 'd.db'}"
     done = _run("demo", "--budget", budget, "--db", db, "--json")
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stderr)["error"]["type"] in {"ConfigError", "PinnedOverBudgetError"}
+    assert not (tmp_path / "d.db").exists()
+    assert _run("demo", "--db", db, "--json").returncode == 0
+    again = _run("demo", "--budget", budget, "--db", db, "--json")
+    assert again.returncode == 1, again.stderr
     listed = _run("sessions", "--db", db, "--json")
-    assert json.loads(listed.stdout)["sessions"] == []
+    assert len(json.loads(listed.stdout)["sessions"]) == 1
 
 
 @pytest.mark.parametrize("shard", ["0/2", "3/2", "1/0", "1", "a/2", "\u0661/2"])
@@ -139,3 +146,40 @@ def test_a_file_that_is_not_a_database_is_a_store_error_not_retry_later(tmp_path
     error = json.loads(done.stderr)["error"]
     assert (error["type"], "not a SQLite database" in error["message"]) == ("StoreError", True)
     assert junk.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("sessions",),
+        ("doctor",),
+        ("projections",),
+        ("worker", "--status"),
+        ("render", "sess-1"),
+        ("why", "sess-1", "x"),
+        ("simulate", "--all", "--policy", "default"),
+        ("rebuild", "--policy", "default"),
+    ],
+)
+def test_a_command_on_a_ledger_file_that_does_not_exist_creates_nothing(tmp_path, command):
+    """A mistyped ``--db`` path is named in one line (exit 1); no empty ledger file is left behind.
+
+    Before, every command opened (and so created) the SQLite file: ``sessions`` listed nothing from a new
+    empty ledger, and the typo left a stray ``.db`` file with its WAL beside it.
+    """
+    done = _run(*command, "--db", "sqlite:///agnet.db", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["type"] == "LedgerNotFoundError"
+    assert "agnet.db does not exist" in error["message"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_import_and_demo_still_create_a_new_ledger(tmp_path):
+    """The commands that write a session create the ledger file they are pointed at, as before."""
+    done = _run("demo", "--db", "sqlite:///fresh.db", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "fresh.db").is_file()
+    listed = _run("sessions", "--db", "sqlite:///fresh.db", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["sessions"]) == 1

@@ -98,6 +98,7 @@ def test_show_prints_the_escaped_form(stored, tmp_path):
 def test_error_line_escapes_controls(tmp_path):
     """An unknown session named with escape sequences is reported on one inert line."""
     url = f"sqlite:///{tmp_path / 'n.db'}"
+    contextledger.open_ledger(url).close()
     done = _run("show", f"nope{CLEAR}{TITLE}", "--db", url, cwd=tmp_path)
     assert done.returncode == 1
     _assert_inert(done, styled=False)

@@ -54,3 +54,24 @@ def test_forget_on_a_plaintext_ledger_exits_1_and_erases_nothing(tmp_path):
     refused = _run("forget", session, "--reason", "r", "--db", db, "--json")
     assert (refused.returncode, _error(refused)) == (1, "EncryptionRequiredError")
     assert _run("show", session, "--db", db, "--json").returncode == 0
+
+
+def test_forget_takes_the_whole_session_id_never_a_prefix(tmp_path):
+    """An erasure cannot be undone: a prefix that names one session is refused (the whole id is named).
+
+    Other commands take a unique prefix for convenience; ``forget abc`` erased whichever session began
+    with ``abc``. Now it exits 1 with the whole id to give, and the session still reads.
+    """
+    key = tmp_path / "ledger.key"
+    key.write_text(base64.b64encode(os.urandom(32)).decode())
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    with contextledger.open_ledger(db, key_file=str(key)) as ledger:
+        session = ledger.start_session(system_prompt="a prompt to keep")
+    prefix = session[: len(session) // 2]
+    refused = _run("--key-file", str(key), "forget", prefix, "--reason", "r", "--db", db, "--json")
+    assert (refused.returncode, _error(refused)) == (1, "ValidationError")
+    assert session in json.loads(refused.stderr)["error"]["message"]
+    shown = _run("--key-file", str(key), "show", session, "--db", db, "--json")
+    assert shown.returncode == 0, shown.stderr
+    done = _run("--key-file", str(key), "forget", session, "--reason", "r", "--db", db, "--json")
+    assert done.returncode == 0, done.stderr
