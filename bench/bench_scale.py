@@ -55,8 +55,11 @@ from harness import FIXTURES, PEAK_KIB, machine, save, transcripts
 PAYLOAD = "x" * 300
 _VALUES = "(%s, %s, %s, %s)"
 BUDGET = 4096
-"""Tokens a request may hold in the turn bench: the window is full after about a dozen turns, so later
-turns send a context of the same size and any growth of a turn's cost is the session's length."""
+"""Tokens a request may hold in the turn bench. A turn adds four messages of about 45 tokens (300 ``x``
+are 38 tokens), so the window fills only at about turn 19 (38 messages); after that, compactions cut
+it back to about 40 messages and it grows again to about 80. Turns 1-50 of a new session therefore
+send fewer messages than turns 951-1,000 (medians 53 and 63 in a check of 2026-12-03): the ratio of
+the turn section includes the window's fill, and a request is also timed at equal context size."""
 PG = os.environ.get("CONTEXTLEDGER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 Row = tuple[str, str, float, float, float, str, str]
@@ -87,15 +90,15 @@ def _reply(turn: int, tool: bool) -> dict[str, Any]:
     }
 
 
-def _turn(agent: Any, turn: int, out: dict[str, list[float]]) -> None:
+def _turn(agent: Any, turn: int, out: dict[str, list[Any]]) -> None:
     """One agent-loop turn; append its seconds, whole and per call, to ``out``."""
     clock = time.perf_counter
     t0 = clock()
     agent.add_user_message(f"task {turn}: " + PAYLOAD)
     t1 = clock()
-    request = agent.request()
+    first = agent.request()
     t2 = clock()
-    calls = agent.record_response(request.call_id, _reply(turn, tool=True))
+    calls = agent.record_response(first.call_id, _reply(turn, tool=True))
     t3 = clock()
     agent.record_tool_result(calls[0].id, f"contents of f{turn}.py " + PAYLOAD)
     t4 = clock()
@@ -103,6 +106,8 @@ def _turn(agent: Any, turn: int, out: dict[str, list[float]]) -> None:
     t5 = clock()
     agent.record_response(request.call_id, _reply(turn, tool=False))
     t6 = clock()
+    sized = out.setdefault("_sized", [])
+    sized += [(float(len(first.context.messages)), t2 - t1), (float(len(request.context.messages)), t5 - t4)]
     for name, seconds in (
         ("turn", t6 - t0),
         ("add_user_message", t1 - t0),
@@ -113,7 +118,7 @@ def _turn(agent: Any, turn: int, out: dict[str, list[float]]) -> None:
         out.setdefault(name, []).append(seconds)
 
 
-def turn_costs(url: str, turns: int, window: int) -> tuple[dict[str, list[float]], ...]:
+def turn_costs(url: str, turns: int, window: int) -> tuple[dict[str, list[Any]], ...]:
     """Run ``turns`` turns of one session; its last ``window`` turns alternate with a new session's first.
 
     Returns the old session's turns 1-``window`` (measured at the start), the new session's turns
@@ -131,9 +136,9 @@ def turn_costs(url: str, turns: int, window: int) -> tuple[dict[str, list[float]
             budget=BUDGET,
         )
 
-    own_early: dict[str, list[float]] = {}
-    fresh: dict[str, list[float]] = {}
-    late: dict[str, list[float]] = {}
+    own_early: dict[str, list[Any]] = {}
+    fresh: dict[str, list[Any]] = {}
+    late: dict[str, list[Any]] = {}
     with contextledger.open_ledger(url) as ledger:
         old = start(ledger)
         for turn in range(turns - window):
@@ -145,19 +150,55 @@ def turn_costs(url: str, turns: int, window: int) -> tuple[dict[str, list[float]
     return own_early, fresh, late
 
 
+def _equal_size(backend: str, window: int, turns: int, early: list[Any], late: list[Any]) -> Row:
+    """A request late / early at equal context size: the median of the per-size ratios of medians.
+
+    Each request is grouped by the number of messages it sends; for every size both windows sent at
+    least three times, the late median over the early median. The fill of the early window is out.
+    """
+    by_size: tuple[dict[float, list[float]], dict[float, list[float]]] = ({}, {})
+    for kept, pairs in zip(by_size, (early, late), strict=True):
+        for size, seconds in pairs:
+            kept.setdefault(size, []).append(seconds)
+    ratios = [
+        statistics.median(by_size[1][n]) / statistics.median(by_size[0][n])
+        for n in sorted(set(by_size[0]) & set(by_size[1]))
+        if min(len(by_size[0][n]), len(by_size[1][n])) >= 3  # a median of three at least
+    ]
+    if not ratios:
+        return (
+            f"turn/{backend}",
+            "request at equal context size: no size sent by both",
+            0.0,
+            0.0,
+            0.0,
+            "x",
+            "",
+        )
+    m, lo, hi = _stats(ratios)
+    return (
+        f"turn/{backend}",
+        f"request at equal context size, turns {turns - window + 1:,}-{turns:,} / 1-{window}",
+        m, lo, hi, "x", f"median of {len(ratios)} sizes' ratios (report; the window's fill left out)",
+    )  # fmt: skip
+
+
 def bench_turns(turns: int, rounds: int, folder: Path) -> list[Row]:
     """Turn cost early vs late, on memory and SQLite."""
     rows: list[Row] = []
     window = 50
     for backend in ("memory", "sqlite"):
-        own: dict[str, list[float]] = {}
-        early: dict[str, list[float]] = {}
-        late: dict[str, list[float]] = {}
+        own: dict[str, list[Any]] = {}
+        early: dict[str, list[Any]] = {}
+        late: dict[str, list[Any]] = {}
         for r in range(rounds):
             url = "memory://" if backend == "memory" else f"sqlite:///{folder / f'turns-{r}.db'}"
             for kept, found in zip((own, early, late), turn_costs(url, turns, window), strict=True):
                 for name, values in found.items():
                     kept.setdefault(name, []).extend(values)
+        sized = early.pop("_sized"), late.pop("_sized")
+        own.pop("_sized", None)
+        rows.append(_equal_size(backend, window, turns, *sized))
         for name, values in early.items():
             e, l_, o = _stats(values), _stats(late[name]), _stats(own[name])
             rows.append(
