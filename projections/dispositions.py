@@ -62,8 +62,15 @@ def _decision_fate(decisions: Sequence[Decision], summary_id: str | None, positi
     return best
 
 
+_VERBATIM: Fate = ("verbatim", "verbatim", None)
+
+
 def _from_messages(context: RenderedContext) -> dict[int, Fate]:
-    """The fate of every shown event, labelled by its own message (shown positions are the keys)."""
+    """The fate of every shown event, labelled by its own message (shown positions are the keys).
+
+    A message shown verbatim and not pinned is ``verbatim`` whatever a decision says of its range, so
+    its decisions are not looked up: a request's record no longer walks every decision per message.
+    """
     pinned = [(d.first, d.last) for d in context.decisions if d.action == "pinned"]
     rules: dict[str, str] = {d.action: d.rule for d in context.decisions}
     shown: dict[int, Fate] = {}
@@ -72,11 +79,13 @@ def _from_messages(context: RenderedContext) -> dict[int, Fate]:
         if kind is None:
             continue
         for position in message.sources:
+            is_pinned = any(first <= position <= last for first, last in pinned)
+            if kind == "verbatim" and not is_pinned:
+                shown[position] = _VERBATIM
+                continue
             labelled = shown.get(position) or _decision_fate(context.decisions, context.summary_id, position)
-            if any(first <= position <= last for first, last in pinned):
+            if is_pinned:
                 shown[position] = ("pinned", labelled[1] if labelled is not None else "pinned", None)
-            elif kind == "verbatim":
-                shown[position] = ("verbatim", "verbatim", None)
             else:
                 rule = (
                     labelled[1]
