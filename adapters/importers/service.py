@@ -166,6 +166,7 @@ def _write(
         for session in sessions:
             reports.append(session.report)
             if ledger.log.lookup_idempotency_key(session.session_id, session.idempotency_key) is not None:
+                ledger.log.read(session.session_id, after=0, upto=1)  # forgotten since: SessionForgottenError
                 session.report.status = "unchanged"
             elif ledger.log.version(session.session_id) > 0:
                 where = session.draft.source_ref or session.draft.native_id

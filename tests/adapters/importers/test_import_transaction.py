@@ -173,3 +173,24 @@ def test_a_file_whose_session_was_forgotten_fails_alone_and_the_others_import(tm
         assert then.error is None
         assert [s.status for s in then.sessions] == ["imported"]
         assert [s.session_id for s in ledger.sessions()] == [then.sessions[0].session_id]
+
+
+def test_a_session_forgotten_in_this_process_is_not_reported_unchanged(tmp_path, transcripts):
+    """Forgotten, then imported again by the same ledger object: the file's error, as in a new process.
+
+    The fork layer had cached the session's parent link, so the import's idempotency check found the old
+    key, never read the session, and reported the erased session "unchanged", as if it were stored.
+    """
+    from contextledger.adapters.importers.service import import_file  # noqa: PLC0415
+
+    key = tmp_path / "ledger.key"
+    key.write_bytes(base64.b64encode(uuid.uuid4().bytes * 2))
+    erased = transcripts / "swe-agent__swe-agent__test-repo-i1.traj"
+    with contextledger.open_ledger(f"sqlite:///{tmp_path / 'enc.db'}", key_file=str(key)) as ledger:
+        [first] = import_file(ledger, erased).sessions
+        ledger.forget(first.session_id, reason="erasure request")
+        again = import_file(ledger, erased)
+        assert again.error is not None
+        assert "was forgotten" in str(again.error)
+        assert again.sessions == []
+        assert list(ledger.sessions()) == []
