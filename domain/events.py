@@ -10,6 +10,7 @@ from contextledger.domain.content import MediaPart, Text
 
 __all__ = [
     "EVENT_TYPES",
+    "NOT_THE_USERS_WORDS",
     "TIME_KEY",
     "TIME_UNKNOWN",
     "AnyEvent",
@@ -40,6 +41,7 @@ __all__ = [
     "ToolResultRecorded",
     "ToolSchema",
     "UserMessageAdded",
+    "said_by_user",
     "topic_of",
 ]
 
@@ -115,6 +117,21 @@ class UserMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="UserMessageA
 
     content: Text
     media: tuple[MediaPart, ...] = ()
+
+
+NOT_THE_USERS_WORDS = ("is_meta", "is_compact_summary")
+"""``meta`` flags of a user message its agent wrote in the user's place, as importers keep them: Claude
+Code's ``isMeta`` caveats and slash-command echoes, and the ``isCompactSummary`` summary of a resumption."""
+
+
+def said_by_user(event: UserMessageAdded) -> bool:
+    """Whether the message is the user's own words: no flag of ``NOT_THE_USERS_WORDS`` is set in its ``meta``.
+
+    A message that is not is shown like any other, but is never the task or the latest request kept
+    against eviction, and the session-state card never lists it among the user's instructions.
+    """
+    meta = event.meta
+    return not (meta and any(meta.get(flag) is True for flag in NOT_THE_USERS_WORDS))
 
 
 class AssistantMessageAdded(LedgerEvent, frozen=True, kw_only=True, tag="AssistantMessageAdded"):

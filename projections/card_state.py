@@ -6,7 +6,12 @@ import re
 
 import msgspec
 from contextledger.domain.content import InlineText, Text, text_preview
-from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
+from contextledger.domain.events import (
+    AssistantMessageAdded,
+    ToolResultRecorded,
+    UserMessageAdded,
+    said_by_user,
+)
 from contextledger.projections.card_calls import CallFacts, call_facts, calls_facts, first_line, todo_items
 from contextledger.projections.card_calls import clip as _clip
 from contextledger.projections.card_config import CardConfig
@@ -220,8 +225,11 @@ def observe_user(
 ) -> None:
     """``observe`` of a user message: kept whole, or by extraction when it is long.
 
-    ``facts``, when given, are ``user_facts`` of the same text, found earlier.
+    ``facts``, when given, are ``user_facts`` of the same text, found earlier. A message that is not
+    the user's words (``said_by_user``) is not kept: the card never lists it as the user's.
     """
+    if not said_by_user(event):
+        return
     text = _text(event.content, full_text)
     if len(text) <= _USER_CHARS or not user_extract:
         card.users.append((seq, text, True))

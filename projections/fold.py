@@ -15,6 +15,7 @@ from contextledger.domain.events import (
     SummaryRecorded,
     ToolResultRecorded,
     UserMessageAdded,
+    said_by_user,
 )
 from contextledger.domain.ports import TokenCounter, TokenFloor
 from contextledger.projections.budget import Budget
@@ -174,9 +175,11 @@ class Projector:
         if self._over_cap(entry):
             entry = self._with_cut(entry, self.capped.user(counted, event))
         self._add_group(state, entry, ())
+        state.position = position
+        if not said_by_user(event):  # the agent's note in the user's place: shown, never the task
+            return
         state.first_user = position if state.first_user is None else state.first_user
         state.latest_user = position
-        state.position = position
         if self._card:
             observe_user(state.card, position, event, counted.full_text, counted.card)
 

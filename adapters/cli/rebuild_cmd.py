@@ -246,7 +246,7 @@ def register(app: typer.Typer) -> None:
         "rebuild",
         example="contextledger rebuild --policy new.toml --budget 32000\n"
         "contextledger rebuild --policy new.toml --budget 32000 --switch "
-        "--drop context/default-40k/0123456789abcdef/cl100k_base/r4",
+        "--drop context/default-40k/0123456789abcdef/cl100k_base/r5",
     )
     def rebuild_command(  # noqa: PLR0917 - typer declares each option as a parameter
         policy: Annotated[str, typer.Option("--policy", help="A preset or a .toml file.")],

@@ -19,7 +19,7 @@ __all__ = [
 CONTEXT_VIEW = "context"
 """The registry name whose active version serves rendered context."""
 
-ROW_FORMAT = 4
+ROW_FORMAT = 5
 """Part of every version's name: raise it when a change to the fold or the row layout changes rows
 (a version built by older code is then simply another version, never read with the new layout)."""
 
@@ -35,7 +35,7 @@ def budget_label(prompt_tokens: int) -> str:
 def projection_version(projector: Projector) -> str:
     """A context projection's name: ``context/<policy>-<prompt budget>/<policy hash>/<tokenizer>/r<format>``.
 
-    For instance ``context/default-16k/0123456789abcdef/cl100k_base/r4`` after ``rebuild --policy default
+    For instance ``context/default-16k/0123456789abcdef/cl100k_base/r5`` after ``rebuild --policy default
     --budget 16000``: the policy's name and the prompt budget the user gave (``Budget.prompt_limit``;
     the window adds the policy's output reserve and safety margin) say which build it is. Everything a
     folded state depends on is in it: the policy's content (its fingerprint, which holds the reserves,

@@ -43,7 +43,7 @@ log = get_logger(__name__)
 SNAPSHOT_EVERY = 1_000
 """Persist the folded state when at least this many events were folded since the last snapshot."""
 
-SNAPSHOT_FORMAT = 7
+SNAPSHOT_FORMAT = 8
 """Part of every snapshot's name: raise it when a change to the projection changes folded states."""
 
 

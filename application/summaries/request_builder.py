@@ -15,6 +15,7 @@ from contextledger.domain.events import (
     SummaryRecorded,
     ToolResultRecorded,
     UserMessageAdded,
+    said_by_user,
 )
 from contextledger.projections.card_state import CardState
 from contextledger.projections.context import RenderedContext
@@ -287,6 +288,6 @@ class RequestBuilder:
 
     def _original_task(self, session_id: str) -> str:
         for recorded in self.ledger.events(session_id, upto=50):
-            if isinstance(recorded.event, UserMessageAdded):
+            if isinstance(recorded.event, UserMessageAdded) and said_by_user(recorded.event):
                 return self.ledger.text(recorded.event.content)
         return ""
