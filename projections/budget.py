@@ -160,9 +160,20 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True, dict=True):
                 raise ConfigError(f"{name}: Input should be at most {MAX_TOKENS:,} tokens (got {value:,})")
 
     def with_prompt_limit(self, prompt_limit: int) -> Budget:
-        """Return this budget with the window resized so that ``prompt_limit`` is exactly as given."""
+        """Return this budget with the window resized so that ``prompt_limit`` is exactly as given.
+
+        Raises:
+            ConfigError: ``prompt_limit`` is not a whole number of tokens above 0, or the window it needs
+                (with the output reserve and safety margin) is over ``MAX_TOKENS``.
+        """
+        if isinstance(prompt_limit, bool) or not isinstance(prompt_limit, int):
+            raise ConfigError(f"budget must be a whole number of tokens, not {prompt_limit!r}")
         if prompt_limit <= 0:
             raise ConfigError(f"budget must be positive, got {prompt_limit}")
-        if prompt_limit > MAX_TOKENS:
-            raise ConfigError(f"budget must be at most {MAX_TOKENS:,} tokens, got {prompt_limit:,}")
+        most = MAX_TOKENS - self.output_reserve - self.safety_margin
+        if prompt_limit > most:
+            raise ConfigError(
+                f"budget must be at most {most:,} tokens ({MAX_TOKENS:,} less the output reserve "
+                f"{self.output_reserve:,} and safety margin {self.safety_margin:,}), got {prompt_limit:,}"
+            )
         return msgspec.structs.replace(self, total=prompt_limit + self.output_reserve + self.safety_margin)

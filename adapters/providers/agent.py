@@ -11,7 +11,7 @@ from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.adapters.providers.recorded_stream import AsyncRecordedStream, RecordedStream, failure_text
 from contextledger.adapters.providers.streams import StreamAssembler
-from contextledger.application.agent.agent_loop import AgentLoop, AsyncAgentLoop
+from contextledger.application.agent.agent_loop import AgentLoop, AsyncAgentLoop, check_settings
 from contextledger.application.agent.agent_types import ProviderFormat, ToolCallRequest
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
@@ -94,7 +94,12 @@ class AgentContext(AgentLoop):
         budget: int | None = None,
         **session: Any,
     ) -> Self:
-        """Start a session (keyword arguments of ``Ledger.start_session``; tools in any provider's shape)."""
+        """Start a session (keyword arguments of ``Ledger.start_session``; tools in any provider's shape).
+
+        The provider, policy and budget are checked first: one refused starts no session.
+        """
+        provider_format(provider)
+        check_settings(policy, budget)
         return cls(ledger, ledger.start_session(**session), provider=provider, policy=policy, budget=budget)
 
     def record_stream(self, call_id: str, stream: Any) -> RecordedStream:
@@ -151,6 +156,8 @@ class AsyncAgentContext(AsyncAgentLoop):
         **session: Any,
     ) -> Self:
         """Start a session like ``AgentContext.start`` (a quick local write) and return its async context."""
+        provider_format(provider)
+        check_settings(policy, budget)
         session_id = ledger.start_session(**session)
         return cls(ledger, session_id, provider=provider, policy=policy, budget=budget)
 

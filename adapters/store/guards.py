@@ -68,7 +68,7 @@ class Storable:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: object) -> None:
         """Re-raise an encoder's refusal as ``InvalidMessageError``."""
-        if isinstance(error, (TypeError, ValueError, msgspec.EncodeError)):
+        if isinstance(error, (TypeError, ValueError, OverflowError, msgspec.EncodeError)):
             msg = f"an event holds a value that cannot be stored ({error}); use text, numbers, lists, objects"
             raise InvalidMessageError(msg) from None
 

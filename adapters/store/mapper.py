@@ -36,6 +36,8 @@ class MsgspecMapper:
         self.registry = registry or default_registry()
         self._encoder = msgspec.msgpack.Encoder()
         self._decoders: dict[type[LedgerEvent], msgspec.msgpack.Decoder[Any]] = {}
+        self._lists: dict[type[LedgerEvent], msgspec.msgpack.Decoder[Any]] = {}
+        """Decoders of a list of one event type: a batch's payloads are checked in one call."""
         self._untyped = msgspec.msgpack.Decoder()
         self._current: dict[str, msgspec.msgpack.Decoder[Any]] = {}
         """Decoders of topics that name their class's current version (no upcast): one lookup per row."""
@@ -71,9 +73,13 @@ class MsgspecMapper:
         ``too_deep``, whose fast path is quicker than the batch walk); when some event is too deep, the
         events are checked and encoded one by one, so the first fault met in order is the one raised.
         Otherwise the rows are zipped in C: per row its topic, then its encoding, in order, as one by one.
+        Every payload is then checked to decode as its own type (a batch of one type in one call), so no
+        event the store could not read back is written; an encoding that fails, or a payload that does not
+        decode, is found again one by one, so the first fault in order is the one raised.
 
         Raises:
-            InvalidMessageError: an event nests values deeper than the store keeps.
+            InvalidMessageError: an event nests values deeper than the store keeps, holds a value the
+                encoder refuses, or a field of the wrong type.
         """
         if len(events) == 1:
             return [self._checked_row(stream_id, first, events[0])]
@@ -82,30 +88,71 @@ class MsgspecMapper:
                 self._checked_row(stream_id, position, event) for position, event in enumerate(events, first)
             ]
         count = len(events)
+        kinds = {*map(type, events)}
+        one = next(iter(kinds)) if len(kinds) == 1 else None
         topics = (
             repeat(self._topic(events[0]), count)  # one type: its topic, as each event's lookup gives it
-            if len({*map(type, events)}) == 1
+            if one is not None
             else map(self._topic, events)
         )
-        return list(
-            zip(
-                repeat(stream_id, count),
-                range(first, first + count),
-                topics,
-                map(self._encoder.encode, events),
-                strict=True,
-            )
-        )
+        try:
+            states = list(map(self._encoder.encode, events))
+        except (TypeError, ValueError, OverflowError, msgspec.EncodeError):  # one by one: the first fault
+            return [
+                self._checked_row(stream_id, position, event) for position, event in enumerate(events, first)
+            ]
+        if one is None or not self._all_decode(one, states):
+            for position, (event, state) in enumerate(zip(events, states, strict=True), first):
+                self._check_decodes(stream_id, position, event, state)
+        return list(zip(repeat(stream_id, count), range(first, first + count), topics, states, strict=True))
 
     def _checked_row(self, stream_id: str, position: int, event: LedgerEvent) -> Row:
-        """The row of one event, refused first when it nests too deep."""
+        """The row of one event, refused first when it nests too deep or would not decode as its type."""
         if too_deep(event, MAX_STORED_DEPTH):
             msg = (
                 f"a {type(event).__name__} of {stream_id!r} nests lists and objects too deep to store: "
                 f"values (metadata, meta, arguments, parameters) may nest at most {MAX_DEPTH} levels"
             )
             raise InvalidMessageError(msg)
-        return (stream_id, position, self._topic(event), self._encoder.encode(event))
+        state = self._encoder.encode(event)
+        self._check_decodes(stream_id, position, event, state)
+        return (stream_id, position, self._topic(event), state)
+
+    def _decoder(self, event_type: type[LedgerEvent]) -> msgspec.msgpack.Decoder[Any]:
+        """The typed decoder of ``event_type`` (made once per type)."""
+        decoder = self._decoders.get(event_type)
+        if decoder is None:
+            decoder = self._decoders[event_type] = msgspec.msgpack.Decoder(event_type)
+        return decoder
+
+    def _all_decode(self, event_type: type[LedgerEvent], states: list[bytes]) -> bool:
+        """Whether payloads of one type all decode as it again, checked in one call."""
+        decoder = self._lists.get(event_type)
+        if decoder is None:
+            decoder = self._lists[event_type] = msgspec.msgpack.Decoder(list[event_type])  # type: ignore[valid-type]
+        try:
+            decoder.decode(b"\xdd" + len(states).to_bytes(4, "big") + b"".join(states))
+        except msgspec.DecodeError:
+            return False
+        return True
+
+    def _check_decodes(self, stream_id: str, position: int, event: LedgerEvent, state: bytes) -> None:
+        """Refuse an event whose payload would not decode as its own type (a field given a wrong type).
+
+        Events are not validated when built (``msgspec.Struct``), so ``pin(reason=None)`` or a fork at
+        position 1.5 encoded fine and then failed every read of the session (and of ``sessions()``):
+        the log held an event no reader could take. Checked here, nothing is written.
+
+        Raises:
+            InvalidMessageError: naming the event, its place and the field at fault.
+        """
+        try:
+            self._decoder(type(event)).decode(state)
+        except msgspec.DecodeError as error:
+            name = type(event).__name__
+            msg = f"a {name} for {stream_id!r}@{position} holds a value of the wrong type: {error}"
+            msg += "; nothing was written"
+            raise InvalidMessageError(msg) from None
 
     def _topic(self, event: LedgerEvent) -> str:
         """The registry's topic of the event's type (remembered per type)."""
@@ -129,10 +176,7 @@ class MsgspecMapper:
                 return _as_any(decoder.decode(state))
             event_type, version = self.registry.resolve(topic)
             if version == event_type.VERSION:
-                decoder = self._decoders.get(event_type)
-                if decoder is None:
-                    decoder = msgspec.msgpack.Decoder(event_type)
-                    self._decoders[event_type] = decoder
+                decoder = self._decoder(event_type)
                 self._current[topic] = decoder
                 event = decoder.decode(state)
             else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import threading
 import time
@@ -30,12 +31,12 @@ from contextledger.application.kernel.messages import (
     parse_messages,
 )
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import BudgetError, ConcurrencyConflictError
+from contextledger.domain.errors import BudgetError, ConcurrencyConflictError, ConfigError, ValidationError
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
 
-__all__ = ["AgentLoop", "AsyncAgentLoop"]
+__all__ = ["AgentLoop", "AsyncAgentLoop", "check_settings"]
 
 log = get_logger(__name__)
 _T = TypeVar("_T")
@@ -115,7 +116,7 @@ class AgentLoop:
         self.ledger = ledger
         self.session_id = session_id
         self.provider = provider
-        self.policy = get_preset(policy) if isinstance(policy, str) else policy
+        self.policy = check_settings(policy, budget, retries)
         self.budget = budget
         self.renderer = renderer or Renderer(ledger)
         self.recorder = recorder or CallRecorder(ledger)
@@ -168,8 +169,10 @@ class AgentLoop:
         reply again stores nothing twice.
 
         Raises:
-            ValidationError: ``call_id`` names no recorded call of the session (nothing is written).
+            ValidationError: ``call_id`` names no recorded call of the session, or ``latency_ms`` is not a
+                number of milliseconds >= 0 (nothing is written).
         """
+        _check_latency(latency_ms)
         reply = self.provider.parse_reply(response)
         with self._lock.lock:
             view = self.recorder.call(self.session_id, call_id)
@@ -306,6 +309,39 @@ class AgentLoop:
         self.conflicts += self.retries - 1
         log.info("agent_loop.last_attempt", session_id=self.session_id, conflicts=self.retries - 1)
         return write()
+
+
+def check_settings(policy: object, budget: object, retries: object = 30) -> Policy:
+    """Return the loop's policy, its budget and retries checked: before a session is started for it.
+
+    Raises:
+        ConfigError: an unknown preset, a policy that is neither a name nor a ``Policy``, a budget that is
+            not a whole number of tokens the window can hold, or retries that are not a whole number.
+    """
+    chosen = get_preset(policy) if isinstance(policy, str) else policy
+    if not isinstance(chosen, Policy):
+        msg = f"a policy is a preset name or a Policy, not {type(policy).__name__}"
+        raise ConfigError(msg)
+    if budget is not None:
+        chosen.budget.build().with_prompt_limit(budget)  # type: ignore[arg-type]  # it checks the type
+    if isinstance(retries, bool) or not isinstance(retries, int):
+        msg = f"retries must be a whole number of attempts, not {retries!r}"
+        raise ConfigError(msg)
+    return chosen
+
+
+def _check_latency(latency_ms: object) -> None:
+    """Refuse a latency that is not a finite number of milliseconds >= 0 (before the reply is written)."""
+    if latency_ms is None:
+        return
+    if (
+        isinstance(latency_ms, bool)
+        or not isinstance(latency_ms, int | float)
+        or not math.isfinite(latency_ms)
+        or latency_ms < 0
+    ):
+        msg = f"latency_ms takes a number of milliseconds >= 0, not {latency_ms!r}; nothing was written"
+        raise ValidationError(msg)
 
 
 def _json(value: object) -> str:

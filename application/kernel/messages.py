@@ -32,6 +32,7 @@ __all__ = [
     "ToolResult",
     "ToolSchemaIn",
     "UserMessage",
+    "check_expected_version",
     "check_idempotency_key",
     "check_list",
     "check_session_fields",
@@ -369,6 +370,20 @@ def check_stream_id(stream_id: object) -> str:
         msg = f"a session id may have at most {MAX_SESSION_ID_CHARS} characters, not {len(stream_id):,}"
         raise InvalidMessageError(msg)
     return stream_id
+
+
+def check_expected_version(version: object) -> int | None:
+    """Return ``version`` if it is a usable ``expected_version``, else raise ``InvalidMessageError``.
+
+    An expected version is a whole number of events, 0 to 2**63 - 1: a text, a float or a boolean is a
+    caller's mistake, never a lost race (``ConcurrencyConflictError`` would send a retry loop around it).
+    """
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version < 2**63:
+        msg = f"expected_version must be a whole number of events (0 or more), not {version!r}"
+        raise InvalidMessageError(msg)
+    return version
 
 
 def check_idempotency_key(key: object) -> str | None:

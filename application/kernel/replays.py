@@ -12,13 +12,20 @@ from contextledger.domain.ports import EventLog
 
 __all__ = ["check_replay", "content_of"]
 
+_ENCODER = msgspec.msgpack.Encoder()
+
 _VOLATILE = frozenset({"at"})
 """Fields a retry may legitimately change: the time an event was drafted (the clock moved on)."""
 
 
 def content_of(event: AnyEvent) -> Any:
-    """What an event says, without the fields a retry may change: the basis of the replay comparison."""
-    fields = msgspec.to_builtins(event)
+    """What an event says, without the fields a retry may change: the basis of the replay comparison.
+
+    Read as its stored encoding reads back, so a value the store keeps as an array compares equal
+    whether the event holds it as a tuple or (read back from the log) as a list: a pin's restore
+    meta holds tuples when drafted, lists when stored, and its retry was refused as new content.
+    """
+    fields = msgspec.msgpack.decode(_ENCODER.encode(event))
     return {k: v for k, v in fields.items() if k not in _VOLATILE} | {"type": type(event).__name__}
 
 

@@ -162,6 +162,18 @@ def _assistant(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _block_text(block: Mapping[str, Any], field: str, kind: str) -> str:
+    """A block's text field: text, or empty when absent; any other value is refused, never ``str()``-ed.
+
+    A ``"text": null`` block became the word ``None`` sent back to the model on every later request.
+    """
+    value = block.get(field, "")
+    if not isinstance(value, str):
+        msg = f"assistant message: a {kind!r} block's {field!r} must be text, not {type(value).__name__}"
+        raise _fail(msg)
+    return value
+
+
 def _assistant_blocks(  # noqa: C901 - one branch per block type
     content: list[Any], calls: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
@@ -180,9 +192,9 @@ def _assistant_blocks(  # noqa: C901 - one branch per block type
     for block in content:
         kind = block.get("type") if isinstance(block, dict) else None
         if kind in _TEXT_PARTS:
-            texts.append(str(block.get("text", "")))
+            texts.append(_block_text(block, "text", kind))
         elif kind == "thinking":
-            thoughts.append(str(block.get("thinking", "")))
+            thoughts.append(_block_text(block, "thinking", kind))
             signed.append({"type": "thinking", "thinking": thoughts[-1], "signature": block.get("signature")})
         elif kind == "redacted_thinking":
             signed.append({"type": "redacted_thinking", "data": block.get("data")})

@@ -117,8 +117,16 @@ class Renderer:
         self._snapshots = snapshots
 
     def projector(self, policy: Policy | str = "default", *, budget: int | None = None) -> Projector:
-        """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget."""
+        """Return the projector of a policy (preset name or ``Policy``), optionally with a prompt budget.
+
+        Raises:
+            ConfigError: an unknown preset, a policy that is neither a name nor a ``Policy``, or a budget
+                that is not a whole number of tokens the window can hold.
+        """
         chosen = get_preset(policy) if isinstance(policy, str) else policy
+        if not isinstance(chosen, Policy):
+            msg = f"a policy is a preset name or a Policy, not {type(policy).__name__}"
+            raise ConfigError(msg)
         seen = self._by_identity.get((id(chosen), budget))
         if seen is not None and seen[0] is chosen:  # the same frozen policy object: no fingerprint to compute
             return seen[1]

@@ -72,3 +72,35 @@ def test_a_bad_sqlite_timeout_is_a_config_error(tmp_path):
     """The busy timeout option must be a positive number of seconds."""
     with pytest.raises(contextledger.ConfigError, match="timeout"):
         contextledger.open_ledger(f"sqlite:///{tmp_path / 'x.db'}?timeout=soon")
+
+
+_WRONG_TYPES = {
+    "pin reason None": lambda ledger, s: ledger.pin(s, 2, reason=None),
+    "pin reason int": lambda ledger, s: ledger.pin(s, 2, reason=5),
+    "fork at a float": lambda ledger, s: ledger.fork(s, 1.5),
+    "metadata with an int key": lambda ledger, s: ledger.start_session(metadata={1: 2}),
+    "start time as text": lambda ledger, s: ledger.start_session(system_prompt="y", at="2024-01-01"),
+    "a batch with one bad pin": lambda ledger, s: ledger.pin_span(s, 2, 3, reason=None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_WRONG_TYPES))
+def test_an_event_with_a_field_of_the_wrong_type_is_refused_and_the_log_stays_readable(any_url, case):
+    """A value of the wrong type is ``InvalidMessageError`` with nothing written, on every backend.
+
+    Events are not validated when built, so ``pin(reason=None)`` or a fork at position 1.5 was stored and
+    then failed every read of the session, and ``sessions()`` of the whole ledger (``EventDecodeError``):
+    a log no reader could take. The store checks that each payload decodes as its own type before writing.
+    """
+    with contextledger.open_ledger(any_url) as ledger:
+        session = ledger.start_session(system_prompt="x")
+        ledger.add_user_message(session, "hi")
+        ledger.add_user_message(session, "again")
+        before = [info.session_id for info in ledger.sessions()]
+        with pytest.raises(contextledger.InvalidMessageError, match="wrong type"):
+            _WRONG_TYPES[case](ledger, session)
+        assert ledger.version(session) == 3
+        assert [r.position for r in ledger.events(session)] == [1, 2, 3]
+        assert [info.session_id for info in ledger.sessions()] == before
+        ledger.pin(session, 2, reason="still writable")
+        assert ledger.version(session) == 4

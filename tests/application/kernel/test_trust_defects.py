@@ -204,3 +204,33 @@ def test_an_assistant_message_with_parts_and_a_non_object_meta_is_a_typed_error(
     with pytest.raises(contextledger.InvalidMessageError, match="meta"):
         ledger.append(session, {"role": "assistant", "content": [], "meta": meta})
     assert ledger.version(session) == 1
+
+
+def test_a_pin_retried_with_its_key_is_a_replay_and_new_content_is_refused():
+    """The README's retry recipe holds for pins: the same pin again under its key stores nothing.
+
+    A pin's restore meta holds tuples when drafted and lists once read back from the log, so the retry
+    compared unequal and was refused as ``IdempotencyKeyReusedError``.
+    """
+    with contextledger.open_ledger("memory://") as ledger:
+        session = ledger.start_session(system_prompt="x")
+        ledger.add_user_message(session, "hi")
+        first = ledger.pin(session, 2, reason="keep", idempotency_key="pin-1")
+        assert ledger.pin(session, 2, reason="keep", idempotency_key="pin-1") == first
+        assert ledger.version(session) == first
+        with pytest.raises(contextledger.IdempotencyKeyReusedError):
+            ledger.pin(session, 2, reason="another reason", idempotency_key="pin-1")
+        assert ledger.version(session) == first
+
+
+@pytest.mark.parametrize("version", ["3", -1, 1.0, True, 2**80])
+def test_an_expected_version_of_the_wrong_type_is_invalid_input_not_a_lost_race(version):
+    """``ConcurrencyConflictError`` says "reload and retry": for a caller's typo, a retry loop spun on it."""
+    with contextledger.open_ledger("memory://") as ledger:
+        session = ledger.start_session(system_prompt="x")
+        with pytest.raises(contextledger.InvalidMessageError, match="expected_version"):
+            ledger.append(session, {"role": "user", "content": "x"}, expected_version=version)
+        with pytest.raises(contextledger.InvalidMessageError, match="expected_version"):
+            ledger.pin(session, 1, expected_version=version)
+        assert ledger.version(session) == 1
+        assert ledger.append(session, {"role": "user", "content": "x"}, expected_version=1) == 2
