@@ -22,6 +22,7 @@ from contextledger.application.kernel.messages import (
     check_expected_version,
     check_idempotency_key,
     check_list,
+    check_position,
     check_session_fields,
     check_session_id,
     check_stream_id,
@@ -32,7 +33,7 @@ from contextledger.application.kernel.rules_cache import RulesCache
 from contextledger.application.kernel.session_port import MessageLike, SessionSpec, check_keywords
 from contextledger.application.kernel.summary_log import ArtifactSpec, SummaryStream, record_summary
 from contextledger.application.kernel.wiring import Ports
-from contextledger.domain.content import InlineText, Text
+from contextledger.domain.content import BlobText, InlineText, Text
 from contextledger.domain.errors import (
     ConcurrencyConflictError,
     InvalidMessageError,
@@ -221,6 +222,7 @@ class Ledger:
         young objects, without cycles, that the collector would walk and promote to find nothing.
         """
         check_stream_id(session_id)
+        check_list(messages, "messages")
         parsed = parse_for_append(messages)  # a provider message may hold several
         if len(parsed) > 1:
             with self._lock, collector_paused():
@@ -310,6 +312,8 @@ class Ledger:
 
     def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Recorded]:
         """Return the session's events with positions in ``(after, upto]``."""
+        check_position(after, "after")
+        check_position(upto, "upto", optional=True)
         events = self.log.read(session_id, after=after, upto=upto)
         if not events and self.log.version(session_id) == 0:
             raise SessionNotFoundError(session_id)
@@ -336,6 +340,9 @@ class Ledger:
             return ""
         if isinstance(text, InlineText):
             return text.text
+        if not isinstance(text, BlobText):
+            msg = f"text() takes an event's content (InlineText or BlobText), not {type(text).__name__}"
+            raise InvalidMessageError(msg)
         return self.ports.blobs.read_blob(text.sha256)
 
     def stored_text(self, text: str, blobs: dict[str, str]) -> Text:
@@ -369,24 +376,31 @@ class Ledger:
 
     def pin(self, session_id: str, position: int, reason: str = "", **options: Any) -> int:
         """Pin the event at ``position``: the next render shows it verbatim (``pins.pin``); return the pin."""
+        check_position(position)
         return pins.pin(self, session_id, position, reason, **options)
 
     def unpin(self, session_id: str, position: int, **options: Any) -> int:
         """Lift a pin (``pins.unpin``); return the position of the unpin event."""
+        check_position(position)
         return pins.unpin(self, session_id, position, **options)
 
     def pin_span(
         self, session_id: str, first: int, last: int, reason: str = "", **options: Any
     ) -> tuple[int, ...]:
         """Pin every message of ``first..last`` in one transaction (``pins.pin_span``); return the pins."""
+        check_position(first, "first")
+        check_position(last, "last")
         return pins.pin_span(self, session_id, first, last, reason, **options)
 
     def unpin_span(self, session_id: str, first: int, last: int, **options: Any) -> tuple[int, ...]:
         """Lift the pins of every message of ``first..last`` (``pins.unpin_span``); return the unpins."""
+        check_position(first, "first")
+        check_position(last, "last")
         return pins.unpin_span(self, session_id, first, last, **options)
 
     def fork(self, session_id: str, at: int, *, from_summary: bool = False, **options: Any) -> str:
         """Start a session continuing ``session_id`` after ``at``, nothing copied (``fork_session``)."""
+        check_position(at, "at")
         return fork_session(self, session_id, at, from_summary=from_summary, **options)
 
     def forget(self, session_id: str, *, reason: str, by: str = "unspecified") -> SessionForgotten:

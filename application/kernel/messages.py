@@ -35,6 +35,7 @@ __all__ = [
     "check_expected_version",
     "check_idempotency_key",
     "check_list",
+    "check_position",
     "check_session_fields",
     "check_session_id",
     "check_stream_id",
@@ -370,6 +371,20 @@ def check_stream_id(stream_id: object) -> str:
         msg = f"a session id may have at most {MAX_SESSION_ID_CHARS} characters, not {len(stream_id):,}"
         raise InvalidMessageError(msg)
     return stream_id
+
+
+def check_position(value: object, what: str = "a position", *, optional: bool = False) -> int | None:
+    """Return ``value`` if it is a log position (a whole number, 0 or more; None when ``optional``).
+
+    Raises:
+        InvalidMessageError: text, a float, a boolean, a negative number, or None when not ``optional``.
+    """
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        msg = f"{what} must be a whole number (0 or more), not {value!r}"
+        raise InvalidMessageError(msg)
+    return value
 
 
 def check_expected_version(version: object) -> int | None:

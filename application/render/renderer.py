@@ -23,6 +23,7 @@ from contextledger.domain.errors import (
     ContextLedgerError,
     EventDecodeError,
     ProjectionConfigError,
+    TokenizerError,
     ValidationError,
 )
 from contextledger.domain.events import SummaryRecorded
@@ -98,6 +99,9 @@ class Renderer:
         if isinstance(tokenizer, CachedTokenCounter):
             self.counter = tokenizer
         else:
+            if not isinstance(tokenizer, str) and not callable(getattr(tokenizer, "count", None)):
+                msg = f"a tokenizer is a name (cl100k_base) or a TokenCounter, not {type(tokenizer).__name__}"
+                raise TokenizerError(msg)
             base = ledger.ports.tokenizers(tokenizer) if isinstance(tokenizer, str) else tokenizer
             self.counter = CachedTokenCounter(base, ledger.ports.token_counts, ledger.ports.blobs)
         self._slot = SnapshotSlot(ledger.ports.snapshots)

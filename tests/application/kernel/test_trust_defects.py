@@ -234,3 +234,31 @@ def test_an_expected_version_of_the_wrong_type_is_invalid_input_not_a_lost_race(
             ledger.pin(session, 1, expected_version=version)
         assert ledger.version(session) == 1
         assert ledger.append(session, {"role": "user", "content": "x"}, expected_version=1) == 2
+
+
+_BAD_ARGUMENTS = {
+    "append_many(None)": lambda ledger, s: ledger.append_many(s, None),
+    "pin('2')": lambda ledger, s: ledger.pin(s, "2"),
+    "pin(None)": lambda ledger, s: ledger.pin(s, None),
+    "unpin('2')": lambda ledger, s: ledger.unpin(s, "2"),
+    "pin_span('1', '3')": lambda ledger, s: ledger.pin_span(s, "1", "3"),
+    "unpin_span(1, 2.0)": lambda ledger, s: ledger.unpin_span(s, 1, 2.0),
+    "fork('3')": lambda ledger, s: ledger.fork(s, "3"),
+    "fork(None)": lambda ledger, s: ledger.fork(s, None),
+    "events(after='1')": lambda ledger, s: ledger.events(s, after="1"),
+    "events(upto=-1)": lambda ledger, s: ledger.events(s, upto=-1),
+    "text('abc')": lambda ledger, s: ledger.text("abc"),
+    "Renderer(tokenizer=None)": lambda ledger, s: Renderer(ledger, tokenizer=None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_ARGUMENTS))
+def test_an_argument_of_the_wrong_type_is_an_error_of_the_tree_and_writes_nothing(case):
+    """Each raised ``TypeError`` or ``AttributeError`` from inside before (found by a probe of the API)."""
+    with contextledger.open_ledger("memory://") as ledger:
+        session = ledger.start_session(system_prompt="x")
+        ledger.add_user_message(session, "hi")
+        with pytest.raises(ContextLedgerError):
+            _BAD_ARGUMENTS[case](ledger, session)  # type: ignore[no-untyped-call]
+        assert ledger.version(session) == 2
+        assert len(list(ledger.sessions())) == 1
