@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import contextledger
 import pytest
 from report_pages import open_report
 
@@ -177,9 +178,11 @@ def test_why_not_finds_a_fact_and_names_the_call_and_rule_it_left_by(browser, re
 def test_an_unknown_session_is_a_typed_error_and_writes_nothing(tmp_path):
     """``report`` on a session the ledger lacks: SessionNotFoundError on stderr, exit 1, no file."""
     db = f"sqlite:///{tmp_path / 'empty.db'}"
+    contextledger.open_ledger(db).close()
+    before = sorted(tmp_path.iterdir())
     path = tmp_path / "report.html"
     done = _run("report", "no-such-session", "-o", str(path), "--db", db, "--json")
     assert done.returncode == 1
     assert done.stdout == ""
     assert json.loads(done.stderr)["error"]["type"] == "SessionNotFoundError"
-    assert list(tmp_path.iterdir()) in ([], [tmp_path / "empty.db"])
+    assert sorted(tmp_path.iterdir()) == before

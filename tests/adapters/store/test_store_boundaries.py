@@ -77,7 +77,7 @@ def test_a_bad_sqlite_timeout_is_a_config_error(tmp_path):
 _WRONG_TYPES = {
     "pin reason None": lambda ledger, s: ledger.pin(s, 2, reason=None),
     "pin reason int": lambda ledger, s: ledger.pin(s, 2, reason=5),
-    "fork at a float": lambda ledger, s: ledger.fork(s, 1.5),
+    "a batch with one int reason": lambda ledger, s: ledger.pin_span(s, 2, 3, reason=5),
     "metadata with an int key": lambda ledger, s: ledger.start_session(metadata={1: 2}),
     "start time as text": lambda ledger, s: ledger.start_session(system_prompt="y", at="2024-01-01"),
     "a batch with one bad pin": lambda ledger, s: ledger.pin_span(s, 2, 3, reason=None),
