@@ -69,7 +69,10 @@ def _from_messages(context: RenderedContext) -> dict[int, Fate]:
     """The fate of every shown event, labelled by its own message (shown positions are the keys).
 
     A message shown verbatim and not pinned is ``verbatim`` whatever a decision says of its range, so
-    its decisions are not looked up: a request's record no longer walks every decision per message.
+    its decisions are not looked up: a request's record no longer walks every decision per message. A
+    pinned message is ``pinned`` only when shown whole: a pinned first task that truncation cut is
+    ``truncated`` (as ``pinned`` it was taken as whole, and ``why`` said a text of its cut middle was
+    still in the context).
     """
     pinned = [(d.first, d.last) for d in context.decisions if d.action == "pinned"]
     rules: dict[str, str] = {d.action: d.rule for d in context.decisions}
@@ -84,7 +87,7 @@ def _from_messages(context: RenderedContext) -> dict[int, Fate]:
                 shown[position] = _VERBATIM
                 continue
             labelled = shown.get(position) or _decision_fate(context.decisions, context.summary_id, position)
-            if is_pinned:
+            if kind == "verbatim":  # so pinned (a pinned message truncated or stubbed is not whole)
                 shown[position] = ("pinned", labelled[1] if labelled is not None else "pinned", None)
             else:
                 rule = (

@@ -125,8 +125,9 @@ def why(
     A text is followed as it appears in each call's rendered payload — verbatim, in the kept head of
     a truncated result, in a stub, in a summary or injected block — whichever events carry it. The
     event at ``position`` is followed by its own fate. Recorded ``model_calls`` are used (re-rendered
-    from the log to search their text) when the session has them; otherwise the calls ``policy``
-    and ``budget`` would have made (one render before each assistant message) are computed.
+    from the log to search their text) when the session has them and neither ``policy`` nor ``budget``
+    is given; otherwise the calls they would have made (one render before each assistant message) are
+    computed.
 
     Raises:
         ValidationError: an empty ``query`` without ``position``, a ``position`` outside the session, or
@@ -309,10 +310,14 @@ def _calls(
     policy: Policy | None,
     budget: int | None,
 ) -> tuple[str, str | None, Iterator[TracedCall]]:
-    """The calls since ``entered``: recorded ones, else those computed under ``policy``."""
+    """The calls since ``entered``: recorded ones, else those computed under ``policy`` (or the default).
+
+    A ``budget`` (or a ``policy``) asks about calls under it: the recorded calls, made under their own
+    budgets, do not answer that, so the calls are computed (``--budget`` alone was silently ignored).
+    """
     recorder = CallRecorder(ledger)
     views = [v for v in recorder.calls(session_id) if v.record.position >= entered]
-    if views and policy is None:
+    if views and policy is None and budget is None:
         return "recorded", views[-1].record.policy, recorded_calls(recorder, renderer, views)
     chosen = policy or Policy()
     calls = computed_calls(ledger, session_id, entered, renderer, policy=chosen, budget=budget)

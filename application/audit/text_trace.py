@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import msgspec
+from contextledger.projections.call_text import argument_text
 from contextledger.projections.context import RenderedContext
 
 __all__ = ["SHOWN_AS", "Sighting", "shown_as", "sightings"]
@@ -33,7 +34,12 @@ class Sighting(msgspec.Struct, frozen=True, kw_only=True):
 def _texts(context: RenderedContext, index: int) -> tuple[str, ...]:
     message = context.messages[index]
     calls = message.tool_calls
-    return (message.text, *(c.name for c in calls), *(c.arguments for c in calls))
+    return (
+        message.text,
+        *(c.name for c in calls),
+        *(c.arguments for c in calls),
+        *(argument_text(c.arguments) for c in calls),
+    )
 
 
 def sightings(context: RenderedContext, pattern: re.Pattern[str]) -> tuple[Sighting, ...]:

@@ -16,6 +16,7 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.call_text import argument_text
 
 __all__ = ["SearchHit", "search_session", "searchable_texts"]
 
@@ -45,6 +46,9 @@ def searchable_texts(ledger: Ledger, event: AnyEvent) -> Iterator[tuple[str, str
             yield event.reasoning, None
         for call in event.tool_calls:
             yield f"{call.name}({call.arguments})", call.name
+            decoded = argument_text(call.arguments)
+            if decoded:
+                yield decoded, call.name
     elif isinstance(event, ToolResultRecorded):
         yield ledger.text(event.content), event.tool_name
 

@@ -22,6 +22,7 @@ so only the chunks whose filters hold every needle's triples have their sketches
 from __future__ import annotations
 
 import re
+import unicodedata
 import zlib
 from collections.abc import Iterator
 
@@ -48,10 +49,11 @@ __all__ = [
 CHUNK = 4_096
 """Positions per sketched chunk."""
 
-FORMAT = 1
-"""Part of every sketch's name: raise it when the sketch's content changes."""
+FORMAT = 2
+"""Part of every sketch's name: raise it when the sketch's content changes (2: marks dropped, and the
+texts of tool calls' arguments as read, ``argument_text``)."""
 
-SEARCH_VIEW = "search/v1"
+SEARCH_VIEW = f"search/v{FORMAT}"
 """The rows of the checkpointed search view (``SearchView``), one per full chunk; read before snapshots."""
 
 
@@ -74,9 +76,26 @@ def _decode(raw: bytes) -> bytes:
         raise ValueError(str(error)) from error
 
 
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+"""Combining marks: dropped from a folded text, on both sides, so a match never depends on them."""
+
+
+def _folded(text: str) -> str:
+    """A text as sketches and needles hold it: casefolded, then (when not ASCII) decomposed, marks dropped.
+
+    Casefolding may add a combining mark that is no word character (``İ`` becomes ``i̇``), which split
+    "İstanbul" into "i" and "stanbul", while a regular expression that ignores case matches "istanbul"
+    there: a filter must never skip a chunk the match would find, so marks do not count at all.
+    """
+    folded = text.casefold()
+    if folded.isascii():
+        return folded
+    return _MARKS.sub("", unicodedata.normalize("NFKD", folded))
+
+
 def needles(query: str) -> list[bytes]:
-    """The casefolded words of a text query as UTF-8: every one is in the sketch of a chunk that matches."""
-    return [word.casefold().encode("utf-8") for word in _WORD.findall(query)]
+    """The folded words of a text query as UTF-8: every one is in the sketch of a chunk that matches."""
+    return [word.encode("utf-8") for word in _WORD.findall(_folded(query))]
 
 
 def may_match(sketch: bytes, words: list[bytes]) -> bool:
@@ -85,7 +104,7 @@ def may_match(sketch: bytes, words: list[bytes]) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    return set(_WORD.findall(text.casefold()))
+    return set(_WORD.findall(_folded(text)))
 
 
 def event_words(ledger: Ledger, event: AnyEvent) -> set[str]:

@@ -13,6 +13,7 @@ from contextledger.adapters.parallel_rebuild import auto_workers, rebuild_in_sha
 from contextledger.adapters.store.projections import RecorderProjections
 from contextledger.application.rebuild.blue_green import RebuildSpec
 from contextledger.application.rebuild.rebuild import store_views
+from contextledger.application.search.text_index import SEARCH_VIEW
 from contextledger.application.views.view_runner import Shard
 from contextledger.domain.errors import ConfigError, ProjectionLockedError, StoreError, ValidationError
 from contextledger.projections.presets import get_preset
@@ -65,7 +66,7 @@ def _all_rows(views: RecorderProjections, names: list[str]) -> dict[str, dict[st
 
 
 def _names(name: str) -> list[str]:
-    return [name, f"summaries/v1/{name}", f"model_calls/v1/{name}", f"search/v1/{name}"]
+    return [name, f"summaries/v1/{name}", f"model_calls/v1/{name}", f"{SEARCH_VIEW}/{name}"]
 
 
 def test_two_workers_write_the_rows_one_process_writes(url):

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contextledger.application.search.text_index import SEARCH_VIEW
+
 CLI = str(Path(sys.executable).with_name("contextledger"))
 TRAJ = (
     Path(__file__).resolve().parents[2]
@@ -78,7 +80,7 @@ def test_projections_lists_every_checkpoint_and_how_far_behind_it_is(tmp_path):
     built = json.loads(_run("rebuild", "--policy", "default", "--switch", "--db", db, "--json").stdout)
     listed = json.loads(_run("projections", "--db", db, "--json").stdout)
     views = {row["view"]: row for row in listed["checkpoints"]}
-    assert set(views) == {built["version"], "summaries/v1", "model_calls/v1", "search/v1"}
+    assert set(views) == {built["version"], "summaries/v1", "model_calls/v1", SEARCH_VIEW}
     assert listed["active"] == built["version"]
     assert all(row["behind"] == 0 for row in views.values())
     more = TRAJ.with_name("mini-swe-agent__pylint-dev__pylint-6528.traj.json")

@@ -42,7 +42,7 @@ def reference(context: RenderedContext, controls: frozenset[int]) -> tuple[Dispo
             continue
         for position in message.sources:
             shown.add(position)
-            if position in pinned:
+            if position in pinned and kind == "verbatim":
                 fate[position] = ("pinned", fate.get(position, ("pinned", "pinned", None))[1], None)
             elif kind == "verbatim":
                 fate[position] = ("verbatim", "verbatim", None)

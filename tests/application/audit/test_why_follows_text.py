@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextledger
 from contextledger.application.audit.forensics import why
 from contextledger.application.render.renderer import Renderer
 from contextledger.projections.presets import PRESETS
@@ -138,3 +139,34 @@ def test_summary_contains_describes_the_summary_applied_at_the_call_where_it_lef
     assert applying.summary_id == summary.summary_id
     assert all(f.summary_id is None for f in answer.calls if f.position < produced)
     assert f"summary {summary.summary_id} carries it from call {applying.call_id}" in answer.verdict
+
+
+def test_a_text_cut_from_a_pinned_first_task_is_not_still_in_context(transcripts):
+    """The first task is pinned, but truncation cut its middle: a text of the cut is not in the payload.
+
+    Its fate was ``pinned`` (taken as whole), so ``why`` answered "still in context" for a line the payload
+    did not hold, and for computed calls named "not-rendered" ("reasoning, say") instead of the cut.
+    """
+    from contextledger.adapters.importers.service import import_file  # noqa: PLC0415
+    from contextledger.application.audit.call_recorder import CallRecorder  # noqa: PLC0415
+    from contextledger.application.audit.forensics import why  # noqa: PLC0415
+    from contextledger.application.render.renderer import Renderer  # noqa: PLC0415
+    from contextledger.projections.presets import get_preset  # noqa: PLC0415
+
+    cut = "Replace first occurrence on line 1"
+    with contextledger.open_ledger("memory://") as ledger:
+        [report] = import_file(
+            ledger, transcripts / "mini-swe-agent__django__django-16560.traj.json"
+        ).sessions
+        session = report.session_id
+        renderer = Renderer(ledger)
+        context = renderer.render(session, "default", at=20, budget=3_000)
+        task = next(m for m in context.messages if 2 in m.sources)
+        assert task.kind == "truncated"
+        assert cut not in task.text
+        assert ledger.text(ledger.events(session, after=1, upto=2)[0].event.content).count(cut) == 1
+        CallRecorder(ledger).record(context, get_preset("default"))
+        recorded = why(ledger, session, cut, renderer=renderer)
+        assert recorded.calls_source == "recorded"
+        assert not recorded.verdict.startswith("still in context"), recorded.verdict
+        assert recorded.calls[0].disposition == "truncated"

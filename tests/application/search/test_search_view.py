@@ -102,7 +102,7 @@ def test_rows_are_the_sketches_textindex_builds(tmp_path, monkeypatch):
         assert _assert_textindex_sketches(ledger, store, SMALL) == 3 + 0 + 2 + 1 + 2
         assert chunk_sketches(store, "b") == {}
         sketch = zlib.decompress(chunk_sketches(store, "a")[0]).decode().split("\n")
-        assert {"alpha2", "ünïcode", "tool_3", "thinking3", "æøå", "be", "brief"} <= set(sketch)
+        assert {"alpha2", "unicode", "tool_3", "thinking3", "æøa", "be", "brief"} <= set(sketch)  # folded
 
 
 def test_rows_at_the_real_chunk_size(tmp_path):

@@ -8,7 +8,7 @@ from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.audit.forensics import why
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.search.log_search import searchable_texts
-from contextledger.application.search.text_index import CHUNK, TextIndex
+from contextledger.application.search.text_index import CHUNK, FORMAT, TextIndex
 from contextledger.projections.presets import get_preset
 
 FACT = "The staging PASSWORD rotates on Thursdays (ticket OPS-4471)"
@@ -61,7 +61,7 @@ def test_sketches_persist_and_a_bad_one_is_rebuilt(ledger):
     again = TextIndex(ledger)
     assert next(r.position for r in again.scan(session, "OPS-4471")) == CHUNK + 1
     assert again.built == 0
-    ledger.ports.snapshots.save_snapshot(f"search/v1/{session}/1", 2 * CHUNK, b"not zlib")
+    ledger.ports.snapshots.save_snapshot(f"search/v{FORMAT}/{session}/1", 2 * CHUNK, b"not zlib")
     rebuilt = TextIndex(ledger)
     assert planted in {r.position for r in rebuilt.scan(session, "OPS-4471")}
     assert rebuilt.built == 1
@@ -107,10 +107,70 @@ def test_an_unreadable_filter_is_saved_again_and_answers_stay_the_same(ledger):
     """A corrupt filter snapshot only means reading the sketch (and saving the filter again)."""
     session, planted = _session(ledger)
     list(TextIndex(ledger).scan(session, "anything"))
-    ledger.ports.snapshots.save_snapshot(f"search/v1/{session}/0/trigrams", CHUNK, b"not zlib")
+    ledger.ports.snapshots.save_snapshot(f"search/v{FORMAT}/{session}/0/trigrams", CHUNK, b"not zlib")
     index = TextIndex(ledger)
     assert planted in {r.position for r in index.scan(session, "OPS-4471")}
     assert index.filtered == 0  # chunk 0's filter was unreadable; chunk 1 holds the words
     again = TextIndex(ledger)
     list(again.scan(session, "OPS-4471"))
     assert again.filtered == 1
+
+
+def test_a_query_whose_casefold_adds_a_mark_still_finds_its_chunk(ledger):
+    """The chunk holding "İstanbul" is read for "İstanbul" and "istanbul", not skipped ("not in the log").
+
+    ``İ`` casefolds to ``i`` and a combining dot that is no word character; a case-ignoring match finds
+    "istanbul" there. Sketches and needles are folded alike, marks dropped.
+    """
+    session = ledger.start_session(system_prompt="sys")
+    texts = [f"note {i} alpha" for i in range(CHUNK + 50)]
+    texts[100] = "Book the flight to İstanbul for Friday."
+    ledger.append_many(session, [{"role": "user", "content": t} for t in texts])
+    planted = 2 + 100
+    for query in ("İstanbul", "flight to İstanbul", "istanbul"):
+        scanned = [r.position for r in TextIndex(ledger).scan(session, query)]
+        assert planted in scanned, query
+
+
+def test_a_text_with_quotes_inside_a_calls_arguments_is_found_where_it_is(ledger):
+    r"""Arguments are JSON (a quote is ``\"``): their string values are searched as read, beside the JSON.
+
+    ``why`` said "not in the log" and ``search`` found nothing for ``echo "Test project`` in a Bash call's
+    command, though the model was sent it.
+    """
+    from contextledger.application.search.log_search import search_session  # noqa: PLC0415
+
+    session = ledger.start_session(system_prompt="sys", tools=[{"name": "bash"}])
+    command = {"command": 'mkdir -p demo && echo "Test project created at demo"\nls demo'}
+    ledger.append_many(
+        session,
+        [
+            {"role": "user", "content": "set up the demo"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "name": "bash", "arguments": command}],
+            },
+            {"role": "tool", "call_id": "c1", "content": "ok"},
+        ],
+    )
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    for query in ('echo "Test project', '"Test project created at demo"'):
+        answer = why(ledger, session, query, renderer=renderer, policy=get_preset("default"))
+        assert answer.entered_at == 3, query
+        assert answer.verdict != "not in the log"
+        assert [hit.position for hit in search_session(ledger, session, query)] == [3]
+
+
+def test_a_budget_without_a_policy_asks_about_calls_under_that_budget(ledger):
+    """``why --budget N`` alone used the recorded calls (made under their own budget) and ignored N."""
+    session = ledger.start_session(system_prompt="sys")
+    for i in range(4):
+        ledger.add_user_message(session, f"step {i}: {FACT if i == 1 else 'go on'}")
+        ledger.add_assistant_message(session, f"done {i}")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    CallRecorder(ledger).record(renderer.render(session, "default", budget=3_000), get_preset("default"))
+    assert why(ledger, session, "ops-4471", renderer=renderer).calls_source == "recorded"
+    asked = why(ledger, session, "ops-4471", renderer=renderer, budget=200_000)
+    assert asked.calls_source == "computed"
+    assert {call.budget for call in asked.calls} == {200_000}
