@@ -150,7 +150,8 @@ def why(
         return WhyAnswer(
             session_id=session_id,
             query=query,
-            verdict="not in the log: the session never held it",
+            verdict=_only_in_summaries(ledger, session_id, pattern)
+            or "not in the log: the session never held it",
             entered_at=None,
         )
     entry = carriers[0]
@@ -322,6 +323,26 @@ def _calls(
     chosen = policy or Policy()
     calls = computed_calls(ledger, session_id, entered, renderer, policy=chosen, budget=budget)
     return "computed", chosen.name, calls
+
+
+def _only_in_summaries(ledger: Ledger, session_id: str, pattern: re.Pattern[str]) -> str | None:
+    """The verdict of a text no event holds but a summary artifact does (a summarizer wrote it), or None.
+
+    "Never held" would contradict ``search``, which finds it in the artifact, and the payloads that show it.
+    """
+    held = [
+        a for a in SummaryStream(ledger.log, session_id).artifacts() if pattern.search(ledger.text(a.content))
+    ]
+    if not held:
+        return None
+    listed = ", ".join(
+        f"{a.summary_id} (positions {a.covers_from}-{a.covers_through})" for a in held[:_LISTED]
+    )
+    more = f" and {len(held) - _LISTED} more" if len(held) > _LISTED else ""
+    return (
+        f"no event of the log holds it: only summaries written by the summarizer do: {listed}{more}; "
+        "a call that shows one of them shows it"
+    )
 
 
 def _summary_contains(ledger: Ledger, session_id: str, summary_id: str, pattern: re.Pattern[str]) -> str:

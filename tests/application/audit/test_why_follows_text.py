@@ -170,3 +170,29 @@ def test_a_text_cut_from_a_pinned_first_task_is_not_still_in_context(transcripts
         assert recorded.calls_source == "recorded"
         assert not recorded.verdict.startswith("still in context"), recorded.verdict
         assert recorded.calls[0].disposition == "truncated"
+
+
+def test_a_text_only_a_summary_holds_is_named_there_not_never_held():
+    """A summary's own words, in no event, are named in the summary that holds them.
+
+    ``why`` said "the session never held it" while ``search`` found them in the artifact.
+    """
+    from contextledger.application.search.log_search import search_session  # noqa: PLC0415
+
+    with contextledger.open_ledger("memory://") as ledger:
+        session = ledger.start_session(system_prompt="sys")
+        for i in range(4):
+            ledger.add_user_message(session, f"step {i}")
+            ledger.add_assistant_message(session, f"done {i}")
+        artifact = ledger.record_summary(
+            session,
+            covers_from=2,
+            covers_through=5,
+            text="Steps asked; read at position 7 later.",
+        )
+        answer = why(ledger, session, "read at position 7", renderer=Renderer(ledger, tokenizer="heuristic"))
+        assert answer.entered_at is None
+        assert "never held" not in answer.verdict
+        assert artifact.summary_id in answer.verdict
+        assert search_session(ledger, session, "read at position 7")
+        assert "never held" in why(ledger, session, "said nowhere", renderer=Renderer(ledger)).verdict
