@@ -17,6 +17,7 @@ __all__ = [
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "MAX_SESSION_ID_CHARS",
     "MAX_STORED_DEPTH",
+    "MAX_STORED_INT",
     "MAX_TOKENS",
     "any_too_deep",
     "json_text_too_deep",
@@ -33,6 +34,9 @@ pydantic, the provider formats) far from Python's recursion limit (1,000 frames)
 MAX_STORED_DEPTH = 2 * MAX_DEPTH
 """Deepest nesting the store encodes in one event: the event's own structure around values of at most
 ``MAX_DEPTH`` (a last line of defence for values no boundary model checked, e.g. session metadata)."""
+
+MAX_STORED_INT = 2**63 - 1
+"""Largest whole number every store keeps (a signed 64-bit integer): positions, versions, token counts."""
 
 MAX_IDEMPOTENCY_KEY_CHARS = 1024
 """Longest idempotency key, in characters; a key is non-empty text that encodes as UTF-8."""

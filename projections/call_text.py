@@ -20,13 +20,16 @@ def _strings(value: object) -> Iterator[str]:
 
 
 def argument_text(arguments: object) -> str:
-    r"""The string values of a call's arguments (JSON text or an object), one per line; ``""`` when none.
+    r"""The string values of a call's arguments, one per line, when escaping changed them; else ``""``.
 
     The arguments are stored and sent as JSON, where a quote is ``\"`` and a line break ``\n``: a text
     the model read in them (``echo "Test project"``) is not in their JSON as written. Searches and ``why``
-    read this text beside the JSON, so such a text is found where it is.
+    read this text beside the JSON, so such a text is found where it is. JSON text with no escape holds
+    its values as written: nothing is parsed for it (most calls), and ``""`` says so.
     """
     if isinstance(arguments, str):
+        if "\\" not in arguments:
+            return ""
         try:
             arguments = json.loads(arguments)
         except ValueError:

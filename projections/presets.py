@@ -9,7 +9,7 @@ from contextledger.projections.reducers.summary import SummaryConfig
 from contextledger.projections.reducers.truncation import TruncationConfig
 from contextledger.projections.reducers.window import WindowConfig
 
-__all__ = ["PRESETS", "get_preset", "preset_names"]
+__all__ = ["PRESETS", "as_policy", "get_preset", "preset_names"]
 
 DEFAULT = Policy(
     name="default",
@@ -97,6 +97,19 @@ PRESETS: dict[str, Policy] = {p.name: p for p in (DEFAULT, BLOCKS, THRESHOLD, NE
 def preset_names() -> list[str]:
     """Return the preset names."""
     return list(PRESETS)
+
+
+def as_policy(policy: object) -> Policy:
+    """Return the policy ``policy`` names: a preset name, or a ``Policy`` as it is.
+
+    Raises:
+        ConfigError: an unknown preset, or a value that is neither a name nor a ``Policy``.
+    """
+    chosen = get_preset(policy) if isinstance(policy, str) else policy
+    if not isinstance(chosen, Policy):
+        msg = f"a policy is a preset name or a Policy, not {type(policy).__name__}"
+        raise ConfigError(msg)
+    return chosen
 
 
 def get_preset(name: str) -> Policy:

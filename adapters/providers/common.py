@@ -6,6 +6,7 @@ from typing import Any
 
 from contextledger.application.kernel.wire_shapes import as_plain
 from contextledger.domain.errors import InvalidMessageError
+from contextledger.domain.limits import MAX_STORED_INT
 
 __all__ = ["count", "mapping", "reply_dict"]
 
@@ -24,20 +25,16 @@ def mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-_MAX_COUNT = 2**63 - 1
-"""The largest count a usage record stores (a signed 64-bit integer, as every backend keeps it)."""
-
-
 def count(value: object) -> int | None:
     """Return a token count, or None when the provider gave none.
 
     Raises:
-        InvalidMessageError: a negative count, or one no store keeps (above 2**63 - 1): the reply is
+        InvalidMessageError: a negative count, or one no store keeps (above ``MAX_STORED_INT``): the reply is
             refused before anything of it is written.
     """
     if not isinstance(value, int) or isinstance(value, bool):
         return None
-    if not 0 <= value <= _MAX_COUNT:
-        msg = f"a usage token count must be between 0 and {_MAX_COUNT}, not {value}; nothing was written"
+    if not 0 <= value <= MAX_STORED_INT:
+        msg = f"a usage token count must be between 0 and {MAX_STORED_INT}, not {value}; nothing was written"
         raise InvalidMessageError(msg)
     return value

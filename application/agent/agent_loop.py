@@ -34,7 +34,7 @@ from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import BudgetError, ConcurrencyConflictError, ConfigError, ValidationError
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
-from contextledger.projections.presets import get_preset
+from contextledger.projections.presets import as_policy
 
 __all__ = ["AgentLoop", "AsyncAgentLoop", "check_settings"]
 
@@ -318,10 +318,7 @@ def check_settings(policy: object, budget: object, retries: object = 30) -> Poli
         ConfigError: an unknown preset, a policy that is neither a name nor a ``Policy``, a budget that is
             not a whole number of tokens the window can hold, or retries that are not a whole number.
     """
-    chosen = get_preset(policy) if isinstance(policy, str) else policy
-    if not isinstance(chosen, Policy):
-        msg = f"a policy is a preset name or a Policy, not {type(policy).__name__}"
-        raise ConfigError(msg)
+    chosen = as_policy(policy)
     if budget is not None:
         chosen.budget.build().with_prompt_limit(budget)  # type: ignore[arg-type]  # it checks the type
     if isinstance(retries, bool) or not isinstance(retries, int):

@@ -27,6 +27,7 @@ from contextledger.domain.events import (
     AssistantMessageAdded,
     DispositionRun,
     SessionStarted,
+    SummaryRecorded,
     ToolResultRecorded,
     UserMessageAdded,
 )
@@ -330,9 +331,7 @@ def _only_in_summaries(ledger: Ledger, session_id: str, pattern: re.Pattern[str]
 
     "Never held" would contradict ``search``, which finds it in the artifact, and the payloads that show it.
     """
-    held = [
-        a for a in SummaryStream(ledger.log, session_id).artifacts() if pattern.search(ledger.text(a.content))
-    ]
+    held = list(_artifacts_holding(ledger, session_id, pattern))
     if not held:
         return None
     listed = ", ".join(
@@ -356,12 +355,20 @@ def _summary_contains(ledger: Ledger, session_id: str, summary_id: str, pattern:
     return "no"
 
 
+def _artifacts_holding(
+    ledger: Ledger, session_id: str, pattern: re.Pattern[str]
+) -> Iterator[SummaryRecorded]:
+    """The session's summary artifacts whose text holds ``pattern``, oldest first."""
+    for artifact in SummaryStream(ledger.log, session_id).artifacts():
+        if pattern.search(ledger.text(artifact.content)):
+            yield artifact
+
+
 def _later_artifact(ledger: Ledger, session_id: str, pattern: re.Pattern[str], after: int) -> str | None:
     """A summary produced after ``after`` that holds the text (none of the calls traced applied it)."""
-    for artifact in SummaryStream(ledger.log, session_id).artifacts():
-        if artifact.produced_at > after and pattern.search(ledger.text(artifact.content)):
-            return artifact.summary_id
-    return None
+    return next(
+        (a.summary_id for a in _artifacts_holding(ledger, session_id, pattern) if a.produced_at > after), None
+    )
 
 
 def _smallest_change(ledger: Ledger, session_id: str, entry: _Entry, left: CallFate) -> str:

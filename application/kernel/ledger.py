@@ -19,7 +19,6 @@ from contextledger.application.kernel.messages import (
     ToolCallIn,
     ToolResult,
     UserMessage,
-    check_expected_version,
     check_idempotency_key,
     check_list,
     check_position,
@@ -425,7 +424,7 @@ class Ledger:
         state: SessionState | None = None,
     ) -> AppendOutcome:
         idempotency_key = check_idempotency_key(idempotency_key)
-        expected_version = check_expected_version(expected_version)
+        expected_version = check_position(expected_version, "expected_version", optional=True)
         if idempotency_key is not None:
             earlier = self.log.lookup_idempotency_key(session_id, idempotency_key)
             if earlier is not None:

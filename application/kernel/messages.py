@@ -18,6 +18,7 @@ from contextledger.domain.limits import (
     MAX_DEPTH,
     MAX_IDEMPOTENCY_KEY_CHARS,
     MAX_SESSION_ID_CHARS,
+    MAX_STORED_INT,
     json_text_too_deep,
     too_deep,
 )
@@ -32,7 +33,6 @@ __all__ = [
     "ToolResult",
     "ToolSchemaIn",
     "UserMessage",
-    "check_expected_version",
     "check_idempotency_key",
     "check_list",
     "check_position",
@@ -374,31 +374,20 @@ def check_stream_id(stream_id: object) -> str:
 
 
 def check_position(value: object, what: str = "a position", *, optional: bool = False) -> int | None:
-    """Return ``value`` if it is a log position (a whole number, 0 or more; None when ``optional``).
+    """Return ``value`` if it is a log position or version (0 to ``MAX_STORED_INT``; None when ``optional``).
+
+    A text, a float or a boolean is a caller's mistake: for an ``expected_version`` never a lost race
+    (``ConcurrencyConflictError`` would send a retry loop around it).
 
     Raises:
-        InvalidMessageError: text, a float, a boolean, a negative number, or None when not ``optional``.
+        InvalidMessageError: text, a float, a boolean, a number out of range, or None when not ``optional``.
     """
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"{what} must be a whole number (0 or more), not {value!r}"
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STORED_INT:
+        msg = f"{what} must be a whole number from 0 to {MAX_STORED_INT}, not {value!r}"
         raise InvalidMessageError(msg)
     return value
-
-
-def check_expected_version(version: object) -> int | None:
-    """Return ``version`` if it is a usable ``expected_version``, else raise ``InvalidMessageError``.
-
-    An expected version is a whole number of events, 0 to 2**63 - 1: a text, a float or a boolean is a
-    caller's mistake, never a lost race (``ConcurrencyConflictError`` would send a retry loop around it).
-    """
-    if version is None:
-        return None
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version < 2**63:
-        msg = f"expected_version must be a whole number of events (0 or more), not {version!r}"
-        raise InvalidMessageError(msg)
-    return version
 
 
 def check_idempotency_key(key: object) -> str | None:

@@ -33,7 +33,7 @@ from contextledger.projections.counting import CountedEvent
 from contextledger.projections.fold import Projector
 from contextledger.projections.injection import InjectionHook, Placement, inject
 from contextledger.projections.policy import Policy
-from contextledger.projections.presets import get_preset
+from contextledger.projections.presets import as_policy
 from contextledger.projections.render import MessageMemo
 from contextledger.projections.state import RenderState
 
@@ -127,10 +127,7 @@ class Renderer:
             ConfigError: an unknown preset, a policy that is neither a name nor a ``Policy``, or a budget
                 that is not a whole number of tokens the window can hold.
         """
-        chosen = get_preset(policy) if isinstance(policy, str) else policy
-        if not isinstance(chosen, Policy):
-            msg = f"a policy is a preset name or a Policy, not {type(policy).__name__}"
-            raise ConfigError(msg)
+        chosen = as_policy(policy)
         seen = self._by_identity.get((id(chosen), budget))
         if seen is not None and seen[0] is chosen:  # the same frozen policy object: no fingerprint to compute
             return seen[1]
