@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Callable
 
 import msgspec
@@ -304,27 +306,52 @@ def decisions(state: RenderState) -> tuple[Decision, ...]:
 
 
 def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, int]:
-    """Events taken out, by rule: ``last - first + 1`` over ``decisions(state)`` of an ``evicting`` action.
+    """Events taken out, by rule: each logged position counted once, by the fate the render gives it.
 
-    In the order of the decisions (a rule's first eviction first), without writing their details.
-    When no shown entry is stubbed or truncated, every shown group's decision is ``kept`` or
-    ``pinned`` (``_group_action``), so unless those count, only the removed ranges and the summaries
-    can: they alone are sorted as ``_ranges`` sorts (a stable sort, so ties keep its order), without
-    the action of every group (most sessions of a rebuild evict nothing).
+    ``evicting`` is a subset of the actions that take an event out (stubbed, truncated, summarized, dropped).
+
+    The positions an ``evicting`` decision covers, less those a message shows whole: a stubbed or
+    truncated message counts under its own entry's rule; every other position under the range that
+    covers it, a summary's span before a dropped range (as ``dispositions_of`` ranks them). So nested
+    or overlapping ranges (a step group whose late result spans a dropped run of groups, the groups a
+    summary covers) and the verbatim calls of a stubbed group are never counted twice or at all. In
+    the order of each rule's first counted position.
     """
     window = state.window
-    if evicting.isdisjoint(_SHOWN) and not any(
-        entry.kind in _CHANGED for group in window.groups for entry in group.entries
-    ):
-        ranges = _left_out(window)
-        ranges.sort(key=lambda r: (r[0], r[1]))
-    else:
-        ranges = _ranges(state)
+    shown: list[int] = []
+    fates: dict[int, tuple[str, str]] = {}  # shown positions changed by a rule: (action, rule)
+    for group in window.groups:
+        for entry in group.entries:
+            shown.append(entry.position)
+            if entry.kind in _CHANGED:
+                action = "stubbed" if entry.kind == "stub" else "truncated"
+                if action in evicting:
+                    fates[entry.position] = (action, entry.rule or action)
+    shown.sort()
+    ranges = _left_out(window)
+    if not fates and not any(r[2] in evicting for r in ranges):
+        return {}
+    ranked = sorted(ranges, key=lambda r: (_RANGE_RANK.get(r[2], 2), r[0], r[1]))
+    cuts = sorted({max(2, c) for r in ranges for c in (r[0], r[1] + 1)})  # position 1 starts the session
+    firsts: dict[str, int] = {}
     counts: dict[str, int] = {}
-    for first, last, action, rule, _ in ranges:
-        if action in evicting:
-            counts[rule] = counts.get(rule, 0) + last - first + 1
-    return counts
+    for low, high in itertools.pairwise(cuts):  # segment low..high-1 lies in or out of each range whole
+        owner = next((r for r in ranked if r[0] <= low and high - 1 <= r[1]), None)
+        if owner is None or owner[2] not in evicting:
+            continue
+        hidden = high - low - (bisect.bisect_left(shown, high) - bisect.bisect_left(shown, low))
+        if hidden:
+            rule = owner[3]
+            counts[rule] = counts.get(rule, 0) + hidden
+            firsts[rule] = min(firsts.get(rule, low), low)
+    for position, (_, rule) in fates.items():
+        counts[rule] = counts.get(rule, 0) + 1
+        firsts[rule] = min(firsts.get(rule, position), position)
+    return {rule: counts[rule] for rule in sorted(counts, key=lambda r: (firsts[r], r))}
+
+
+_RANGE_RANK = {"summarized": 0, "dropped": 1}
+"""Which range's rule an event out of the window counts under when ranges overlap (``dispositions_of``)."""
 
 
 _CHANGED = frozenset({"stub", "truncated"})

@@ -30,7 +30,20 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 
-def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
+def _outcome(*, switched: bool, active: bool, dropped: str | None) -> list[str]:
+    """What the rebuild did to the serving version and to ``--drop``, one line each."""
+    if switched:
+        lines = ["switched: the candidate is active"]
+    elif active:
+        lines = ["already active: this version serves (rebuilt in place)"]
+    else:
+        lines = ["not switched (add --switch)"]
+    return lines + ([f"dropped {dropped}"] if dropped else [])
+
+
+def _print(
+    comparison: Comparison, version: str, *, switched: bool, active: bool = False, dropped: str | None = None
+) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
     live, new = comparison.live, comparison.candidate
@@ -45,10 +58,24 @@ def _print(comparison: Comparison, version: str, *, switched: bool) -> None:
             f"{live.evictions.get(rule, 0):,}" if live else "",
             f"{new.evictions.get(rule, 0):,}",
         )
+    if new.failed or (live and live.failed):
+        table.add_row(
+            "sessions that cannot render", f"{len(live.failed):,}" if live else "", f"{len(new.failed):,}"
+        )
     table.add_row("sessions rendered differently", "", f"{len(comparison.differing):,}")
     console = out_console()
     console.print(table)
-    console.print("switched: the candidate is active" if switched else "not switched (add --switch)")
+    if comparison.live_behind:
+        console.print(
+            cell(
+                f"the live version is {comparison.live_behind:,} notification(s) behind this one: its "
+                "renders of the sessions that grew since are older, and count as different"
+            )
+        )
+    for session_id, reason in sorted(new.failed.items())[:5]:
+        console.print(cell(f"cannot render {session_id}: {reason}"))
+    for line in _outcome(switched=switched, active=active, dropped=dropped):
+        console.print(cell(line))
 
 
 def _progress_bar() -> Progress:
@@ -144,7 +171,7 @@ def _rebuild_shard(
     if comparison is None:
         out_console().print(f"waiting for shards {', '.join(done.pending)}: the last one to finish completes")
     else:
-        _print(comparison, done.version, switched=switch)
+        _print(comparison, done.version, switched=switch, dropped=drop)
 
 
 def _folded(result: RebuildResult) -> dict[str, int]:
@@ -284,7 +311,10 @@ def register(app: typer.Typer) -> None:
         """Build the context projection of a policy beside the live one, compare them, optionally switch.
 
         Progress (bar and ETA) goes to stderr; the live version keeps serving until --switch.
-        --json prints {"version", "switched", "dropped", "live", "candidate", "differing", "folded"}.
+        --json prints {"version", "switched", "active", "dropped", "live", "candidate", "differing",
+        "live_behind", "folded"}: "active" says the version serves after the run (switched to, or
+        rebuilt in place).
+        --switch makes it active only if every session renders under it (else exit 1, nothing switched).
         The comparison is read from the render digests each build writes beside its rows; with
         --no-compare it is skipped ("live", "candidate" and "differing" are null) and a version built
         from empty writes no digests (a later comparison renders its sessions from their rows).
@@ -314,24 +344,26 @@ def register(app: typer.Typer) -> None:
                         {
                             "version": result.version,
                             "switched": result.switched,
+                            "active": result.active,
                             "dropped": result.dropped,
                             "live": comparison.live if comparison else None,
                             "candidate": comparison.candidate if comparison else None,
                             "differing": comparison.differing if comparison else None,
+                            "live_behind": comparison.live_behind if comparison else None,
                             "folded": folded,
                         }
                     )
                 elif comparison is not None:
-                    _print(comparison, result.version, switched=result.switched)
-                else:
-                    out_console().print(
-                        f"built {result.version}; "
-                        + (
-                            "switched: the candidate is active"
-                            if result.switched
-                            else "not switched (add --switch)"
-                        )
+                    _print(
+                        comparison,
+                        result.version,
+                        switched=result.switched,
+                        active=result.active,
+                        dropped=result.dropped,
                     )
+                else:
+                    lines = _outcome(switched=result.switched, active=result.active, dropped=result.dropped)
+                    out_console().print(cell(f"built {result.version}; " + "; ".join(lines)))
                     out_console().print(
                         f"folded {folded['events']:,} events in {folded['batches']:,} batches "
                         f"(checkpoint {folded['from']:,} -> {folded['to']:,}, {folded['workers']} worker(s))"

@@ -42,6 +42,7 @@ __all__ = [
     "compare_versions",
     "rebuild_command",
     "record_config",
+    "version_summary",
 ]
 
 
@@ -57,11 +58,17 @@ class VersionSummary(msgspec.Struct, frozen=True):
 
 
 class Comparison(msgspec.Struct, frozen=True):
-    """A candidate version against the live one: both summaries and the sessions whose renders differ."""
+    """A candidate version against the live one: both summaries and the sessions whose renders differ.
+
+    ``live_behind``: how many notifications the live version's checkpoint lags the candidate's. Its rows
+    are then renders of older positions for the sessions that grew since: they count as differing though
+    both policies may render their heads alike (the next catch-up of the live version closes the gap).
+    """
 
     live: VersionSummary | None
     candidate: VersionSummary
     differing: list[str]
+    live_behind: int = 0
 
 
 class RebuildSpec(msgspec.Struct, frozen=True):
@@ -197,6 +204,13 @@ def _digests(
     return summary, messages
 
 
+def version_summary(
+    ledger: Ledger, views: ProjectionStore, version: str, *, kept: Mapping[str, RenderDigest] | None = None
+) -> VersionSummary:
+    """One version's summary from its render digests (``kept``: those its build holds), no comparison."""
+    return _digests(ledger, views, version, kept)[0]
+
+
 def compare_versions(
     ledger: Ledger,
     views: ProjectionStore,
@@ -212,13 +226,17 @@ def compare_versions(
     """
     new, new_messages = _digests(ledger, views, candidate, kept)
     live_version = views.active(CONTEXT_VIEW)
-    if live_version is None or live_version == candidate:
+    if live_version is None:
         return Comparison(None, new, [])
+    if live_version == candidate:  # the version that serves, rebuilt: it is the live one, identical to itself
+        return Comparison(new, new, [])
     live, live_messages = _digests(ledger, views, live_version)
     differing = sorted(
         k for k in new_messages.keys() | live_messages.keys() if new_messages.get(k) != live_messages.get(k)
     )
-    return Comparison(live, new, differing)
+    checkpoints = views.checkpoints()
+    behind = max(0, checkpoints.get(candidate, 0) - checkpoints.get(live_version, 0))
+    return Comparison(live, new, differing, behind)
 
 
 def active_state(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import msgspec
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.search.log_search import searchable_texts
+from contextledger.projections.call_text import argument_text
 from contextledger.projections.context import RenderedContext
 
 __all__ = ["FactFate", "FactTracker", "entered_at"]
@@ -48,10 +49,20 @@ def entered_at(source: Ledger, session_id: str, facts: Sequence[str]) -> dict[st
 
 
 def _context_parts(context: RenderedContext) -> list[str]:
+    """The context's texts as the model reads them: a call's arguments as sent, and their values unescaped.
+
+    ``entered_at`` finds a fact in an event's searchable texts, which hold a call's argument values
+    unescaped (``argument_text``): the context is searched alike, so a fact with a quote or a line break
+    in a call's arguments is found where it is sent (it was reported gone from the call that sent it).
+    """
     parts = [context.system]
     for message in context.messages:
         parts.append(message.text)
-        parts.extend(f"{call.name}({call.arguments})" for call in message.tool_calls)
+        for call in message.tool_calls:
+            parts.append(f"{call.name}({call.arguments})")
+            unescaped = argument_text(call.arguments)
+            if unescaped:
+                parts.append(unescaped)
     return parts
 
 

@@ -47,12 +47,14 @@ EVICTING = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 
 _SUFFIX = "#renders"
 
-DIGEST_FORMAT = 5
+DIGEST_FORMAT = 6
 """What a digest's ``messages`` hash: 1, the rendered texts; 2, blob texts stood for by their addresses;
 3, as 2, and texts shown as logged stood for by their positions, hashed with SHA-256 (its first 16
 bytes) instead of BLAKE2b (``digest_of_messages``); 4, as 3, and a render that shows the log as it is
 named by each message's sources, tokens, tool call id and blob address; 5, as 3, and a render that shows the
-log as it is named by the number of logged messages it shows and the tokenizer (``messages_as_logged``)."""
+log as it is named by the number of logged messages it shows and the tokenizer (``messages_as_logged``);
+6, as 5 without the tokenizer (a render that shows the log as it is sends the same messages under every
+tokenizer), and evictions that count each logged position once (``eviction_counts``)."""
 
 _BLOB = "\x00blob:"
 """Starts a blob's stand-in in a digest's messages (a NUL: no text the log keeps is written this way)."""
@@ -94,14 +96,15 @@ def by_address(text: Text) -> str:
 def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
     """The digest of ``projector.render(state, by_address)``: its tokens, evictions by rule, messages hashed.
 
-    The evictions are those of the render's decisions with an ``EVICTING`` action (``last - first + 1``
-    per rule, by first eviction), counted from the state's ranges (``eviction_counts``): the decisions'
-    details, about half of a render, are never written for a digest.
+    The evictions are the logged positions the render takes out with an ``EVICTING`` action, each counted
+    once under its rule (``eviction_counts``, from the state's ranges and entries): the decisions' details,
+    about half of a render, are never written for a digest.
 
     A state shown as logged (nothing left out, summarized, cut or added: most sessions of a rebuild) is
     not rendered: it shows the session's first ``messages_as_logged`` message events whole, so two such
-    renders of a session under one tokenizer show the same messages exactly when they show as many, and
-    never hash like a render that changed one.
+    renders of a session show the same messages exactly when they show as many, under any tokenizer, and
+    never hash like a render that changed one. (A render that changed one hashes its messages with their
+    token counts: the same texts counted by another tokenizer hash apart.)
 
     Raises:
         PinnedOverBudgetError: as ``render`` does.
@@ -109,7 +112,7 @@ def state_digest(projector: Projector, state: RenderState) -> RenderDigest:
     shown = messages_as_logged(state)
     if shown is not None:
         check_fits(state, projector.budget)
-        named = digest_of_messages(_ENCODER.encode((_AS_LOGGED, shown, projector.tokenizer)))
+        named = digest_of_messages(_ENCODER.encode((_AS_LOGGED, shown)))
         return RenderDigest(state.total, {}, named, format=DIGEST_FORMAT)
     context = projector.render(state, by_address, with_decisions=False, stand_in=_at)
     messages = digest_of_messages(_ENCODER.encode(context.messages))

@@ -20,7 +20,12 @@ from contextledger.application.rebuild.blue_green import (
     record_config,
 )
 from contextledger.application.rebuild.lease_wait import wait_for_leases
-from contextledger.application.rebuild.rebuild import check_droppable, store_views
+from contextledger.application.rebuild.rebuild import (
+    check_droppable,
+    check_switchable,
+    drop_version,
+    store_views,
+)
 from contextledger.application.render.context_versions import CONTEXT_VIEW
 from contextledger.application.views.view_runner import RunStats, Shard
 from contextledger.domain.errors import ProjectionLockedError
@@ -90,13 +95,15 @@ def rebuild_shard(
     does; a drop that would remove the serving version is refused before anything is folded.
 
     Raises:
-        ValidationError: ``drop`` names the version that serves (or would serve after the switch).
+        ValidationError: ``drop`` names the version that serves (or would serve after the switch), the one
+            being built, or none this ledger holds; with ``switch``, sessions that cannot render under it
+            (refused by the completing shard, which leaves the version built but not active).
         ConfigError: the ledger's store keeps no projections.
         ProjectionLockedError: another process folds this shard (or holds the version) right now.
     """
     views, reader = store_views(ledger)
     runner = spec.runner(ledger, reader, views, shard=shard)
-    check_droppable(views, drop, switch_to=runner.projection if switch else None)
+    check_droppable(views, drop, building=runner.projection, switch_to=runner.projection if switch else None)
     record_config(views, runner.projection, runner.projector.policy, spec.budget, spec.tokenizer)
     runner.context.release_at_head = True  # memory holds this share's sessions in flight
     stats = runner.run()  # takes and releases this shard's leases
@@ -118,7 +125,8 @@ def rebuild_shard(
                 raise
     comparison = compare_versions(ledger, views, runner.projection)
     if switch:
+        check_switchable(runner.projection, comparison.candidate.failed)
         views.activate(CONTEXT_VIEW, runner.projection)
     if drop is not None:
-        views.drop(drop)
+        drop_version(views, drop)
     return ShardResult(runner.projection, label, stats, [], comparison)

@@ -16,6 +16,7 @@ from contextledger.domain.events import AssistantMessageAdded
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 from contextledger.projections.provider_cache import CacheSimulator, ProviderCache
 from contextledger.projections.summary_requests import Summarizer
@@ -33,12 +34,17 @@ _EVICTED = frozenset({"stubbed", "truncated", "summarized", "dropped"})
 
 
 def _evicted(context: RenderedContext) -> dict[int, str]:
-    """Return the evicted positions of a render, each with the rule that evicted it."""
+    """Return the evicted positions of a render, each with the rule that evicted it: their fates.
+
+    A position's fate is its payload disposition (``dispositions_of``), so a message shown whole is never
+    evicted though an evicting decision's range covers it (the call of a step group whose result was
+    stubbed; a group whose late result spans a dropped run), and a pinned message shown cut is truncated.
+    """
     out: dict[int, str] = {}
-    for decision in context.decisions:
-        if decision.action in _EVICTED:
-            for position in range(decision.first, decision.last + 1):
-                out[position] = decision.rule
+    for run in dispositions_of(context):
+        if run.disposition in _EVICTED and run.rule != "not-rendered":
+            for position in range(run.first, run.last + 1):
+                out[position] = run.rule
     return out
 
 
@@ -49,7 +55,7 @@ class SimulatedCall(msgspec.Struct, frozen=True, kw_only=True):
     event the call shows (the assistant message it is made for comes next); ``at`` is that message's
     time. ``cost`` is in input-token equivalents under the provider cache model
     (``ProviderCache.cost``); ``evictions`` counts the positions this call is the first to show
-    evicted, by rule.
+    evicted, by the rule of their fate in it (``_evicted``): each position once per session and policy.
     """
 
     policy: str
@@ -161,7 +167,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     }
     simulator = CacheSimulator(cache)
     digests = UnitMemo()
-    seen: set[tuple[int, str]] = set()
+    seen: set[int] = set()  # positions some call showed evicted: each is counted once, at its first
     calls: list[SimulatedCall] = []
     for replayed in replay_calls(
         source,
@@ -178,8 +184,8 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
         evicted = _evicted(context)
         fresh: dict[str, int] = {}
         for position, rule in evicted.items():
-            if (position, rule) not in seen:
-                seen.add((position, rule))
+            if position not in seen:
+                seen.add(position)
                 fresh[rule] = fresh.get(rule, 0) + 1
         tracker.see(context.position, context, evicted)
         request = replayed.requested

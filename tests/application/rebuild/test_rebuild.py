@@ -23,7 +23,8 @@ def test_a_candidate_is_compared_with_the_live_version_then_switched(ledger):
     live = build_version(ledger, views, views, policy=get_preset("default"), budget=16_000)
     views.activate(CONTEXT_VIEW, live.projection)
     alone = compare_versions(ledger, views, live.projection)
-    assert alone.live is None
+    assert alone.live == alone.candidate  # the version that serves, compared with itself
+    assert alone.differing == []
     assert alone.candidate.sessions == 2
     candidate = build_version(ledger, views, views, policy=get_preset("threshold"), budget=16_000)
     comparison = compare_versions(ledger, views, candidate.projection)

@@ -26,6 +26,7 @@ from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.domain.events import AssistantMessageAdded, ToolResultRecorded, UserMessageAdded
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.counting import CountedEvent
+from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.fold import Projector
 from contextledger.projections.ingest import PENDING_TEXT
 from contextledger.projections.presets import get_preset
@@ -147,22 +148,28 @@ def _shows_the_log(context: RenderedContext) -> bool:
     )
 
 
+_RANGE_RULES = frozenset({"low-water", "window", "summary", "summary:superseded", "orphan-result"})
+"""Rules of the ranges out of the window (dropped or summarized), named alike by decisions and fates."""
+
+
 def _digest_of_render(context: RenderedContext, logged: dict[int, str]) -> RenderDigest:
-    """The digest by its definition: the render's decisions counted per rule, its messages hashed.
+    """The digest by its definition: the render's evicted positions counted per rule, its messages hashed.
 
     ``context`` is rendered with ``by_address``: a blob's text stands in by its content address; a
     message from one event showing that event's logged text (``logged``: read from the events, not
     the state) stands in by the event's position. A render that shows the log as it is hashes the
-    number of logged messages it shows and its tokenizer instead (ADR 0069, 0070).
+    number of logged messages it shows instead, under any tokenizer (ADR 0069, 0070). Evictions: each
+    logged position once, by its fate in the payload's dispositions (a position of no decision is no
+    eviction).
     """
     if _shows_the_log(context):
         shown = sum(1 for m in context.messages if m.sources)  # the placeholders have no source
-        named = hashlib.sha256(msgspec.msgpack.encode((b"\x00as logged", shown, context.tokenizer))).digest()
+        named = hashlib.sha256(msgspec.msgpack.encode((b"\x00as logged", shown))).digest()
         return RenderDigest(context.tokens, {}, named[:16], format=DIGEST_FORMAT)
     evictions: dict[str, int] = {}
-    for decision in context.decisions:
-        if decision.action in EVICTING:
-            evictions[decision.rule] = evictions.get(decision.rule, 0) + decision.last - decision.first + 1
+    for run in dispositions_of(context):
+        if run.disposition in EVICTING and run.rule != "not-rendered":
+            evictions[run.rule] = evictions.get(run.rule, 0) + run.last - run.first + 1
     shown = [
         msgspec.structs.replace(m, text=f"\x00at:{m.sources[0]}")
         if len(m.sources) == 1 and logged.get(m.sources[0]) == m.text
@@ -200,7 +207,14 @@ def test_the_digest_of_a_state_equals_the_digest_of_its_render(session, policy):
             with pytest.raises(PinnedOverBudgetError):
                 state_digest(projector, state)
             continue
-        assert encode_digest(state_digest(projector, state)) == encode_digest(expected)
+        digest = state_digest(projector, state)
+        assert (digest.tokens, digest.messages, digest.failed) == (expected.tokens, expected.messages, "")
+        # a shown message cut or stubbed counts under its own entry's rule, which dispositions name only
+        # when a decision of the same action covers it: the totals agree, and so does every range's rule
+        assert sum(digest.evictions.values()) == sum(expected.evictions.values())
+        assert {r: n for r, n in digest.evictions.items() if r in _RANGE_RULES} == {
+            r: n for r, n in expected.evictions.items() if r in _RANGE_RULES
+        }
         evicted = evicted or bool(expected.evictions)
     event(f"evicted: {evicted}")
 

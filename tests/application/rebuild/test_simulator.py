@@ -9,7 +9,8 @@ import contextledger
 import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
-from contextledger.application.rebuild.simulator import Simulation, simulate
+from contextledger.application.rebuild.simulator import Simulation, _evicted, simulate
+from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import SessionNotFoundError, ValidationError
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
@@ -161,3 +162,73 @@ def test_a_fork_simulates_like_the_history_it_shows(transcripts):
         shared = {p: t for p, t in parent.items() if p < 40}  # the call at p is made for event p + 1
         assert shared
         assert {p: t for p, t in child.items() if p < 40} == shared
+
+
+def _quoted_session():
+    """A session whose first call's arguments hold a quote and a line break, then long tool results."""
+    ledger = contextledger.open_ledger("memory://")
+    sid = ledger.start_session(session_id="quoted", system_prompt="You are a shell agent.")
+    ledger.add_user_message(sid, "Clean up the project directory.")
+    command = 'echo "Removed incorrect directory (underscore)"\nls -la'
+    ledger.add_assistant_message(
+        sid, tool_calls=[{"id": "c0", "name": "bash", "arguments": {"cmd": command}}]
+    )
+    ledger.add_tool_result(sid, "c0", "Removed incorrect directory (underscore)")
+    for i in range(1, 14):
+        ledger.add_assistant_message(
+            sid, tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": {"cmd": f"cat part{i}.txt"}}]
+        )
+        ledger.add_tool_result(sid, f"c{i}", " ".join(f"line{i}-{w}" for w in range(300)))
+    return ledger
+
+
+def test_a_fact_with_a_quote_in_a_calls_arguments_is_found_where_it_is_sent():
+    """A fact holding a quote that a call's JSON arguments escape is in every call that sends the call.
+
+    ``entered_at`` reads the argument values unescaped; the contexts were searched in their JSON, so the
+    fact was reported gone from the calls that sent it (``simulate --fact 'echo "Test project created'``).
+    """
+    source = _quoted_session()
+    fact = 'echo "Removed incorrect directory'
+    result = simulate(
+        source,
+        ["quoted"],
+        [("default", PRESETS["default"])],
+        cache=provider_cache("anthropic", "5m"),
+        new_scratch=lambda: contextledger.open_ledger("memory://"),
+        budget=100_000,
+        tokenizer="heuristic",
+        facts=[fact],
+    )
+    [fate] = result.facts
+    assert fate.entered_at == 3
+    assert fate.left_calls == 0
+    assert fate.first_left_position is None
+
+
+def test_a_calls_evictions_never_count_a_message_it_shows_whole():
+    """A truncated step group's call, shown verbatim, is not counted evicted (its result alone is).
+
+    ``evictions`` counts the positions each call is the first to show evicted; a decision's range covers
+    the verbatim call of a group whose result was stubbed, and the call was counted with it.
+    """
+    source = _quoted_session()
+    result = simulate(
+        source,
+        ["quoted"],
+        [("default", PRESETS["default"])],
+        cache=provider_cache("anthropic", "5m"),
+        new_scratch=lambda: contextledger.open_ledger("memory://"),
+        budget=2_500,
+        tokenizer="heuristic",
+    )
+    counted = sum(sum(call.evictions.values()) for call in result.calls)
+    assert counted > 0
+    renderer_context = Renderer(source, tokenizer="heuristic").render("quoted", "default", budget=2_500)
+    whole = {p for m in renderer_context.messages if m.kind == "message" for p in m.sources}
+    cut = {p for m in renderer_context.messages if m.kind in ("stub", "truncated") for p in m.sources}
+    assert cut, "the budget cuts a result"
+    evicted = _evicted(renderer_context)
+    assert cut <= set(evicted)
+    assert not whole & set(evicted)
+    assert any(d.first in whole for d in renderer_context.decisions if d.action in ("stubbed", "truncated"))

@@ -30,8 +30,13 @@ NAMES = (
     "aider__afi-core.aider.chat.history.md",
 )
 FACTS = ("seems like a typo in the description", "error", "no such text 42")
-BEFORE_SHA256 = "3ac34008c8ed867568bd6bfcb56482899d9736d17d2538c779064b39b8333bf1"
-"""The JSON of this simulation as the code before the fast paths (ADR 0038) wrote it: 568 calls."""
+BEFORE_SHA256 = "34b63837dac477876455fb4f661bbb43eeb1f0b3acd8349642b1e2007b79f527"
+"""The JSON of this simulation as the code before the fast paths (ADR 0038) wrote it: 568 calls.
+
+Its evictions as counted since ADR 0087 (each position once, at the first call that shows it evicted,
+by its fate in that call's dispositions): 923 where the decisions' ranges counted 1,022 (verbatim calls of
+stubbed groups, a pinned first turn inside a summary's span, a position once per rule that took it). Only
+the calls' ``evictions`` and the totals' changed (``3ac34008...`` before)."""
 
 
 def _source():
