@@ -9,6 +9,7 @@ from typing import Any, Literal
 import msgspec
 from contextledger.adapters.importers.base import CallBook, SessionDraft
 from contextledger.adapters.importers.source import Source
+from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 
 __all__ = ["Block", "add_user_blocks", "extend_assistant", "new_assistant", "parse_anthropic", "result_text"]
 
@@ -20,6 +21,8 @@ class Block(msgspec.Struct, kw_only=True):
     text: str | None = None
     thinking: str | None = None
     signature: str | None = None
+    data: str | None = None
+    """A ``redacted_thinking`` block's encrypted reasoning."""
     id: str | None = None
     name: str | None = None
     input: Any = None
@@ -106,8 +109,10 @@ def extend_assistant(
 ) -> None:
     """Add assistant blocks to ``message``: text to content, thinking to reasoning, tool_use to calls.
 
-    Several text (or thinking) blocks are joined with a blank line; thinking signatures are kept in
-    ``meta.thinking_signatures`` so the reasoning can be replayed to the API.
+    Several text (or thinking) blocks are joined with a blank line. Each signed ``thinking`` block and
+    each ``redacted_thinking`` block is also kept exactly, in order, in ``meta[THINKING_BLOCKS]``, as the
+    agent loop stores a reply's (``wire_shapes``): a session resumed mid tool-use turn sends them back
+    unchanged, which Anthropic requires while extended thinking is on.
     """
     for index, block in enumerate(blocks):
         where = f"{path}[{index}]"
@@ -117,14 +122,18 @@ def extend_assistant(
             thought = _need(source, block.thinking, f"{where}.thinking", "thinking")
             message["reasoning"] = _join(message["reasoning"], thought)
             if block.signature:
-                message["meta"].setdefault("thinking_signatures", []).append(block.signature)
+                signed = {"type": "thinking", "thinking": thought, "signature": block.signature}
+                message["meta"].setdefault(THINKING_BLOCKS, []).append(signed)
         elif block.type == "tool_use":
             call_name = _need(source, block.name, f"{where}.name", "a tool name")
             call_id = book.issue(_need(source, block.id, f"{where}.id", "a tool_use id"), call_name)
             arguments = block.input if isinstance(block.input, dict | str) else {}
             message["tool_calls"].append({"id": call_id, "name": call_name, "arguments": arguments})
+        elif block.type == "redacted_thinking" and block.data:
+            redacted = {"type": "redacted_thinking", "data": block.data}
+            message["meta"].setdefault(THINKING_BLOCKS, []).append(redacted)
         elif block.type == "redacted_thinking":
-            draft.note("redacted_thinking blocks (encrypted reasoning) were dropped")
+            draft.note("redacted_thinking blocks without their data were dropped")
         else:
             draft.note(f"assistant '{block.type}' blocks have no ledger field and were dropped")
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 from contextledger.application.kernel.messages import AssistantMessage, ToolResult, UserMessage, parse_message
+from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.domain.errors import (
     DuplicateToolCallError,
     DuplicateToolResultError,
@@ -180,6 +181,23 @@ def small_fields(values: dict[str, Any], limit: int = 2000) -> dict[str, Any]:
     return kept
 
 
+def _as_digested(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as the digest reads it: its thinking blocks as the signatures imports kept before ADR 0088.
+
+    Imports kept only ``meta.thinking_signatures`` (and dropped redacted blocks); they now keep the blocks
+    themselves. The digest names a session's id and idempotency key, so a transcript imported before is
+    still ``unchanged``, never a second session.
+    """
+    meta = message.get("meta")
+    if not isinstance(meta, dict) or THINKING_BLOCKS not in meta:
+        return message
+    blocks = [b for b in meta[THINKING_BLOCKS] if isinstance(b, dict) and b.get("type") == "thinking"]
+    legacy = {k: v for k, v in meta.items() if k != THINKING_BLOCKS}
+    if blocks:
+        legacy["thinking_signatures"] = [b.get("signature") for b in blocks]
+    return {**message, "meta": legacy}
+
+
 def _digest(draft: SessionDraft) -> str:
     content = {
         "format": draft.source_format,
@@ -188,7 +206,7 @@ def _digest(draft: SessionDraft) -> str:
         "model": draft.model,
         "tools": draft.tools,
         "metadata": draft.metadata,
-        "messages": draft.messages,
+        "messages": [_as_digested(m) for m in draft.messages],
     }
     return hashlib.sha256(msgspec.json.encode(content, order="deterministic")).hexdigest()
 

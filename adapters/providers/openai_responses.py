@@ -66,7 +66,8 @@ class ResponsesFormat:
                     {
                         "type": "reasoning",
                         "id": item_id,
-                        "summary": [{"type": "summary_text", "text": thought.text}],
+                        # no summary asked for: an empty list, as the reply had it (never an empty text part)
+                        "summary": [{"type": "summary_text", "text": thought.text}] if thought.text else [],
                         "encrypted_content": thought.signature,
                     }
                 )

@@ -10,6 +10,12 @@ from contextledger.projections.context import RenderedContext
 
 __all__ = ["signed_reasoning"]
 
+_WITH_REASONING = frozenset({"message", "truncated"})
+"""Kinds of an assistant message that go back with their signed reasoning: whole, or with its text cut.
+
+The reasoning is not the text: a message cut to the per-message cap still carries its thinking unchanged,
+and Anthropic refuses a tool-use turn whose assistant message lost the thinking it began with."""
+
 
 def signed_reasoning(
     ledger: Ledger,
@@ -33,7 +39,7 @@ def signed_reasoning(
         index: message.sources[0]
         for index in range(last_user + 1, len(context.messages))
         if (message := context.messages[index]).role == "assistant"
-        and message.kind == "message"
+        and message.kind in _WITH_REASONING
         and message.sources
     }
     memory: dict[int, StoredReasoning | None] = {} if known is None else known
@@ -43,6 +49,21 @@ def signed_reasoning(
         for index, position in wanted.items()
         if (reasoning := memory.get(position)) is not None
     }
+
+
+def _imported_signature(event: AssistantMessageAdded) -> str | None:
+    """The signature of the one thinking block an import kept before ADR 0088 (``meta.thinking_signatures``).
+
+    Such an import joined its thinking texts and kept their signatures apart: one signature goes with the
+    whole reasoning text; several cannot be told apart, and are not sent (a new import keeps the blocks).
+    """
+    signatures = event.meta.get(_IMPORTED_SIGNATURES)
+    if isinstance(signatures, list) and len(signatures) == 1 and isinstance(signatures[0], str):
+        return signatures[0]
+    return None
+
+
+_IMPORTED_SIGNATURES = "thinking_signatures"
 
 
 def _read(
@@ -65,14 +86,16 @@ def _read(
         event = recorded.event
         if recorded.position not in found or not isinstance(event, AssistantMessageAdded):
             continue
-        if (
-            (event.reasoning_signature and event.reasoning)
-            or event.meta.get(THINKING_BLOCKS)
-            or event.meta.get(HOSTED_ITEMS)
-        ):
+        if event.reasoning_signature or event.meta.get(THINKING_BLOCKS) or event.meta.get(HOSTED_ITEMS):
+            # signed reasoning whose text is empty goes back too: an encrypted item with no summary (the
+            # Responses default) or a thinking block whose text the provider left out
             found[recorded.position] = StoredReasoning(
                 text=event.reasoning or "",
                 signature=event.reasoning_signature or "",
                 meta=dict(event.meta),
+            )
+        elif (signature := _imported_signature(event)) is not None:
+            found[recorded.position] = StoredReasoning(
+                text=event.reasoning or "", signature=signature, meta=dict(event.meta)
             )
     memory.update(found)

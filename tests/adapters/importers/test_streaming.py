@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 GOLDEN = Path(__file__).with_name("golden_ledgers.json")
-"""Digests of the SQLite ledgers the whole-file import (main at 20cdd40, before ADR 0041) stored."""
+"""Digests of the SQLite ledgers the whole-file import (main at 20cdd40, before ADR 0041) stored.
+
+The Claude Code fixture's since ADR 0088: its assistant messages keep their signed thinking blocks."""
 
 
 def _chat(n: int) -> dict[str, Any]:

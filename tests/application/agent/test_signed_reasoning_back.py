@@ -1,0 +1,197 @@
+"""Signed reasoning goes back with its tool-use turn: a cut message, an empty text, an imported session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import contextledger
+from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
+from contextledger.domain.events import AssistantMessageAdded
+from contextledger.testing import check_anthropic_pairing
+
+TOOL = {"name": "run", "input_schema": {"type": "object"}}
+RESPONSES_TOOL = {"type": "function", "name": "run", "parameters": {"type": "object"}}
+CLAUDE_CODE = (
+    Path(__file__).resolve().parents[2]
+    / "fixtures"
+    / "transcripts"
+    / "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl"
+)
+
+
+def _message(turn: int, content: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Messages API reply as a dict."""
+    return {
+        "id": f"msg_{turn}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "content": content,
+    }
+
+
+def _last_assistant(payload: dict[str, Any]) -> list[str]:
+    return [b["type"] for b in [m for m in payload["messages"] if m["role"] == "assistant"][-1]["content"]]
+
+
+def test_a_turn_whose_assistant_message_is_cut_still_leads_with_its_thinking() -> None:
+    """A reply longer than the per-message cap is cut at a compaction point; its thinking block stays.
+
+    Only whole messages got their reasoning back, so the cut one lost its thinking block: with extended
+    thinking on, Anthropic refuses a tool-use turn whose assistant message does not begin with it.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    agent = contextledger.AgentContext.start(ledger, provider="anthropic", budget=8_000, tools=[TOOL])
+    agent.add_user_message("Task: investigate")
+    cut = 0
+    for turn in range(5):
+        request = agent.request()
+        kinds = [m.kind for m in request.context.messages if m.role == "assistant"]
+        if kinds:
+            assert _last_assistant(request.arguments)[0] == "thinking", kinds[-1]
+            cut += kinds[-1] == "truncated"
+            assert not check_anthropic_pairing(request.arguments)
+        blocks = [
+            {"type": "thinking", "thinking": f"plan {turn}", "signature": f"SIG{turn}"},
+            {"type": "text", "text": "blah " * 2_500},
+            {"type": "tool_use", "id": f"toolu_{turn}", "name": "run", "input": {}},
+        ]
+        calls = agent.record_response(request.call_id, _message(turn, blocks))
+        agent.record_tool_result(calls[0].id, "out\n" * 150)
+    assert cut, "the budget cuts the turn's assistant message at least once"
+
+
+def test_signed_reasoning_with_no_text_goes_back() -> None:
+    """An encrypted reasoning item with no summary and a thinking block with no text are sent back.
+
+    No summary is the Responses default; both were stored and never sent, as they had no text.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    responses = contextledger.AgentContext.start(ledger, provider="openai-responses", tools=[RESPONSES_TOOL])
+    responses.add_user_message("Task")
+    request = responses.request()
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-opaque"}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "run", "arguments": "{}"}
+    reply = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "o4-mini",
+        "status": "completed",
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+        "output": [reasoning, {**call, "status": "completed"}],
+    }
+    calls = responses.record_response(request.call_id, reply)
+    responses.record_tool_result(calls[0].id, "out")
+    items = responses.request().arguments["input"]
+    sent = [i for i in items if i.get("type") == "reasoning"]
+    assert sent == [reasoning]
+    assert [i.get("type", i.get("role")) for i in items] == [
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    anthropic = contextledger.AgentContext.start(ledger, provider="anthropic", tools=[TOOL])
+    anthropic.add_user_message("Task")
+    request = anthropic.request()
+    thinking = {"type": "thinking", "thinking": "", "signature": "SIG"}
+    blocks = [thinking, {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}}]
+    calls = anthropic.record_response(request.call_id, _message(0, blocks))
+    anthropic.record_tool_result(calls[0].id, "out")
+    payload = anthropic.request().arguments
+    assert [m for m in payload["messages"] if m["role"] == "assistant"][-1]["content"][0] == thinking
+
+
+def _midturn(tmp_path: Path) -> Path:
+    """The Claude Code fixture cut just after the first tool results of a turn led by signed thinking."""
+    lines = CLAUDE_CODE.read_text(encoding="utf-8").splitlines(keepends=True)[:7]
+    path = tmp_path / "midturn.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_an_imported_session_resumed_mid_turn_sends_its_thinking_back(tmp_path: Path) -> None:
+    """A Claude Code transcript keeps each signed thinking block exactly; the resumed loop sends it first.
+
+    The importer kept the signatures under a key the loop never read, so the resumed request's turn had
+    no thinking block.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    source = _midturn(tmp_path)
+    raw = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    logged = [
+        block
+        for record in raw
+        if record.get("type") == "assistant"
+        for block in record["message"]["content"]
+        if block.get("type") == "thinking"
+    ]
+    assert logged
+    assert all(b.get("signature") for b in logged)
+    assert contextledger.import_file(ledger, source).ok
+    [info] = ledger.sessions()
+    stored = [r.event for r in ledger.events(info.session_id) if isinstance(r.event, AssistantMessageAdded)]
+    kept = stored[-1].meta[THINKING_BLOCKS]
+    assert [(b["thinking"], b["signature"]) for b in kept] == [
+        (b["thinking"], b["signature"]) for b in logged
+    ]
+    payload = contextledger.AgentContext(ledger, info.session_id, provider="anthropic").request().arguments
+    first = [m for m in payload["messages"] if m["role"] == "assistant"][-1]["content"][0]
+    assert first == {
+        "type": "thinking",
+        "thinking": logged[0]["thinking"],
+        "signature": logged[0]["signature"],
+    }
+    again = contextledger.import_file(ledger, source)
+    assert [s.status for s in again.sessions] == ["unchanged"]
+
+
+def test_a_session_imported_with_its_signature_apart_sends_its_one_thinking_block() -> None:
+    """An import made before the blocks were kept (``meta.thinking_signatures``) still sends one block back."""
+    ledger = contextledger.open_ledger("memory://")
+    sid = ledger.start_session(session_id="old-import")
+    ledger.add_user_message(sid, "Task")
+    ledger.append(
+        sid,
+        {
+            "role": "assistant",
+            "reasoning": "plan",
+            "tool_calls": [{"id": "toolu_1", "name": "run", "arguments": {}}],
+            "meta": {"thinking_signatures": ["SIG"]},
+        },
+    )
+    ledger.add_tool_result(sid, "toolu_1", "out")
+    payload = contextledger.AgentContext(ledger, sid, provider="anthropic").request().arguments
+    assert _last_assistant(payload)[0] == "thinking"
+    assert payload["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "plan",
+        "signature": "SIG",
+    }
+
+
+def test_a_transcript_imported_before_the_blocks_were_kept_is_unchanged_on_import_again() -> None:
+    """The digest naming a session reads kept thinking blocks as the signatures kept before (ADR 0088).
+
+    Otherwise importing a Claude Code transcript again after the change would store a second session.
+    """
+    from contextledger.adapters.importers.base import _as_digested  # noqa: PLC0415 - the digest's one rule
+
+    blocks = [
+        {"type": "thinking", "thinking": "a", "signature": "S1"},
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "thinking", "thinking": "b", "signature": "S2"},
+    ]
+    now = {"role": "assistant", "reasoning": "a\n\nb", "meta": {"uuid": "u1", THINKING_BLOCKS: blocks}}
+    before = {
+        "role": "assistant",
+        "reasoning": "a\n\nb",
+        "meta": {"uuid": "u1", "thinking_signatures": ["S1", "S2"]},
+    }
+    assert _as_digested(now) == before
+    plain = {"role": "assistant", "content": "hi", "meta": {"uuid": "u2"}}
+    assert _as_digested(plain) is plain
