@@ -151,7 +151,7 @@ def test_an_imported_session_resumed_mid_turn_sends_its_thinking_back(tmp_path: 
 
 
 def test_a_session_imported_with_its_signature_apart_sends_its_one_thinking_block() -> None:
-    """An import made before the blocks were kept (``meta.thinking_signatures``) still sends one block back."""
+    """An import made before the blocks were kept (``meta.thinking_signatures``) sends its one block back."""
     ledger = contextledger.open_ledger("memory://")
     sid = ledger.start_session(session_id="old-import")
     ledger.add_user_message(sid, "Task")
