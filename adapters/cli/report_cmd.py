@@ -11,6 +11,7 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     command,
     emit_json,
+    err_console,
     ledger_for,
     out_console,
     run_guarded,
@@ -91,6 +92,12 @@ def register(app: typer.Typer) -> None:
                     compare=other,
                     make_summarizer=lambda counter: ExtractiveSummarizer(counter=counter),
                     tokenizer=tokenizer,
+                )
+            if data.source == "recorded" and (budget is not None or policy != "default"):
+                # recorded calls show as they were sent: --policy and --budget shape only the compared side
+                err_console().print(
+                    "note: the session's calls are recorded, shown as sent under their own policy and "
+                    "budget; --policy is not used and --budget applies to --compare only"
                 )
             page = render_page(data)
             write_whole(output, page)

@@ -7,7 +7,7 @@
   var SVGNS = "http://www.w3.org/2000/svg";
   var CATS = ["system", "tools", "state", "summary", "history", "stub", "truncated", "injected"];
   var LABEL = {
-    system: "system", tools: "tools", state: "session state (pinned)", summary: "summaries",
+    system: "system", tools: "tools", state: "pinned and session state", summary: "summaries",
     history: "verbatim history", stub: "stubs", truncated: "truncated", injected: "injected",
     free: "free", reserve: "reserve (output + margin)"
   };
@@ -20,7 +20,8 @@
     ["compaction", "\u25C6", "#d55e00", "compaction planned"],
     ["summary_applied", "\u25CF", "#009e73", "summary applied"],
     ["prefix_break", "\u2715", "#3d3d3d", "prefix break"],
-    ["cache_expired", "\u25B2", "#0072b2", "cache TTL expired"]
+    ["cache_expired", "\u25B2", "#0072b2", "cache TTL expired"],
+    ["failure", "!", "#e69f00", "call failed"]
   ];
   var EVENTS = {};
   D.events.forEach(function (e) { EVENTS[e[0]] = e; });
@@ -122,7 +123,7 @@
   }
 
   function composition(box, calls, ymax, onPick) {
-    var W = Math.max(320, box.clientWidth || 1200), H = 214, L = 50, R = 44, TOP = 46, B = 16;
+    var W = Math.max(320, box.clientWidth || 1200), H = 224, L = 50, R = 44, TOP = 56, B = 16;
     var pw = W - L - R, ph = H - TOP - B, n = Math.max(1, calls.length), cw = pw / n;
     var bw = cw > 4 ? cw * 0.82 : cw, off = (cw - bw) / 2;
     var svg = sv("svg", { viewBox: "0 0 " + W + " " + H, height: H, "class": "composition" });
@@ -367,7 +368,8 @@
       (call.summary_id ? " \u00b7 summary " + call.summary_id : "") + (flags.length ? " \u00b7 " + flags.join(", ") : "") +
       (u ? " \u00b7 reported: in " + fmt(u.input_tokens) + ", cached " + fmt(u.cached_tokens) + ", out " +
         fmt(u.output_tokens) : "") +
-      (call.replay_matches === false ? " \u00b7 renders differently now than recorded" : "");
+      (call.replay_matches === false ? " \u00b7 renders differently now than recorded" : "") +
+      (call.failure ? " \u00b7 failed: " + call.failure + " (the model never completed it)" : "");
   }
 
   function blockLine(call, index) {
@@ -425,14 +427,28 @@
     }
     var memo = {};
     function has(textId) { if (!(textId in memo)) memo[textId] = re.test(T[textId]); return memo[textId]; }
+    function inBlock(b) { return has(b[2]) || (b[9] >= 0 && has(b[9])); }
     var hits = D.events.filter(function (e) { return has(e[3]); }).map(function (e) { return e[0]; });
     if (!hits.length) {
-      out.appendChild(el("p", "verdict fate-absent", "Not in the log: the session never held it."));
+      // not logged: contextledger's own text (a summary it recorded, the session-state card) may hold it
+      var sent = CALLS.filter(function (call) { return call.blocks.some(inBlock); });
+      if (!sent.length) {
+        out.appendChild(el("p", "verdict fate-absent", "Not in the log: the session never held it."));
+        return;
+      }
+      var kinds = {};
+      sent.forEach(function (call) {
+        call.blocks.forEach(function (b) { if (inBlock(b)) kinds[b[0] === "state" && !b[4] ? "the session-state card" : b[0] === "summary" ? "a summary" : b[0] + " block"] = true; });
+      });
+      var says = el("p", "verdict", "In no logged event: contextledger wrote it (" + Object.keys(kinds).join(", ") +
+        "), sent in " + sent.length + " call(s), first call " + sent[0].number + " (#" + sent[0].position + "): ");
+      says.appendChild(link("show", function () { select(sent[0].number - 1); }));
+      out.appendChild(says);
       return;
     }
     var entered = hits[0], firstLeft = null, groups = [];
     CALLS.forEach(function (call) {
-      var fate, rule = "", present = call.blocks.some(function (b) { return has(b[2]); });
+      var fate, rule = "", present = call.blocks.some(inBlock);
       if (call.position < entered) { fate = "not yet logged"; }
       else {
         var best = null;

@@ -24,10 +24,12 @@ from contextledger.application.audit.call_recorder import (
 from contextledger.application.audit.session_replay import replay_calls
 from contextledger.application.audit.why_answer import reducer_of
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.events import AssistantMessageAdded, DispositionRun
+from contextledger.domain.events import AssistantMessageAdded, CompactionRequested, DispositionRun
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import Unit, common_prefix, units_of
+from contextledger.projections.call_text import argument_text
 from contextledger.projections.context import RenderedContext, RenderedMessage
 from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
@@ -36,13 +38,26 @@ from contextledger.projections.summary_requests import Summarizer
 
 __all__ = ["build_report"]
 
-_CATEGORY_OF_KIND = {"summary": "summary", "stub": "stub", "truncated": "truncated", "injection": "injected"}
+_CATEGORY_OF_KIND = {
+    "summary": "summary",
+    "stub": "stub",
+    "truncated": "truncated",
+    "injection": "injected",
+    "card": "state",
+}
+"""Tiers of the blocks that are not history; the session-state card is session state, beside the pins."""
 _GONE = frozenset({"stubbed", "summarized", "dropped", "truncated"})
 
 
 def _message_text(message: RenderedMessage) -> str:
     calls = "".join(f"\n→ {c.name}({c.arguments})" for c in message.tool_calls)
     return message.text + calls if message.text else calls.lstrip("\n")
+
+
+def _search_text(message: RenderedMessage, shown: str) -> str | None:
+    """The block's text with its calls' argument values unescaped, when escaping changed them (else None)."""
+    values = [text for c in message.tool_calls if (text := argument_text(c.arguments))]
+    return shown + "\n" + "\n".join(values) if values else None
 
 
 def _fate(runs: Sequence[DispositionRun], starts: Sequence[int], position: int) -> DispositionRun | None:
@@ -91,17 +106,20 @@ def _blocks(
             rule = "summary"
         elif run is not None and run.disposition in {"verbatim", "pinned"}:
             rule = run.disposition  # kept: the rule of the range around it does not apply to it
+        shown = _message_text(message)
+        search = _search_text(message, shown)
         blocks.append(
             Block(
                 category,
                 message.role,
-                texts.id(_message_text(message)),
+                texts.id(shown),
                 message.tokens,
                 first,
                 last,
                 rule,
                 reducer_of(rule) if rule not in {"verbatim", "pinned"} else "",
                 _cache_status(offset, offset + message.tokens, priced),
+                texts.id(search) if search is not None else -1,
             )
         )
         tiers[category] += message.tokens
@@ -161,6 +179,7 @@ class _Call(msgspec.Struct, frozen=True, kw_only=True):
     compaction: bool = False
     usage: dict[str, int | float | str | None] | None = None
     replay_matches: bool | None = None
+    failure: str | None = None
 
 
 def _lay_out(calls: Sequence[_Call], cache: ProviderCache, texts: Texts) -> list[CallData]:
@@ -198,6 +217,7 @@ def _lay_out(calls: Sequence[_Call], cache: ProviderCache, texts: Texts) -> list
             diff=None,
             usage=call.usage,
             replay_matches=call.replay_matches,
+            failure=call.failure,
         )
         data = msgspec.structs.replace(data, diff=_diff(previous, data, units))
         out.append(data)
@@ -211,10 +231,18 @@ def _window(policy: Policy, budget: int | None) -> int:
     return (limits.with_prompt_limit(budget) if budget is not None else limits).total
 
 
+def _planned(ledger: Ledger, session_id: str) -> list[int]:
+    """The positions at which compactions were planned for the session (its summary stream), sorted."""
+    stream = SummaryStream(ledger.log, session_id)
+    return sorted(r.event.planned_at for r in stream.events() if isinstance(r.event, CompactionRequested))
+
+
 def _recorded(ledger: Ledger, session_id: str) -> list[_Call]:
     recorder = CallRecorder(ledger)
     renderers: dict[str, Renderer] = {}
     calls: list[_Call] = []
+    planned = _planned(ledger, session_id)
+    before = 0
     for view in recorder.calls(session_id):
         record = view.record
         renderer = renderers.get(record.tokenizer)
@@ -223,6 +251,9 @@ def _recorded(ledger: Ledger, session_id: str) -> list[_Call]:
         policy = recorder.policy(session_id, record.policy_hash)
         context = renderer.render(session_id, policy, at=record.position, budget=record.budget)
         usage = view.usage
+        # a compaction planned since the previous call, up to this one's position: planned for this call
+        lo, hi = bisect.bisect_right(planned, before), bisect.bisect_right(planned, record.position)
+        before = max(before, record.position)
         calls.append(
             _Call(
                 call_id=record.call_id,
@@ -232,6 +263,8 @@ def _recorded(ledger: Ledger, session_id: str) -> list[_Call]:
                 window=_window(policy, record.budget),
                 context=context,
                 runs=record.dispositions,
+                compaction=hi > lo,
+                failure=view.failure.error if view.failure is not None else None,
                 usage=None
                 if usage is None
                 else {
@@ -326,8 +359,10 @@ def build_report(
         source = "computed"
     compared: list[CallData] | None = None
     if compare is not None:
+        # beside recorded calls, the other policy runs under the budget they were recorded with (unless given)
+        side = budget if budget is not None or not recorded else recorded[-1].context.budget
         with new_scratch() as scratch:
-            other = _computed(ledger, scratch, session_id, compare[1], budget, make_summarizer, tokenizer)
+            other = _computed(ledger, scratch, session_id, compare[1], side, make_summarizer, tokenizer)
             compared = _lay_out(other, cache, texts)
     return ReportData(
         session_id=session_id,

@@ -26,6 +26,11 @@ class Block(msgspec.Struct, frozen=True, array_like=True):
     rule: str
     reducer: str
     cache: str
+    search: int = -1
+    """The text id the page searches besides ``text``: call argument values unescaped (-1: none).
+
+    ``text`` shows a call's arguments as their JSON was sent, where a quote is ``\\"``: a text the model
+    read in them is searched in their values, as ``why`` and the event texts read them (ADR 0086)."""
 
 
 class EventData(msgspec.Struct, frozen=True, array_like=True):
@@ -83,6 +88,8 @@ class CallData(msgspec.Struct, frozen=True, kw_only=True):
     usage: dict[str, int | float | str | None] | None = None
     replay_matches: bool | None = None
     """For a recorded call: whether rendering it again gives the recorded context (None when computed)."""
+    failure: str | None = None
+    """For a recorded call marked failed (``report_failure``): the error; the model never completed it."""
 
 
 class SummaryData(msgspec.Struct, frozen=True, kw_only=True):

@@ -276,7 +276,7 @@ class SummaryWorker:
             producer="worker",
             tokens=tokens,
             tokens_before=request.tokens_before,
-            tokens_after=max(0, request.tokens_before - span_tokens + tokens),
+            tokens_after=_after(request.tokens_before, span_tokens, tokens),
             fidelity=with_card_check(fidelity(facts_of(summary_request.entries), text), outcome.check),
             drafts=outcome.drafts + len(calls) - 1,  # the calls of a chain before its last draft
             withheld=outcome.withheld,
@@ -391,3 +391,14 @@ async def run_async(worker: SummaryWorker, stop: asyncio.Event, *, poll: float =
                 await asyncio.wait_for(stop.wait(), timeout=poll)
             except TimeoutError:
                 continue
+
+
+def _after(before: int, span: int, summary: int) -> int | None:
+    """The context's size once the summary replaces its span: an estimate, None when it cannot be one.
+
+    ``span`` counts the span's messages whole, ``before`` the context as rendered (stubs, cuts): when the
+    span outweighs the context, the estimate fell below the summary itself (it read 0, shown "5,720 → 0
+    (summary 256)"), which no context holding the summary can be.
+    """
+    after = before - span + summary
+    return after if after >= summary else None
