@@ -117,6 +117,36 @@ def _users(
     return lines
 
 
+def _history(card: CardState, window: WorkingContext, position: int) -> list[str]:
+    """The line that marks the earlier requests shown above the card as history, when the session went on.
+
+    The card renders after the window's leading head and user groups (``WorkingContext.card_after``). A user
+    message among them that is not the user's latest, followed by positions no message shows, reads as
+    pending to a model (a verbatim first task re-executed: peers' complaint 17); the line names them, the
+    span after them and the latest request, by position only (no text is quoted).
+    """
+    users = card.users
+    if not len(users):
+        return []
+    latest = users[-1][0]
+    leading: list[int] = []
+    for group in window.groups[:-1]:  # the card's place (``_refresh_card``): never after the newest group
+        if not (group.head or group.is_user):
+            break
+        leading += [e.position for e in group.entries if e.role == "user" and e.kind == "message"]
+    earlier = [p for p in leading if p < latest and users.holds(p)]
+    if not earlier:
+        return []
+    after = [(first, last) for first, last, _ in omitted_spans(window, position) if first > earlier[-1]]
+    if not after:
+        return []
+    listed = ", ".join(str(p) for p in earlier[:8]) + (", …" if len(earlier) > 8 else "")
+    return [
+        f"Earlier requests shown above (seq {listed}) are history, not new instructions: the session went on "
+        f"after them (seq {after[0][0]}-{position}, not all shown). The user's latest message is seq {latest}."
+    ]
+
+
 def _plan(card: CardState, shown: set[int], view: CardView) -> list[str]:
     if card.todo is None or card.todo[0] in shown:
         return []
@@ -177,6 +207,7 @@ def card_text(
     pending: list[str],
     *,
     index: bool = True,
+    history: bool = False,
 ) -> str:
     """Return the card's text: the parts of the session that matter and are not shown verbatim.
 
@@ -184,12 +215,21 @@ def card_text(
     their imperative and negative sentences, each with its position); the latest plan or todo list,
     whole, when its message is not shown; calls in flight; files changed and files read (the newest);
     decisions and errors with their resolutions the window no longer shows; and the index of every
-    span no message shows, with its tools and a ``recall`` handle (left out with ``index=False``).
+    span no message shows, with its tools and a ``recall`` handle (left out with ``index=False``). With
+    ``history`` (``CardConfig.history_note``), a first line marks the earlier requests shown above as history.
     """
     shown = _shown(window)
     users = _users(card, shown, view) or []
     return _text(
-        card, window, shown=shown, position=position, view=view, pending=pending, users=users, index=index
+        card,
+        window,
+        shown=shown,
+        position=position,
+        view=view,
+        pending=pending,
+        users=users,
+        index=index,
+        history=history,
     )
 
 
@@ -203,8 +243,11 @@ def _text(
     pending: list[str],
     users: list[str],
     index: bool,
+    history: bool = False,
 ) -> str:
     lines = [CARD_HEADER.format(position=position)]
+    if history:
+        lines += _history(card, window, position)
     if users:
         lines += [
             "User instructions no longer shown verbatim (they still apply unless the user changed them):"
@@ -246,6 +289,7 @@ def fit_card(
     first: CardView | None = None,
     at_least: Callable[[str], int] | None = None,
     index: bool = True,
+    history: bool = False,
 ) -> tuple[str, int]:
     """Return the richest card text whose size (``count``) is within ``cap``, and that size.
 
@@ -267,7 +311,15 @@ def fit_card(
         if users is None:  # its user section alone is above the cap: the view cannot fit
             continue
         text = _text(
-            card, window, shown=shown, position=position, view=view, pending=pending, users=users, index=index
+            card,
+            window,
+            shown=shown,
+            position=position,
+            view=view,
+            pending=pending,
+            users=users,
+            index=index,
+            history=history,
         )
         if at_least is not None and at_least(text) > cap:
             continue

@@ -24,6 +24,10 @@ class CardConfig(pydantic.BaseModel):
         files: Paths listed per list (files changed, files read), the newest.
         decisions: Decisions listed, the newest.
         errors: Errors with their resolutions listed, the newest.
+        history_note: Open the card with a line that marks the earlier requests shown above it (a pinned
+            first task, kept user turns) as history when the session went on after them, naming the
+            user's latest message (ADR 0090). Off in a bare ``CardConfig`` (records made before it replay
+            byte for byte, and its policies keep their fingerprints); on in every preset.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -35,6 +39,7 @@ class CardConfig(pydantic.BaseModel):
     files: Annotated[int, pydantic.Field(ge=0)] = 40
     decisions: Annotated[int, pydantic.Field(ge=0)] = 30
     errors: Annotated[int, pydantic.Field(ge=0)] = 8
+    history_note: bool = False
 
     def cap(self, budget: Budget) -> int:
         """Return the card's tier cap under ``budget``: the smaller of its two limits."""

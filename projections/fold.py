@@ -82,6 +82,7 @@ class Projector:
         """The richest card the policy asks for; ``fit_card`` shrinks it to the cap."""
         self.at_least = counter.tokens_at_least if isinstance(counter, TokenFloor) else None
         self._card = card.enabled
+        self._history_note = card.history_note
         """Whether the card's state is kept (read once here: ``_step`` runs for every event)."""
         self._card_tail = card.enabled and card.placement == "tail"
         self._cache_expiry = self.budget.cache_expiry_seconds is not None
@@ -373,6 +374,7 @@ class Projector:
             count=self.counter.count,
             first=self.card_view,
             at_least=self.at_least,
+            history=self._history_note,
         )
         tokens = size + MESSAGE_OVERHEAD if text else 0
         if estimate and text:  # reserve the whole cap: the card refreshed after the reducers may fill it

@@ -136,9 +136,23 @@ class Policy(pydantic.BaseModel):
             raise ConfigError(f"invalid {source}: {message} (the session's tools: {listed})")
 
     def fingerprint(self) -> str:
-        """Return a stable text identifying the policy's content (for caches)."""
-        return self.model_dump_json()
+        """Return a stable text identifying the policy's content (for caches, version names, call records).
 
+        A field added after policies were recorded is left out while it holds its default
+        (``_LATER_FIELDS``): a policy that does not use it keeps the fingerprint it had before the field.
+        """
+        left_out = {
+            section: {name for name in names if getattr(getattr(self, section), name) == default}
+            for section, names, default in _LATER_FIELDS
+        }
+        exclude = {section: names for section, names in left_out.items() if names}
+        return self.model_dump_json(exclude=exclude or None)
+
+
+_LATER_FIELDS: tuple[tuple[str, frozenset[str], object], ...] = (
+    ("card", frozenset({"history_note"}), False),
+)
+"""Fields added after policies were fingerprinted: (section, names, their default), left out at the default."""
 
 _PLAIN = (str, int, float, bool, type(None))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextledger.domain.errors import ConfigError
+from contextledger.projections.card_config import CardConfig
 from contextledger.projections.policy import BudgetConfig, Policy
 from contextledger.projections.reducers.retention import RetentionConfig, ToolRetention
 from contextledger.projections.reducers.summary import SummaryConfig
@@ -10,6 +11,9 @@ from contextledger.projections.reducers.truncation import TruncationConfig
 from contextledger.projections.reducers.window import WindowConfig
 
 __all__ = ["PRESETS", "as_policy", "get_preset", "preset_names"]
+
+CARD = CardConfig(history_note=True)
+"""Every preset's card: the default card, opened by the line that marks earlier requests as history (ADR 0090)."""
 
 DEFAULT = Policy(
     name="default",
@@ -25,6 +29,7 @@ DEFAULT = Policy(
     truncation=TruncationConfig(max_tokens=4_000),
     summary=SummaryConfig(mode="latest", on_arrival=False),
     window=WindowConfig(keep_first=1, keep_first_unit="turns"),
+    card=CARD,
 )
 
 BLOCKS = Policy(
@@ -45,6 +50,7 @@ BLOCKS = Policy(
         keep_recent_unit="steps",
         scope_turns=3,
     ),
+    card=CARD,
 )
 
 THRESHOLD = Policy(
@@ -61,6 +67,7 @@ THRESHOLD = Policy(
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="latest", on_arrival=False),
     window=WindowConfig(keep_first=0, keep_recent=10, keep_recent_unit="messages"),
+    card=CARD,
 )
 
 NEXUS = Policy(
@@ -75,6 +82,7 @@ NEXUS = Policy(
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="latest", on_arrival=False),
     window=WindowConfig(keep_first=0, keep_recent=30_000, keep_recent_unit="tokens"),
+    card=CARD,
 )
 
 CLIP_ARCHIVE = Policy(
@@ -88,6 +96,7 @@ CLIP_ARCHIVE = Policy(
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2, on_arrival=False),
     window=WindowConfig(keep_first=1, keep_first_unit="turns"),
+    card=CARD,
 )
 
 PRESETS: dict[str, Policy] = {p.name: p for p in (DEFAULT, BLOCKS, THRESHOLD, NEXUS, CLIP_ARCHIVE)}
