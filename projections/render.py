@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 from collections.abc import Callable
 
@@ -331,13 +332,23 @@ def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, i
     ranges = _left_out(window)
     if not fates and not any(r[2] in evicting for r in ranges):
         return {}
-    ranked = sorted(ranges, key=lambda r: (_RANGE_RANK.get(r[2], 2), r[0], r[1]))
+    ranges.sort(key=lambda r: (r[0], r[1]))
     cuts = sorted({max(2, c) for r in ranges for c in (r[0], r[1] + 1)})  # position 1 starts the session
     firsts: dict[str, int] = {}
     counts: dict[str, int] = {}
+    covering: list[tuple[int, int, int, int]] = []  # (rank, first, last, index): the owner on top
+    entered = 0
     for low, high in itertools.pairwise(cuts):  # segment low..high-1 lies in or out of each range whole
-        owner = next((r for r in ranked if r[0] <= low and high - 1 <= r[1]), None)
-        if owner is None or owner[2] not in evicting:
+        while entered < len(ranges) and ranges[entered][0] <= low:
+            first, last, action = ranges[entered][:3]
+            heapq.heappush(covering, (_RANGE_RANK.get(action, 2), first, last, entered))
+            entered += 1
+        while covering and covering[0][2] < low:  # ended before this segment: never covers another
+            heapq.heappop(covering)
+        if not covering:
+            continue
+        owner = ranges[covering[0][3]]
+        if owner[2] not in evicting:
             continue
         hidden = high - low - (bisect.bisect_left(shown, high) - bisect.bisect_left(shown, low))
         if hidden:

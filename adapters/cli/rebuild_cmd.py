@@ -141,7 +141,9 @@ def _rebuild_shard(
     ledger: Ledger, spec: RebuildSpec, text: str, *, switch: bool, drop: str | None, json_output: bool
 ) -> None:
     """Fold share ``i/n`` (1-based); print what it did and, when it completed the rebuild, the comparison."""
+    from contextledger.application.rebuild.rebuild import store_views  # noqa: PLC0415 - loaded on use
     from contextledger.application.rebuild.shards import rebuild_shard  # noqa: PLC0415
+    from contextledger.application.render.context_versions import CONTEXT_VIEW  # noqa: PLC0415
     from contextledger.application.views.view_runner import Shard  # noqa: PLC0415
 
     index, _, count = text.partition("/")
@@ -151,11 +153,14 @@ def _rebuild_shard(
         raise ValidationError(f"--shard i/n needs 1 <= i <= n, not {text!r}")
     done = rebuild_shard(ledger, spec, Shard(int(index) - 1, int(count)), switch=switch, drop=drop)
     comparison = done.comparison
+    active = comparison is not None and store_views(ledger)[0].active(CONTEXT_VIEW) == done.version
     if json_output:
         compared: dict[str, object] = {}
         if comparison is not None:
             compared = {"live": comparison.live, "candidate": comparison.candidate}
             compared["differing"] = comparison.differing
+            compared["live_behind"] = comparison.live_behind
+            compared |= {"switched": switch, "active": active, "dropped": drop}
         emit_json(
             {
                 "version": done.version,
@@ -171,7 +176,7 @@ def _rebuild_shard(
     if comparison is None:
         out_console().print(f"waiting for shards {', '.join(done.pending)}: the last one to finish completes")
     else:
-        _print(comparison, done.version, switched=switch, dropped=drop)
+        _print(comparison, done.version, switched=switch and active, active=active, dropped=drop)
 
 
 def _folded(result: RebuildResult) -> dict[str, int]:

@@ -436,12 +436,20 @@
         out.appendChild(el("p", "verdict fate-absent", "Not in the log: the session never held it."));
         return;
       }
-      var kinds = {};
+      var kinds = {}, ours = true;
       sent.forEach(function (call) {
-        call.blocks.forEach(function (b) { if (inBlock(b)) kinds[b[0] === "state" && !b[4] ? "the session-state card" : b[0] === "summary" ? "a summary" : b[0] + " block"] = true; });
+        call.blocks.forEach(function (b) {
+          if (!inBlock(b)) return;
+          var card = b[0] === "state" && !b[4], mine = card || b[0] === "summary";
+          ours = ours && mine;
+          kinds[card ? "the session-state card" : b[0] === "summary" ? "a summary" :
+            b[0] === "tools" ? "the session's tool definitions" : b[0] === "system" ? "the system prompt" :
+            b[0] + " block"] = true;
+        });
       });
-      var says = el("p", "verdict", "In no logged event: contextledger wrote it (" + Object.keys(kinds).join(", ") +
-        "), sent in " + sent.length + " call(s), first call " + sent[0].number + " (#" + sent[0].position + "): ");
+      var says = el("p", "verdict", (ours ? "In no logged event: contextledger wrote it (" :
+        "In no logged message: it is in (") + Object.keys(kinds).join(", ") + "), sent in " + sent.length +
+        " call(s), first call " + sent[0].number + " (#" + sent[0].position + "): ");
       says.appendChild(link("show", function () { select(sent[0].number - 1); }));
       out.appendChild(says);
       return;

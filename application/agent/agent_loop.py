@@ -20,7 +20,7 @@ from contextledger.application.agent.agent_types import (
     ToolCallRequest,
     WirePayload,
 )
-from contextledger.application.agent.signed_reasoning import signed_reasoning
+from contextledger.application.agent.signed_reasoning import REASONING_RULES, RULES_KEY, signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
@@ -152,6 +152,7 @@ class AgentLoop:
                     wire_format=self.provider.wire_format,
                     call_id=call_id,
                     driver=self.driver,
+                    meta={RULES_KEY: REASONING_RULES},
                 )
             )
             self._stored_ids[call_id] = dict(wire.stored_ids)

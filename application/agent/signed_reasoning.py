@@ -8,13 +8,22 @@ from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, THINKING_
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.context import RenderedContext
 
-__all__ = ["signed_reasoning"]
+__all__ = ["REASONING_RULES", "RULES_KEY", "signed_reasoning"]
+
+REASONING_RULES = 2
+"""Which assistant messages go back with their signed reasoning: 1, whole ones whose reasoning has a text
+(or kept blocks or hosted items); 2, whole or cut ones, with a signature alone enough (ADR 0088). A request's
+record keeps the rules it was built under (``RULES_KEY``); one without was built under 1."""
+RULES_KEY = "reasoning_rules"
+"""Key of a ``ModelCallRecorded``'s ``meta``: the ``REASONING_RULES`` its payload was built under."""
 
 _WITH_REASONING = frozenset({"message", "truncated"})
 """Kinds of an assistant message that go back with their signed reasoning: whole, or with its text cut.
 
 The reasoning is not the text: a message cut to the per-message cap still carries its thinking unchanged,
 and Anthropic refuses a tool-use turn whose assistant message lost the thinking it began with."""
+_WHOLE = frozenset({"message"})
+"""The kinds under rules 1."""
 
 
 def signed_reasoning(
@@ -22,6 +31,8 @@ def signed_reasoning(
     session_id: str,
     context: RenderedContext,
     known: dict[int, StoredReasoning | None] | None = None,
+    *,
+    rules: int = REASONING_RULES,
 ) -> dict[int, StoredReasoning]:
     """Signed reasoning of the assistant messages after the last user message, by message index.
 
@@ -30,7 +41,9 @@ def signed_reasoning(
     A function of the log and the rendered context only, so a recorded call's payload is rebuilt
     with the very reasoning its request sent (``replay_call``). ``known`` (position -> reasoning or
     None) is a caller's memory across requests: each position is read once, in one ranged read.
+    ``rules`` (``REASONING_RULES``): a recorded call is rebuilt under the rules it was sent under.
     """
+    kinds = _WITH_REASONING if rules >= 2 else _WHOLE
     last_user = max(
         (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
         default=-1,
@@ -39,11 +52,11 @@ def signed_reasoning(
         index: message.sources[0]
         for index in range(last_user + 1, len(context.messages))
         if (message := context.messages[index]).role == "assistant"
-        and message.kind in _WITH_REASONING
+        and message.kind in kinds
         and message.sources
     }
     memory: dict[int, StoredReasoning | None] = {} if known is None else known
-    _read(ledger, session_id, set(wanted.values()), memory)
+    _read(ledger, session_id, set(wanted.values()), memory, textless=rules >= 2)
     return {
         index: reasoning
         for index, position in wanted.items()
@@ -51,23 +64,13 @@ def signed_reasoning(
     }
 
 
-def _imported_signature(event: AssistantMessageAdded) -> str | None:
-    """The signature of the one thinking block an import kept before ADR 0088 (``meta.thinking_signatures``).
-
-    Such an import joined its thinking texts and kept their signatures apart: one signature goes with the
-    whole reasoning text; several cannot be told apart, and are not sent (a new import keeps the blocks).
-    """
-    signatures = event.meta.get(_IMPORTED_SIGNATURES)
-    if isinstance(signatures, list) and len(signatures) == 1 and isinstance(signatures[0], str):
-        return signatures[0]
-    return None
-
-
-_IMPORTED_SIGNATURES = "thinking_signatures"
-
-
 def _read(
-    ledger: Ledger, session_id: str, positions: set[int], memory: dict[int, StoredReasoning | None]
+    ledger: Ledger,
+    session_id: str,
+    positions: set[int],
+    memory: dict[int, StoredReasoning | None],
+    *,
+    textless: bool = True,
 ) -> None:
     """Learn the signed reasoning at ``positions`` not in ``memory`` yet, in one ranged read.
 
@@ -86,7 +89,8 @@ def _read(
         event = recorded.event
         if recorded.position not in found or not isinstance(event, AssistantMessageAdded):
             continue
-        if event.reasoning_signature or event.meta.get(THINKING_BLOCKS) or event.meta.get(HOSTED_ITEMS):
+        signed = event.reasoning_signature and (textless or event.reasoning)
+        if signed or event.meta.get(THINKING_BLOCKS) or event.meta.get(HOSTED_ITEMS):
             # signed reasoning whose text is empty goes back too: an encrypted item with no summary (the
             # Responses default) or a thinking block whose text the provider left out
             found[recorded.position] = StoredReasoning(
@@ -94,8 +98,5 @@ def _read(
                 signature=event.reasoning_signature or "",
                 meta=dict(event.meta),
             )
-        elif (signature := _imported_signature(event)) is not None:
-            found[recorded.position] = StoredReasoning(
-                text=event.reasoning or "", signature=signature, meta=dict(event.meta)
-            )
+
     memory.update(found)

@@ -94,11 +94,13 @@ class CallRecorder:
         wire_format: str = "openai",
         call_id: str | None = None,
         driver: str | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ModelCallRecorded:
         """Record that ``context`` (sent as ``payload``) was handed to a model; return the record.
 
         ``driver`` names what made the call (``AgentContext``, a framework adapter), kept in the
         record's ``meta["driver"]``: ``why`` then suggests that driver's settings, not a command line's.
+        ``meta`` adds further facts of how the payload was built (the agent loop's reasoning rules).
         ``policy`` is the one ``context`` was rendered under: a ``Policy``, or a preset's name.
 
         Raises:
@@ -135,7 +137,7 @@ class CallRecorder:
             wire_format=wire_format,
             stable_prefix=context.stable_prefix,
             at=self.ledger.clock.now(),
-            meta={"driver": driver} if driver else {},
+            meta={**(meta or {}), **({"driver": driver} if driver else {})},
         )
         events.append(record)
         self._append(session_id, events, f"call:{record.call_id}")

@@ -31,8 +31,10 @@ from contextledger.domain.events import (
     ToolResultRecorded,
     UserMessageAdded,
 )
+from contextledger.projections.call_text import argument_text
 from contextledger.projections.card_state import would_quote
 from contextledger.projections.policy import Policy
+from contextledger.projections.presets import get_preset
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
 
@@ -70,7 +72,10 @@ def _sent(ledger: Ledger, event: AnyEvent, pattern: re.Pattern[str]) -> bool:
         texts = [event.system_prompt]
     elif isinstance(event, AssistantMessageAdded):
         texts = [ledger.text(event.content), *(c.name for c in event.tool_calls)]
-        texts += [c.arguments for c in event.tool_calls]
+        # the arguments as sent (JSON) and their values as the model reads them (ADR 0086)
+        texts += [
+            text for c in event.tool_calls for text in (c.arguments, argument_text(c.arguments)) if text
+        ]
     elif isinstance(event, UserMessageAdded | ToolResultRecorded):
         texts = [ledger.text(event.content)]
     else:
@@ -193,6 +198,20 @@ def why(
     return _verdict(ledger, answer, pattern, carriers)
 
 
+def _left_again(fates: tuple[CallFate, ...], index: int) -> CallFate | None:
+    """The call from which the text is absent for good, when it came back after ``index`` and left again.
+
+    The verdict names the first departure and the first return; a text that returned and is gone now
+    must not read as present (the last calls are the ones the agent forgot it in).
+    """
+    if fates[-1].shown is not None or all(f.shown is None for f in fates[index + 1 :]):
+        return None
+    last = len(fates) - 1
+    while last > index and fates[last - 1].shown is None:
+        last -= 1
+    return fates[last]
+
+
 def _carried(carriers: list[_Entry]) -> str:
     named = ", ".join(str(c.position) for c in carriers[:_LISTED])
     more = f" and {len(carriers) - _LISTED} more" if len(carriers) > _LISTED else ""
@@ -215,8 +234,13 @@ def _verdict(
         _summary_contains(ledger, answer.session_id, left.summary_id, pattern) if left.summary_id else None
     )
     later = next((f for f in fates[index + 1 :] if f.shown and "summary" in f.shown.split("+")), None)
+    by_text = answer.query.strip() != ""  # an event followed by --position: no text to look for in artifacts
     later_id = (
-        later.summary_id if later else _later_artifact(ledger, answer.session_id, pattern, left.position)
+        later.summary_id
+        if later
+        else _later_artifact(ledger, answer.session_id, pattern, left.position)
+        if by_text
+        else None
     )
     reducer = reducer_of(left.rule)
     verdict = f"{left.disposition} by {reducer} — rule {left.rule} — at call {left.call_id}"
@@ -230,6 +254,12 @@ def _verdict(
         verdict += f"; summary {later_id}, produced later, carries it but no call has applied it yet"
     if back is not None and back is not later:
         verdict += f"; back in context ({back.shown}) from call {back.call_id}"
+    again = _left_again(fates, index)
+    if again is not None:
+        rule = f" by {again.disposition}, rule {again.rule}" if again.rule else ""
+        verdict += (
+            f"; absent again from call {again.call_id} (position {again.position}){rule}, and still absent"
+        )
     entry = next((c for c in carriers if c.position == left.event), carriers[0])
     return msgspec.structs.replace(
         answer,
@@ -321,7 +351,7 @@ def _calls(
     views = [v for v in recorder.calls(session_id) if v.record.position >= entered]
     if views and policy is None and budget is None:
         return "recorded", views[-1].record.policy, recorded_calls(recorder, renderer, views)
-    chosen = policy or Policy()
+    chosen = policy or get_preset("default")  # the CLI's and the report's default: never a bare Policy()
     calls = computed_calls(ledger, session_id, entered, renderer, policy=chosen, budget=budget)
     return "computed", chosen.name, calls
 

@@ -18,6 +18,8 @@ __all__ = ["CallFate", "WhyAnswer", "reducer_of", "smallest_change"]
 _REDUCERS = (
     ("retention", "tool-result retention"),
     ("truncation", "truncation"),
+    ("cap", "per-message cap (a message alone above its share of the budget)"),
+    ("truncated", "truncation or the per-message cap"),
     ("summary", "summary"),
     ("window", "sliding window"),
     ("low-water", "guarantee (compaction down to the low-water mark)"),
@@ -127,6 +129,12 @@ class _Wording:
         given = f"in the Policy given to {self.driver}(policy=...)"
         return f"truncation.max_tokens above this output's size {given}"
 
+    def cap(self) -> str:
+        if self.driver is None:
+            return "raise [budget] message_cap or total (it was cut to its share of the budget)"
+        given = f"in the Policy given to {self.driver}(policy=...)"
+        return f"budget.message_cap or the budget above this message's size {given} (it was cut to its share)"
+
     def budget(self, tokens: int | None) -> str:
         if self.driver is None:
             return "raise [budget] total (it was dropped to fit)"
@@ -147,9 +155,11 @@ def smallest_change(
     if left.disposition == "not-sent":
         return "nothing in the policy: this part of the event (reasoning, say) is never sent to the model"
     if left.disposition == "summarized":
-        return f"keep it out of summaries: {words.pin()}"
+        return f"keep it out of summaries (a policy whose window keeps it), {words.pin()}"
     if left.rule.startswith("truncation"):
         return f"{words.truncation()}, {words.pin()}"
+    if left.rule == "cap" or (left.disposition == "truncated" and left.rule == "truncated"):
+        return f"{words.cap()}, {words.pin()}"
     if left.rule.startswith("retention"):
         return f"{words.setting(*_retention_setting(tool_name, left.rule, later))} {words.pin()}"
     pinned = any(isinstance(r.event, ItemPinned) and r.event.position == position for r in later)

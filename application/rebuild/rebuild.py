@@ -184,7 +184,7 @@ def rebuild(
         workers = 1
     try:
         comparison = compare_versions(ledger, views, version, kept=kept) if compare else None
-        if switch:
+        if switch and not was_active:  # the version that serves already: nothing is switched
             summary = (
                 comparison.candidate if comparison else version_summary(ledger, views, version, kept=kept)
             )

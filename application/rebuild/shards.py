@@ -124,8 +124,9 @@ def rebuild_shard(
             if attempt == _ATTEMPTS - 1:
                 raise
     comparison = compare_versions(ledger, views, runner.projection)
-    if switch:
-        check_switchable(runner.projection, comparison.candidate.failed)
+    if switch and views.active(CONTEXT_VIEW) != runner.projection:
+        # a session that failed to fold has no row (so no digest): this shard's own failures count too
+        check_switchable(runner.projection, {**stats.failed, **comparison.candidate.failed})
         views.activate(CONTEXT_VIEW, runner.projection)
     if drop is not None:
         drop_version(views, drop)

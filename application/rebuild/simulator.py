@@ -16,7 +16,6 @@ from contextledger.domain.events import AssistantMessageAdded
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import UnitMemo, units_of
 from contextledger.projections.context import RenderedContext
-from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 from contextledger.projections.provider_cache import CacheSimulator, ProviderCache
 from contextledger.projections.summary_requests import Summarizer
@@ -30,22 +29,44 @@ __all__ = [
     "simulate",
 ]
 
-_EVICTED = frozenset({"stubbed", "truncated", "summarized", "dropped"})
-
 
 def _evicted(context: RenderedContext) -> dict[int, str]:
-    """Return the evicted positions of a render, each with the rule that evicted it: their fates.
+    """Return the evicted positions of a render, each with the rule that evicted it.
 
-    A position's fate is its payload disposition (``dispositions_of``), so a message shown whole is never
-    evicted though an evicting decision's range covers it (the call of a step group whose result was
-    stubbed; a group whose late result spans a dropped run), and a pinned message shown cut is truncated.
+    A position a message shows whole is never evicted, though an evicting decision's range covers it (the
+    call of a step group whose result was stubbed; a group whose late result spans a dropped run). A
+    message shown cut or stubbed is evicted by the decision of its own action that covers it (its group's),
+    else by its kind (a pinned message cut). Every other position by the best decision covering it, a
+    summary before a drop, as ``dispositions_of`` ranks them. Linear in the positions the decisions cover.
     """
+    whole: set[int] = set()
+    cut: dict[int, str] = {}
+    for message in context.messages:
+        action = _CUT.get(message.kind)
+        if message.kind == "message":
+            whole.update(message.sources)
+        elif action is not None:
+            cut.update(dict.fromkeys(message.sources, action))
     out: dict[int, str] = {}
-    for run in dispositions_of(context):
-        if run.disposition in _EVICTED and run.rule != "not-rendered":
-            for position in range(run.first, run.last + 1):
-                out[position] = run.rule
+    rank: dict[int, int] = {}
+    for decision in context.decisions:
+        ranked = _EVICTED_RANK.get(decision.action)
+        if ranked is None:
+            continue
+        for position in range(decision.first, decision.last + 1):
+            if position in whole or cut.get(position, decision.action) != decision.action:
+                continue
+            if ranked < rank.get(position, len(_EVICTED_RANK)):
+                out[position], rank[position] = decision.rule, ranked
+    for position, action in cut.items():
+        out.setdefault(position, action)
     return out
+
+
+_CUT = {"stub": "stubbed", "truncated": "truncated"}
+"""The action of a message shown changed, by its kind."""
+_EVICTED_RANK = {"summarized": 0, "dropped": 1, "stubbed": 2, "truncated": 3}
+"""Which decision evicts a position several cover: the first of these (``dispositions_of``'s precedence)."""
 
 
 class SimulatedCall(msgspec.Struct, frozen=True, kw_only=True):

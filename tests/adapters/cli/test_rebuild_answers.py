@@ -140,3 +140,21 @@ def test_a_tokenizer_change_leaves_sessions_sent_as_logged_alike(tmp_path):
     )
     assert other["candidate"]["evictions"] == {}
     assert other["differing"] == []
+
+
+def test_a_shard_that_completes_the_active_version_says_so(tmp_path):
+    """``--shard 1/1`` over the version that serves: "already active", and the JSON's outcome keys."""
+    db = _ledger(tmp_path, TRAJ)
+    live = _json("rebuild", "--policy", "default", "--budget", "16000", "--switch", "--db", db)
+    shard = _json("rebuild", "--policy", "default", "--budget", "16000", "--shard", "1/1", "--db", db)
+    assert shard["version"] == live["version"]
+    assert (shard["active"], shard["dropped"], shard["live_behind"]) == (True, None, 0)
+    human = _run("rebuild", "--policy", "default", "--budget", "16000", "--shard", "1/1", "--db", db)
+    assert "already active" in human.stdout
+    assert "not switched" not in human.stdout
+    refused = _run(
+        "rebuild", "--policy", "default", "--budget", "10", "--shard", "1/1", "--switch", "--db", db
+    )
+    assert refused.returncode == 1
+    assert "cannot render" in refused.stderr
+    assert _json("projections", "--db", db)["active"] == live["version"]

@@ -120,3 +120,17 @@ def test_a_budget_given_for_recorded_calls_is_said_to_shape_the_compared_side_on
     assert "--budget applies to --compare only" in done.stderr
     quiet = _run("report", session, "-o", str(tmp_path / "q.html"), "--db", db, "--json")
     assert quiet.stderr == ""
+
+
+def test_why_not_names_a_tool_definition_as_the_sessions_not_contextledgers(browser, recorded):
+    """A text only in the tool definitions is the session's: never "contextledger wrote it"."""
+    path, _, _ = recorded
+    opened = open_report(browser, path)
+    page = opened.page
+    page.fill("#why-query", "bash")
+    page.check("#why-regex")
+    page.fill("#why-query", "^bash$")
+    page.click("#why-form button")
+    verdict = page.text_content("#why-result .verdict") or ""
+    assert verdict.startswith("In no logged message: it is in (the session's tool definitions)"), verdict
+    page.close()

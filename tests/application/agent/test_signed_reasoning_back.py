@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import contextledger
+from contextledger.adapters.providers.agent import provider_format
+from contextledger.application.agent.signed_reasoning import RULES_KEY, signed_reasoning
 from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.testing import check_anthropic_pairing
@@ -150,28 +152,29 @@ def test_an_imported_session_resumed_mid_turn_sends_its_thinking_back(tmp_path: 
     assert [s.status for s in again.sessions] == ["unchanged"]
 
 
-def test_a_session_imported_with_its_signature_apart_sends_its_one_thinking_block() -> None:
-    """An import made before the blocks were kept (``meta.thinking_signatures``) sends its one block back."""
+def test_a_call_recorded_under_the_earlier_rules_still_replays_byte_for_byte() -> None:
+    """A record without ``reasoning_rules`` was built under rules 1 and is rebuilt under them; a new one under 2.
+
+    A thinking block with no text went back only under rules 2: rebuilt under 2, the earlier payload would
+    no longer hash as recorded (``ReplayMismatchError``), and its audit could not be verified.
+    """
     ledger = contextledger.open_ledger("memory://")
-    sid = ledger.start_session(session_id="old-import")
-    ledger.add_user_message(sid, "Task")
-    ledger.append(
-        sid,
-        {
-            "role": "assistant",
-            "reasoning": "plan",
-            "tool_calls": [{"id": "toolu_1", "name": "run", "arguments": {}}],
-            "meta": {"thinking_signatures": ["SIG"]},
-        },
-    )
-    ledger.add_tool_result(sid, "toolu_1", "out")
-    payload = contextledger.AgentContext(ledger, sid, provider="anthropic").request().arguments
-    assert _last_assistant(payload)[0] == "thinking"
-    assert payload["messages"][1]["content"][0] == {
-        "type": "thinking",
-        "thinking": "plan",
-        "signature": "SIG",
-    }
+    agent = contextledger.AgentContext.start(ledger, provider="anthropic", tools=[TOOL])
+    agent.add_user_message("Task")
+    request = agent.request()
+    thinking = {"type": "thinking", "thinking": "", "signature": "SIG"}
+    blocks = [thinking, {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}}]
+    calls = agent.record_response(request.call_id, _message(0, blocks))
+    agent.record_tool_result(calls[0].id, "out")
+    new = agent.request()
+    assert new.arguments["messages"][1]["content"][0] == thinking
+    assert contextledger.replay_call(ledger, new.call_id).verified
+    provider = provider_format("anthropic")
+    earlier = provider.payload(new.context, signed_reasoning(ledger, agent.session_id, new.context, rules=1))
+    assert earlier.arguments["messages"][1]["content"][0]["type"] == "tool_use"  # no thinking under rules 1
+    old = agent.recorder.record(new.context, agent.policy, payload=earlier.arguments, wire_format="anthropic")
+    assert RULES_KEY not in old.meta
+    assert contextledger.replay_call(ledger, old.call_id).verified
 
 
 def test_a_transcript_imported_before_the_blocks_were_kept_is_unchanged_on_import_again() -> None:
