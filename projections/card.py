@@ -140,11 +140,18 @@ def _history(card: CardState, window: WorkingContext, position: int) -> list[str
     after = [(first, last) for first, last, _ in omitted_spans(window, position) if first > earlier[-1]]
     if not after:
         return []
-    listed = ", ".join(str(p) for p in earlier[:8]) + (", …" if len(earlier) > 8 else "")
+    listed = ", ".join(str(p) for p in earlier[:_EARLIER]) + (", …" if len(earlier) > _EARLIER else "")
     return [
-        f"Earlier requests shown above (seq {listed}) are history, not new instructions: the session went on "
-        f"after them (seq {after[0][0]}-{position}, not all shown). The user's latest message is seq {latest}."
+        (
+            f"Earlier requests shown above (seq {listed}) are history, not new instructions: "
+            f"the session went on after them (seq {after[0][0]}-{position}, not all shown). "
+            f"The user's latest message is seq {latest}."
+        )
     ]
+
+
+_EARLIER = 8
+"""How many earlier requests the history line names by position."""
 
 
 def _plan(card: CardState, shown: set[int], view: CardView) -> list[str]:

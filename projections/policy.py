@@ -152,7 +152,7 @@ class Policy(pydantic.BaseModel):
 _LATER_FIELDS: tuple[tuple[str, frozenset[str], object], ...] = (
     ("card", frozenset({"history_note"}), False),
 )
-"""Fields added after policies were fingerprinted: (section, names, their default), left out at the default."""
+"""Fields added after policies were fingerprinted: (section, names, default), left out at the default."""
 
 _PLAIN = (str, int, float, bool, type(None))
 

@@ -13,7 +13,7 @@ from contextledger.projections.reducers.window import WindowConfig
 __all__ = ["PRESETS", "as_policy", "get_preset", "preset_names"]
 
 CARD = CardConfig(history_note=True)
-"""Every preset's card: the default card, opened by the line that marks earlier requests as history (ADR 0090)."""
+"""Every preset's card: the default one, opened by the line marking earlier requests as history (ADR 0090)."""
 
 DEFAULT = Policy(
     name="default",

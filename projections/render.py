@@ -332,7 +332,23 @@ def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, i
     ranges = _left_out(window)
     if not fates and not any(r[2] in evicting for r in ranges):
         return {}
-    ranges.sort(key=lambda r: (r[0], r[1]))
+    counts, firsts = _range_counts(ranges, shown, evicting)
+    for position, (_, rule) in fates.items():
+        counts[rule] = counts.get(rule, 0) + 1
+        firsts[rule] = min(firsts.get(rule, position), position)
+    return {rule: counts[rule] for rule in sorted(counts, key=lambda r: (firsts[r], r))}
+
+
+def _range_counts(
+    ranges: list[_Range], shown: list[int], evicting: frozenset[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Positions out of the window by the rule of the best range covering each, less ``shown`` (sorted).
+
+    One sweep over the ranges' boundaries, the covering ranges in a heap (best rank, then first, then last
+    on top, as ``dispositions_of`` picks): O(ranges log ranges). Returns the counts and each rule's first
+    position counted.
+    """
+    ranges = sorted(ranges, key=lambda r: (r[0], r[1]))
     cuts = sorted({max(2, c) for r in ranges for c in (r[0], r[1] + 1)})  # position 1 starts the session
     firsts: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -345,20 +361,14 @@ def eviction_counts(state: RenderState, evicting: frozenset[str]) -> dict[str, i
             entered += 1
         while covering and covering[0][2] < low:  # ended before this segment: never covers another
             heapq.heappop(covering)
-        if not covering:
-            continue
-        owner = ranges[covering[0][3]]
-        if owner[2] not in evicting:
+        if not covering or (owner := ranges[covering[0][3]])[2] not in evicting:
             continue
         hidden = high - low - (bisect.bisect_left(shown, high) - bisect.bisect_left(shown, low))
         if hidden:
             rule = owner[3]
             counts[rule] = counts.get(rule, 0) + hidden
             firsts[rule] = min(firsts.get(rule, low), low)
-    for position, (_, rule) in fates.items():
-        counts[rule] = counts.get(rule, 0) + 1
-        firsts[rule] = min(firsts.get(rule, position), position)
-    return {rule: counts[rule] for rule in sorted(counts, key=lambda r: (firsts[r], r))}
+    return counts, firsts
 
 
 _RANGE_RANK = {"summarized": 0, "dropped": 1}

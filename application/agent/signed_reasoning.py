@@ -43,7 +43,8 @@ def signed_reasoning(
     None) is a caller's memory across requests: each position is read once, in one ranged read.
     ``rules`` (``REASONING_RULES``): a recorded call is rebuilt under the rules it was sent under.
     """
-    kinds = _WITH_REASONING if rules >= 2 else _WHOLE
+    later = rules >= REASONING_RULES
+    kinds = _WITH_REASONING if later else _WHOLE
     last_user = max(
         (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
         default=-1,
@@ -56,7 +57,7 @@ def signed_reasoning(
         and message.sources
     }
     memory: dict[int, StoredReasoning | None] = {} if known is None else known
-    _read(ledger, session_id, set(wanted.values()), memory, textless=rules >= 2)
+    _read(ledger, session_id, set(wanted.values()), memory, textless=later)
     return {
         index: reasoning
         for index, position in wanted.items()

@@ -51,7 +51,7 @@ def _card(policy: Policy, budget: int) -> str:
 
 
 def test_a_pinned_first_task_is_marked_history_and_the_latest_request_named():
-    """Under every preset the card opens by marking the first task as history and naming the latest request."""
+    """Under the presets the card opens by marking the first task as history and naming the latest request."""
     _, _, latest = _session()
     for name in ("default", "clip-archive"):
         card = _card(PRESETS[name], 3_000)

@@ -153,7 +153,7 @@ def test_an_imported_session_resumed_mid_turn_sends_its_thinking_back(tmp_path: 
 
 
 def test_a_call_recorded_under_the_earlier_rules_still_replays_byte_for_byte() -> None:
-    """A record without ``reasoning_rules`` was built under rules 1 and is rebuilt under them; a new one under 2.
+    """A record without ``reasoning_rules`` was built under rules 1 and is rebuilt under them; a new one, 2.
 
     A thinking block with no text went back only under rules 2: rebuilt under 2, the earlier payload would
     no longer hash as recorded (``ReplayMismatchError``), and its audit could not be verified.

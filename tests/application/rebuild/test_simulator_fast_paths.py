@@ -16,9 +16,9 @@ from contextledger.application.render.renderer import Renderer
 from contextledger.domain.content import InlineText, content_address
 from contextledger.domain.events import ToolSchema
 from contextledger.projections.cache_metrics import UnitMemo, units_of
+from contextledger.projections.card_config import CardConfig
 from contextledger.projections.context import RenderedContext, RenderedMessage, RenderedToolCall
 from contextledger.projections.counting import counted_texts
-from contextledger.projections.card_config import CardConfig
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.provider_cache import _chain, provider_cache
@@ -33,12 +33,12 @@ NAMES = (
 )
 FACTS = ("seems like a typo in the description", "error", "no such text 42")
 BEFORE_SHA256 = "ca96f737ae35018fc8001c27d38af1fc45a99259688b7ec26509200e10fc8947"
-"""The JSON of this simulation, 568 calls: the code before the fast paths (ADR 0038) wrote it, but for its evictions.
+"""This simulation's JSON (568 calls) as the code before the fast paths (ADR 0038) wrote it, but evictions.
 
-Since ADR 0087 the evictions count each position once, at the first call that shows it evicted, by its fate:
-923 where the decisions' ranges counted 1,022 (verbatim calls of stubbed groups, a pinned first turn inside
-a summary's span, a position once per rule that took it). Only the calls' ``evictions`` and the totals' differ
-from the code before the fast paths (``3ac34008...``); the fast paths are checked against that code's rules."""
+Since ADR 0087 the evictions count each position once, at the first call that shows it evicted, by its
+fate: 923 where the decisions' ranges counted 1,022 (verbatim calls of stubbed groups, a pinned first turn
+inside a summary's span, a position once per rule that took it). Only the calls' ``evictions`` and the
+totals' differ from that code's (``3ac34008...``)."""
 
 
 def _source():
