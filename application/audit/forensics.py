@@ -157,6 +157,7 @@ def why(
             session_id=session_id,
             query=query,
             verdict=_only_in_summaries(ledger, session_id, pattern)
+            or _own_text(ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget)
             or "not in the log: the session never held it",
             entered_at=None,
         )
@@ -354,6 +355,45 @@ def _calls(
     chosen = policy or get_preset("default")  # the CLI's and the report's default: never a bare Policy()
     calls = computed_calls(ledger, session_id, entered, renderer, policy=chosen, budget=budget)
     return "computed", chosen.name, calls
+
+
+def _own_text(
+    ledger: Ledger,
+    session_id: str,
+    pattern: re.Pattern[str],
+    *,
+    renderer: Renderer,
+    policy: Policy | None,
+    budget: int | None,
+) -> str | None:
+    """The verdict of a text no event or artifact holds but a payload does: contextledger wrote it, or None.
+
+    A summary's header, the session-state card, a stub's or a cut's note are made by the render itself: "never
+    held" contradicted the payloads (and the report's "Why not?"). The calls are searched in order (recorded
+    ones rendered again, or those computed), up to the first that shows it.
+    """
+    _, _, calls = _calls(ledger, session_id, 1, renderer=renderer, policy=policy, budget=budget)
+    for call in calls:
+        context = call.context if call.context is not None else call.render()[0] if call.render else None
+        if context is None:
+            continue
+        kinds = sorted({_OWN_KIND.get(m.kind, m.kind) for m in context.messages if pattern.search(m.text)})
+        if kinds:
+            return (
+                f"in no logged event: contextledger wrote it ({', '.join(kinds)}), first sent at call "
+                f"{call.call_id} (position {call.position})"
+            )
+    return None
+
+
+_OWN_KIND = {
+    "summary": "a summary's header",
+    "card": "the session-state card",
+    "stub": "a stub",
+    "truncated": "a cut's note",
+    "injection": "an injected block",
+}
+"""What contextledger writes into a payload, by message kind (a message of another kind: its kind)."""
 
 
 def _only_in_summaries(ledger: Ledger, session_id: str, pattern: re.Pattern[str]) -> str | None:

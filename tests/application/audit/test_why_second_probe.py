@@ -76,3 +76,22 @@ def test_a_message_cut_to_its_share_is_named_by_the_per_message_cap():
         assert answer.disposition == "truncated", answer.verdict
         assert "dropped to fit" not in (answer.smallest_change or "")
         assert "message_cap" in (answer.smallest_change or "")
+
+
+def test_a_text_contextledger_wrote_into_a_payload_is_named_not_never_held():
+    """The card's and a summary header's words are in payloads though no event holds them: say who wrote them.
+
+    ``why`` answered "the session never held it" where the report's "Why not?" said contextledger wrote it.
+    """
+    with contextledger.open_ledger("memory://") as ledger:
+        session = _session(ledger)
+        renderer = Renderer(ledger, tokenizer="heuristic")
+        recorder = CallRecorder(ledger)
+        for at in (8, 12, 15):
+            recorder.record(renderer.render(session, "default", at=at, budget=600), "default")
+        card = why(ledger, session, "kept by contextledger from the log", renderer=renderer)
+        assert card.verdict.startswith("in no logged event: contextledger wrote it (the session-state card)")
+        assert card.entered_at is None
+        assert why(ledger, session, "said nowhere 0x5eed", renderer=renderer).verdict == (
+            "not in the log: the session never held it"
+        )
