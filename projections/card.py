@@ -225,19 +225,10 @@ def card_text(
     span no message shows, with its tools and a ``recall`` handle (left out with ``index=False``). With
     ``history`` (``CardConfig.history_note``), a first line marks the earlier requests shown above as history.
     """
-    shown = _shown(window)
-    users = _users(card, shown, view) or []
-    return _text(
-        card,
-        window,
-        shown=shown,
-        position=position,
-        view=view,
-        pending=pending,
-        users=users,
-        index=index,
-        history=history,
+    text, _ = fit_card(
+        card, window, position, pending, cap=1, count=lambda _: 0, first=view, index=index, history=history
     )
+    return text
 
 
 def _text(

@@ -182,6 +182,20 @@ def _quoted_session():
     return ledger
 
 
+def _simulate_quoted(source, budget: int, facts: tuple[str, ...] | list[str] = ()) -> Simulation:
+    """The quoted session simulated under the default preset at ``budget`` (heuristic counts)."""
+    return simulate(
+        source,
+        ["quoted"],
+        [("default", PRESETS["default"])],
+        cache=provider_cache("anthropic", "5m"),
+        new_scratch=lambda: contextledger.open_ledger("memory://"),
+        budget=budget,
+        tokenizer="heuristic",
+        facts=facts,
+    )
+
+
 def test_a_fact_with_a_quote_in_a_calls_arguments_is_found_where_it_is_sent():
     """A fact holding a quote that a call's JSON arguments escape is in every call that sends the call.
 
@@ -190,16 +204,7 @@ def test_a_fact_with_a_quote_in_a_calls_arguments_is_found_where_it_is_sent():
     """
     source = _quoted_session()
     fact = 'echo "Removed incorrect directory'
-    result = simulate(
-        source,
-        ["quoted"],
-        [("default", PRESETS["default"])],
-        cache=provider_cache("anthropic", "5m"),
-        new_scratch=lambda: contextledger.open_ledger("memory://"),
-        budget=100_000,
-        tokenizer="heuristic",
-        facts=[fact],
-    )
+    result = _simulate_quoted(source, 100_000, facts=[fact])
     [fate] = result.facts
     assert fate.entered_at == 3
     assert fate.left_calls == 0
@@ -213,15 +218,7 @@ def test_a_calls_evictions_never_count_a_message_it_shows_whole():
     the verbatim call of a group whose result was stubbed, and the call was counted with it.
     """
     source = _quoted_session()
-    result = simulate(
-        source,
-        ["quoted"],
-        [("default", PRESETS["default"])],
-        cache=provider_cache("anthropic", "5m"),
-        new_scratch=lambda: contextledger.open_ledger("memory://"),
-        budget=2_500,
-        tokenizer="heuristic",
-    )
+    result = _simulate_quoted(source, 2_500)
     counted = sum(sum(call.evictions.values()) for call in result.calls)
     assert counted > 0
     renderer_context = Renderer(source, tokenizer="heuristic").render("quoted", "default", budget=2_500)
