@@ -11,7 +11,7 @@ import msgspec
 from contextledger.projections.card_state import CardConfig, CardState
 from contextledger.projections.state import WorkingContext
 
-__all__ = ["CARD_HEADER", "RECALL_SPAN", "CardView", "card_text", "omitted_spans"]
+__all__ = ["CARD_HEADER", "RECALL_SPAN", "CardView", "omitted_spans"]
 
 CARD_HEADER = (
     "[Session state at log position {position}, kept by contextledger from the log; not the user's words]"
@@ -204,31 +204,6 @@ def _index(card: CardState, window: WorkingContext, position: int, view: CardVie
         what = "summarized above" if how == "summarized" else "omitted"
         lines.append(f"- {first}-{last}: {what}{tools} → {RECALL_SPAN.format(first=first, last=last)}")
     return lines
-
-
-def card_text(
-    card: CardState,
-    window: WorkingContext,
-    position: int,
-    view: CardView,
-    pending: list[str],
-    *,
-    index: bool = True,
-    history: bool = False,
-) -> str:
-    """Return the card's text: the parts of the session that matter and are not shown verbatim.
-
-    Sections (empty ones left out): the user's messages the window no longer shows (verbatim, or
-    their imperative and negative sentences, each with its position); the latest plan or todo list,
-    whole, when its message is not shown; calls in flight; files changed and files read (the newest);
-    decisions and errors with their resolutions the window no longer shows; and the index of every
-    span no message shows, with its tools and a ``recall`` handle (left out with ``index=False``). With
-    ``history`` (``CardConfig.history_note``), a first line marks the earlier requests shown above as history.
-    """
-    text, _ = fit_card(
-        card, window, position, pending, cap=1, count=lambda _: 0, first=view, index=index, history=history
-    )
-    return text
 
 
 def _text(

@@ -82,8 +82,8 @@ class Projector:
         """The richest card the policy asks for; ``fit_card`` shrinks it to the cap."""
         self.at_least = counter.tokens_at_least if isinstance(counter, TokenFloor) else None
         self._card = card.enabled
-        self._history_note = card.history_note
         """Whether the card's state is kept (read once here: ``_step`` runs for every event)."""
+        self._history_note = card.history_note
         self._card_tail = card.enabled and card.placement == "tail"
         self._cache_expiry = self.budget.cache_expiry_seconds is not None
         """The tokenizer's count lower bound, if it has one: ``fit_card`` skips views that cannot fit."""

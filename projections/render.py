@@ -377,8 +377,6 @@ _RANGE_RANK = {"summarized": 0, "dropped": 1}
 
 _CHANGED = frozenset({"stub", "truncated"})
 """Entry kinds that make a shown group's decision ``stubbed`` or ``truncated`` (``_group_action``)."""
-_SHOWN = frozenset({"kept", "pinned"})
-"""The decisions of shown groups whose entries are all whole (and of the system prompt)."""
 
 
 def _detail(

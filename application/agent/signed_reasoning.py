@@ -99,5 +99,4 @@ def _read(
                 signature=event.reasoning_signature or "",
                 meta=dict(event.meta),
             )
-
     memory.update(found)

@@ -8,11 +8,12 @@ from collections.abc import Iterator
 
 import msgspec
 from contextledger.application.audit.call_recorder import CallRecorder
-from contextledger.application.audit.text_trace import Sighting, shown_as
+from contextledger.application.audit.text_trace import Sighting, shown_as, sightings
 from contextledger.application.audit.traced_calls import (
     TracedCall,
     computed_calls,
     recorded_calls,
+    rendered,
     sightings_at,
 )
 from contextledger.application.audit.why_answer import CallFate, WhyAnswer, reducer_of, smallest_change
@@ -235,14 +236,12 @@ def _verdict(
         _summary_contains(ledger, answer.session_id, left.summary_id, pattern) if left.summary_id else None
     )
     later = next((f for f in fates[index + 1 :] if f.shown and "summary" in f.shown.split("+")), None)
-    by_text = answer.query.strip() != ""  # an event followed by --position: no text to look for in artifacts
-    later_id = (
-        later.summary_id
-        if later
-        else _later_artifact(ledger, answer.session_id, pattern, left.position)
-        if by_text
-        else None
-    )
+    if later is not None:
+        later_id: str | None = later.summary_id
+    elif answer.query.strip():  # an event followed by --position has no text to look for in artifacts
+        later_id = _later_artifact(ledger, answer.session_id, pattern, left.position)
+    else:
+        later_id = None
     reducer = reducer_of(left.rule)
     verdict = f"{left.disposition} by {reducer} — rule {left.rule} — at call {left.call_id}"
     verdict += f" (position {left.position}; {carried})"
@@ -374,10 +373,7 @@ def _own_text(
     """
     _, _, calls = _calls(ledger, session_id, 1, renderer=renderer, policy=policy, budget=budget)
     for call in calls:
-        context = call.context if call.context is not None else call.render()[0] if call.render else None
-        if context is None:
-            continue
-        kinds = sorted({_OWN_KIND.get(m.kind, m.kind) for m in context.messages if pattern.search(m.text)})
+        kinds = sorted({_OWN_KIND.get(s.shown, s.shown) for s in sightings(rendered(call)[0], pattern)})
         if kinds:
             return (
                 f"in no logged event: contextledger wrote it ({', '.join(kinds)}), first sent at call "
@@ -391,9 +387,9 @@ _OWN_KIND = {
     "card": "the session-state card",
     "stub": "a stub",
     "truncated": "a cut's note",
-    "injection": "an injected block",
+    "injected": "an injected block",
 }
-"""What contextledger writes into a payload, by message kind (a message of another kind: its kind)."""
+"""What contextledger writes into a payload, by how a sighting shows (``sightings``; another: its name)."""
 
 
 def _only_in_summaries(ledger: Ledger, session_id: str, pattern: re.Pattern[str]) -> str | None:

@@ -15,7 +15,7 @@ from contextledger.projections.context import RenderedContext
 from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
 
-__all__ = ["TracedCall", "computed_calls", "recorded_calls", "sightings_at"]
+__all__ = ["TracedCall", "computed_calls", "recorded_calls", "rendered", "sightings_at"]
 
 _WHOLE = {"verbatim", "pinned"}
 _CUT = {"truncated", "stubbed"}
@@ -73,9 +73,16 @@ def sightings_at(
             covered = tuple(p for p, f in fates.items() if f == "summarized")
             found.append(Sighting(shown="summary", sources=covered, summary_id=call.summary_id))
         return tuple(found), False
-    assert call.render is not None  # noqa: S101 - recorded calls always carry their renderer
-    context, differs = call.render()
+    context, differs = rendered(call)
     return sightings(context, pattern), differs
+
+
+def rendered(call: TracedCall) -> tuple[RenderedContext, bool]:
+    """The call's context (a recorded call rendered again) and whether it no longer renders as recorded."""
+    if call.context is not None:
+        return call.context, False
+    assert call.render is not None  # noqa: S101 - recorded calls always carry their renderer
+    return call.render()
 
 
 def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallView]) -> Iterator[TracedCall]:
