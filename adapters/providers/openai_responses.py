@@ -9,7 +9,13 @@ from typing import Any
 from contextledger.adapters.formats.anthropic import anthropic_call_ids
 from contextledger.adapters.formats.openai_responses import to_openai_responses
 from contextledger.adapters.providers.common import count, mapping, reply_dict
-from contextledger.application.agent.agent_types import ParsedReply, StoredReasoning, Usage, WirePayload
+from contextledger.application.agent.agent_types import (
+    REASONING_RULES,
+    ParsedReply,
+    StoredReasoning,
+    Usage,
+    WirePayload,
+)
 from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, ledger_tool_call
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
@@ -66,8 +72,10 @@ class ResponsesFormat:
                     {
                         "type": "reasoning",
                         "id": item_id,
-                        # no summary asked for: an empty list, as the reply had it (never an empty text part)
-                        "summary": [{"type": "summary_text", "text": thought.text}] if thought.text else [],
+                        # no summary asked for: an empty list as the reply had it (rules 1 sent an empty part)
+                        "summary": [{"type": "summary_text", "text": thought.text}]
+                        if thought.text or thought.rules < REASONING_RULES
+                        else [],
                         "encrypted_content": thought.signature,
                     }
                 )

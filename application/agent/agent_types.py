@@ -10,6 +10,7 @@ import msgspec
 from contextledger.projections.context import RenderedContext
 
 __all__ = [
+    "REASONING_RULES",
     "AgentRequest",
     "ParsedReply",
     "ProviderFormat",
@@ -34,12 +35,23 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
 
 
+REASONING_RULES = 2
+"""Which assistant messages go back with their signed reasoning, and how: 1, whole ones whose reasoning has a
+text (or kept blocks or hosted items), a Responses item with one summary part even when its text is empty;
+2, whole or cut ones, with a signature alone enough, and no summary part for an empty text (ADR 0088). A
+request's record keeps the rules it was built under (``RULES_KEY``); one without was built under 1."""
+
+
 class StoredReasoning(msgspec.Struct, frozen=True, kw_only=True):
-    """The reasoning an assistant event kept, with the provider's signature and the event's meta."""
+    """The reasoning an assistant event kept, with the provider's signature and the event's meta.
+
+    ``rules`` are the ``REASONING_RULES`` of the request it goes back in: a wire sends it as they say.
+    """
 
     text: str
     signature: str
     meta: dict[str, Any] = {}
+    rules: int = REASONING_RULES
 
 
 class WirePayload(msgspec.Struct, frozen=True, kw_only=True):

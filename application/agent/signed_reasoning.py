@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextledger.application.agent.agent_types import StoredReasoning
+from contextledger.application.agent.agent_types import REASONING_RULES, StoredReasoning
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, THINKING_BLOCKS
 from contextledger.domain.events import AssistantMessageAdded
@@ -10,10 +10,6 @@ from contextledger.projections.context import RenderedContext
 
 __all__ = ["REASONING_RULES", "RULES_KEY", "signed_reasoning"]
 
-REASONING_RULES = 2
-"""Which assistant messages go back with their signed reasoning: 1, whole ones whose reasoning has a text
-(or kept blocks or hosted items); 2, whole or cut ones, with a signature alone enough (ADR 0088). A request's
-record keeps the rules it was built under (``RULES_KEY``); one without was built under 1."""
 RULES_KEY = "reasoning_rules"
 """Key of a ``ModelCallRecorded``'s ``meta``: the ``REASONING_RULES`` its payload was built under."""
 
@@ -57,7 +53,7 @@ def signed_reasoning(
         and message.sources
     }
     memory: dict[int, StoredReasoning | None] = {} if known is None else known
-    _read(ledger, session_id, set(wanted.values()), memory, textless=later)
+    _read(ledger, session_id, set(wanted.values()), memory, rules=rules)
     return {
         index: reasoning
         for index, position in wanted.items()
@@ -71,7 +67,7 @@ def _read(
     positions: set[int],
     memory: dict[int, StoredReasoning | None],
     *,
-    textless: bool = True,
+    rules: int = REASONING_RULES,
 ) -> None:
     """Learn the signed reasoning at ``positions`` not in ``memory`` yet, in one ranged read.
 
@@ -90,7 +86,7 @@ def _read(
         event = recorded.event
         if recorded.position not in found or not isinstance(event, AssistantMessageAdded):
             continue
-        signed = event.reasoning_signature and (textless or event.reasoning)
+        signed = event.reasoning_signature and (rules >= REASONING_RULES or event.reasoning)
         if signed or event.meta.get(THINKING_BLOCKS) or event.meta.get(HOSTED_ITEMS):
             # signed reasoning whose text is empty goes back too: an encrypted item with no summary (the
             # Responses default) or a thinking block whose text the provider left out
@@ -98,5 +94,6 @@ def _read(
                 text=event.reasoning or "",
                 signature=event.reasoning_signature or "",
                 meta=dict(event.meta),
+                rules=rules,
             )
     memory.update(found)

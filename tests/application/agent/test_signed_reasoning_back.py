@@ -198,3 +198,37 @@ def test_a_transcript_imported_before_the_blocks_were_kept_is_unchanged_on_impor
     assert _as_digested(now) == before
     plain = {"role": "assistant", "content": "hi", "meta": {"uuid": "u2"}}
     assert _as_digested(plain) is plain
+
+
+def test_a_responses_call_with_hosted_items_recorded_under_the_earlier_rules_still_verifies() -> None:
+    """A reasoning item with no summary, beside a hosted tool's item, went back under rules 1 too.
+
+    It was read for its hosted items and sent with one empty summary part; rules 2 send an empty list.
+    Rebuilt with rules 2's list, that earlier payload no longer hashed as recorded.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    agent = contextledger.AgentContext.start(ledger, provider="openai-responses", tools=[RESPONSES_TOOL])
+    agent.add_user_message("Task")
+    request = agent.request()
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-opaque"}
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "run", "arguments": "{}"}
+    reply = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "o4-mini",
+        "status": "completed",
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+        "output": [reasoning, search, {**call, "status": "completed"}],
+    }
+    calls = agent.record_response(request.call_id, reply)
+    agent.record_tool_result(calls[0].id, "out")
+    new = agent.request()
+    assert [i for i in new.arguments["input"] if i.get("type") == "reasoning"] == [reasoning]
+    earlier = dict(reasoning, summary=[{"type": "summary_text", "text": ""}])  # what rules 1 sent
+    payload = json.loads(json.dumps(new.arguments))
+    payload["input"] = [earlier if i.get("type") == "reasoning" else i for i in payload["input"]]
+    old = agent.recorder.record(new.context, agent.policy, payload=payload, wire_format="openai-responses")
+    assert RULES_KEY not in old.meta
+    assert contextledger.replay_call(ledger, old.call_id).verified
+    assert contextledger.replay_call(ledger, new.call_id).verified
