@@ -81,6 +81,10 @@ class WorkerSettings:
     """The size bound of one summary when the policy sets none; larger answers are rejected."""
 
 
+_FINAL = frozenset({"done", "dead"})
+"""Statuses a request never leaves (``request_status``)."""
+
+
 def _within_bound(tokens: int, limit: int) -> int:
     """Return ``tokens`` when a summary of that size may be applied; reject it otherwise."""
     if tokens > limit:
@@ -138,6 +142,9 @@ class SummaryWorker:
         """The notification id up to which the store was scanned for summary streams."""
         self._with_streams: dict[str, None] = {}
         """Sessions that have a summary stream, in the order their streams began."""
+        self._settled: set[str] = set()
+        """Sessions whose every request was done or dead when a pass last read them, and whose summary
+        stream has had no event since (its notification unsettles it): a pass does not read them again."""
 
     # -- what is there to do ------------------------------------------------------------------
 
@@ -160,6 +167,7 @@ class SummaryWorker:
             session_id, kind = split_stream(stream_id)
             if kind == SUMMARIES_KIND:
                 self._with_streams[session_id] = None
+                self._settled.discard(session_id)
             return False  # nothing to decode
 
         while (page := reader.read_batch(self._scanned, 10_000, note)).last_id:
@@ -177,10 +185,30 @@ class SummaryWorker:
             return True  # this worker's earlier process died mid-call
         return holder is not None and self.holder_alive is not None and not self.holder_alive(holder)
 
+    def _unsettled(self) -> list[tuple[str, RequestStatus]]:
+        """The requests of the sessions not settled: a pass reads the streams with work left, not every one.
+
+        A session is settled once all its requests are done or dead, until its summary stream gets an
+        event (a new request, another worker's attempt). Only a ledger with a notification log tells that;
+        without one, every stream is read on every pass.
+        """
+        sessions = self._sessions_with_streams()
+        tracked = self.ledger.ports.notifications is not None
+        now = self.ledger.clock.now()
+        found: list[tuple[str, RequestStatus]] = []
+        for session_id in sessions:
+            if session_id in self._settled:
+                continue
+            statuses = SummaryStream(self.ledger.log, session_id).requests().values()
+            if tracked and all(s.status(now) in _FINAL for s in statuses):
+                self._settled.add(session_id)
+            found.extend((session_id, s) for s in statuses)
+        return found
+
     def run_once(self, limit: int | None = None) -> int:
         """Process the requests that can be taken now (at most ``limit``); return how many it tried itself."""
         done = 0
-        for session_id, status in self.requests():
+        for session_id, status in self._unsettled():
             if limit is not None and done >= limit:
                 break
             if self._takeable(status) and self.process(session_id, status) is not None:

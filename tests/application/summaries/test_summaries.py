@@ -444,3 +444,37 @@ def test_a_worker_pass_reads_only_the_summary_streams_that_exist(setup):
     _turns(ledger, other, range(40))
     assert compactor.plan(other, POLICY, budget=BUDGET) is not None
     assert {s for s, _ in worker.requests()} == {session, other}
+
+
+def test_a_worker_pass_skips_the_sessions_whose_requests_are_all_done(setup):
+    """A pass after the work is done reads no summary stream; a new request in that session is still taken.
+
+    Every pass read every session's summary stream, done or not: with many sessions in one ledger, a
+    worker polling for work spent its time re-reading finished ones.
+    """
+    ledger, session, renderer, compactor, extractive = setup
+    done = []
+    for number in range(5):
+        other = ledger.start_session(system_prompt=f"busy {number}")
+        ledger.add_user_message(other, "Fix it")
+        _turns(ledger, other, range(40))
+        assert compactor.plan(other, POLICY, budget=BUDGET) is not None
+        done.append(other)
+    worker = SummaryWorker(ledger, renderer, extractive, worker_id="w")
+    assert worker.run_once() == 5
+    assert worker.run_once() == 0  # reads the five streams its own attempts wrote to, and finds them done
+    reads: list[str] = []
+    inner = ledger.log.read
+
+    def spy(stream_id, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(stream_id)
+        return inner(stream_id, **kwargs)
+
+    ledger.log.read = spy  # type: ignore[method-assign]
+    assert worker.run_once() == 0
+    assert [r for r in reads if r.endswith("::summaries")] == []
+    assert compactor.plan(session, POLICY, budget=BUDGET) is not None
+    assert worker.run_once() == 1
+    assert {r for r in reads if r.endswith("::summaries")} == {f"{session}::summaries"}
+    assert len(SummaryStream(ledger.log, session).artifacts()) == 1
+    assert {s for s, _ in worker.requests()} == {session, *done}  # the listing still reads every stream
