@@ -24,7 +24,7 @@ from contextledger.projections.card import CardView, fit_card
 from contextledger.projections.card_state import observe_assistant, observe_result, observe_user
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
-from contextledger.projections.groups import add_result
+from contextledger.projections.groups import add_result, leave_head
 from contextledger.projections.ingest import EntryBuilder
 from contextledger.projections.policy import Policy
 from contextledger.projections.reducers.base import Reducer
@@ -320,6 +320,8 @@ class Projector:
             state.head_end = max(state.head_end, counted.position)
             if state.head_tokens > self.budget.head_tokens:
                 state.head_open = False
+                if self.policy.window.head_cap_strict:
+                    leave_head(state, index)
 
     def _summary(self, state: RenderState, counted: CountedEvent, event: SummaryRecorded) -> None:
         config = self.policy.summary

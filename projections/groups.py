@@ -13,6 +13,7 @@ from contextledger.projections.state import Entry, Group, PendingCall, Removed, 
 __all__ = [
     "add_result",
     "group_positions",
+    "leave_head",
     "pin_reason",
     "remove_groups",
     "replace_entries",
@@ -92,6 +93,23 @@ def add_result(
     )
     window.tokens += tokens
     window.tool_tokens += entry.tokens
+
+
+def leave_head(state: RenderState, index: int) -> None:
+    """Take the group at ``index`` and every head group after it out of the head (``head_cap_strict``).
+
+    The head is a prefix of the window: what is left of it ends where it ended before that group. The
+    summaries and the card render right after the head, so they move up: a deliberate prefix change,
+    counted as a compaction point (as a pin's is).
+    """
+    groups = state.window.groups
+    for at in range(index, len(groups)):
+        group = groups[at]
+        if group.head:
+            groups[at] = msgspec.structs.replace(group, head=False)
+            state.head_tokens -= group.tokens
+    state.head_end = max((e.position for g in groups[:index] if g.head for e in g.entries), default=0)
+    state.compactions += 1
 
 
 def remove_groups(window: WorkingContext, indices: Iterable[int], action: DecisionAction, rule: str) -> int:

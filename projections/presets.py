@@ -28,7 +28,7 @@ DEFAULT = Policy(
     retention=RetentionConfig(default=ToolRetention(keep_turns=3, keep_steps=10)),
     truncation=TruncationConfig(max_tokens=4_000),
     summary=SummaryConfig(mode="latest", on_arrival=False),
-    window=WindowConfig(keep_first=1, keep_first_unit="turns"),
+    window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True),
     card=CARD,
 )
 
@@ -46,6 +46,7 @@ BLOCKS = Policy(
     window=WindowConfig(
         keep_first=2,
         keep_first_unit="steps",
+        head_cap_strict=True,
         keep_recent=10,
         keep_recent_unit="steps",
         scope_turns=3,
@@ -95,7 +96,7 @@ CLIP_ARCHIVE = Policy(
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2, on_arrival=False),
-    window=WindowConfig(keep_first=1, keep_first_unit="turns"),
+    window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True),
     card=CARD,
 )
 

@@ -26,6 +26,10 @@ class WindowConfig(pydantic.BaseModel):
         keep_recent_unit: ``turns``, ``steps``, ``messages`` (whole groups, pair-safe) or ``tokens``.
         scope_turns: At a compaction point, drop groups of user turns older than this many earlier
             turns (seed 002 ``FixedCount``); they live on only through a summary that covers them.
+        head_cap_strict: A step group whose tool results take the head past ``head_cap`` leaves the
+            head, and so do the head groups after it: they may be cut like any other group. Off (as
+            policies recorded before ADR 0092 were), such a group stayed pinned with all its results,
+            so large parallel results in the first step could pin more than the budget for good.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -35,6 +39,7 @@ class WindowConfig(pydantic.BaseModel):
     keep_recent: Annotated[int, pydantic.Field(gt=0)] | None = None
     keep_recent_unit: RecentUnit = "turns"
     scope_turns: Annotated[int, pydantic.Field(ge=0)] | None = None
+    head_cap_strict: bool = False
 
     def in_head(self, turn: int, step: int) -> bool:
         """Return whether a group starting at ``turn``/``step`` belongs to the keep_first head."""
