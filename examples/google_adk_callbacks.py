@@ -30,7 +30,7 @@ class AdkContext:
 
     def __init__(self, context: contextledger.AgentContext) -> None:
         self.context = context
-        self.seen = 0  # contents of the last request already recorded (the reply counts as one)
+        self.seen = 0  # contents of ADK's history already recorded (the reply is recorded by after_model)
         self.pending: str | None = None
         self.issued: list[tuple[str, str]] = []  # (id, name) of the calls the last reply made
 
@@ -41,12 +41,15 @@ class AdkContext:
     def before_model(self, callback_context: CallbackContext, llm_request: LlmRequest) -> LlmResponse | None:
         """Record the new contents; send the rendered context instead of the whole history."""
         del callback_context
+        history = len(
+            llm_request.contents
+        )  # ADK's own history: the rendered context may be shorter or longer
         for content in llm_request.contents[self.seen :]:
             self._record(content)
         request = self.context.request()
         system, llm_request.contents = to_contents(request.arguments["messages"])
         llm_request.config.system_instruction = system
-        self.seen = len(llm_request.contents)
+        self.seen = history
         self.pending = request.call_id
         return None  # None: ADK calls the model with the changed request
 

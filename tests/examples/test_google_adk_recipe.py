@@ -100,3 +100,43 @@ def test_adk_callbacks_send_the_budgeted_context_and_record_every_call():
         kinds = [type(e.event).__name__ for e in ledger.events(agent_context.session_id)]
         assert kinds.count("UserMessageAdded") == 1
         assert kinds.count("ToolResultRecorded") == 1
+
+
+def test_adk_callbacks_record_each_content_once_over_many_compacted_steps():
+    """Eight steps under a small budget: the rendered context is not as long as ADK's history.
+
+    The recipe counted the contents it had recorded as the length of the rendered context it sent, not of
+    ADK's history: once a compaction (or the session-state card) made them differ, it recorded contents
+    twice or skipped them, and a function response recorded again (ADK strips its id) failed as a result
+    of call ``None``.
+    """
+    steps = 8
+    replies = [types.Content(role="model", parts=[_call("read_file", path="big.txt")]) for _ in range(steps)]
+    done = types.Content(role="model", parts=[types.Part(text="Done.")])
+    model = ScriptedGemini(model="scripted", replies=[*replies, done])
+    with contextledger.open_ledger("memory://") as ledger:
+        tools = [
+            {"name": "read_file", "description": "Read a file.", "parameters": {"path": {"type": "string"}}}
+        ]
+        agent_context = contextledger.AgentContext.start(
+            ledger, provider="openai", system_prompt="You read files.", tools=tools, budget=BUDGET
+        )
+        recipe = AdkContext(agent_context)
+        agent = LlmAgent(name="reader", model=model, tools=[read_file], **recipe.callbacks())
+
+        async def run() -> list[Any]:
+            runner = InMemoryRunner(agent=agent, app_name="recipe")
+            session = await runner.session_service.create_session(app_name="recipe", user_id="u")
+            question = types.Content(role="user", parts=[types.Part(text="Read big.txt eight times")])
+            return [
+                e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=question)
+            ]
+
+        events = asyncio.run(run())
+        assert events[-1].content.parts[0].text == "Done."
+        assert len(model.requests) == steps + 1
+        history = [1 + 2 * step for step in range(steps + 1)]  # the question, then a call and its response
+        assert [len(r.contents) for r in model.requests] != history, "every render as long as the history"
+        kinds = [type(e.event).__name__ for e in ledger.events(agent_context.session_id)]
+        assert kinds.count("UserMessageAdded") == 1
+        assert kinds.count("ToolResultRecorded") == steps
