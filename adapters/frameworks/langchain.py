@@ -174,6 +174,7 @@ class ContextLedgerMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         wire["meta"] = {LANGCHAIN_ID: message.id}
         key = f"lc:{message.id}"
         if isinstance(message, ToolMessage):
+            wire["is_error"] = message.status == "error"  # the Chat Completions shape has no error flag
             self.loop.record_tool_result(wire, idempotency_key=key)
         elif isinstance(message, HumanMessage):
             self.loop.add_user_message(wire, idempotency_key=key)

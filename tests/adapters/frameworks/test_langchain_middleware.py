@@ -146,3 +146,39 @@ def test_async_agent_loop_records_the_same(ledger: contextledger.Ledger) -> None
     assert result["messages"][-1].content == "it has 3000 lines"
     assert _kinds(ledger, middleware.session_id) == ["user", "assistant", "tool", "assistant"]
     assert len(CallRecorder(ledger).calls(middleware.session_id)) == 2
+
+
+def test_a_failing_tool_is_recorded_as_an_error():
+    """A tool that raised (``ToolMessage(status="error")``) is stored as an error result.
+
+    The middleware went through the Chat Completions shape, which has no error flag: the failure was stored
+    as a success, and the Anthropic wire sent its ``tool_result`` without ``is_error``.
+    """
+
+    @tool
+    def flaky(path: str) -> str:
+        """Read a file; one of them fails."""
+        from langchain_core.tools import ToolException  # noqa: PLC0415
+
+        if path == "bad":
+            raise ToolException("disk on fire")
+        return f"contents of {path}"
+
+    flaky.handle_tool_error = True
+    calls = [
+        {"id": "c1", "name": "flaky", "args": {"path": "a"}},
+        {"id": "c2", "name": "flaky", "args": {"path": "bad"}},
+    ]
+    model = ScriptedModel(responses=[AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
+    ledger = contextledger.open_ledger("memory://")
+    middleware = ContextLedgerMiddleware.start(
+        ledger, system_prompt="You read files.", tools=[flaky], budget=BUDGET
+    )
+    agent = create_agent(model, tools=[flaky], system_prompt="You read files.", middleware=[middleware])
+    agent.invoke({"messages": [{"role": "user", "content": "read a and bad"}]})
+    results = {
+        r.event.call_id: r.event.is_error
+        for r in ledger.events(middleware.session_id)
+        if isinstance(r.event, ToolResultRecorded)
+    }
+    assert results == {"c1": False, "c2": True}
