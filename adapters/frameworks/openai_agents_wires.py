@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from contextledger.adapters.providers.common import part_text
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.application.agent.agent_types import (
@@ -144,7 +145,7 @@ def reply_of(wire_format: str, output: Sequence[object], usage: object, model: s
         }
         return out
     texts = [
-        str(part.get("text", ""))
+        part_text(part)
         for item in items
         if item.get("type") == "message"
         for part in item.get("content") or ()

@@ -8,7 +8,7 @@ from contextledger.application.kernel.wire_shapes import as_plain
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.limits import MAX_STORED_INT
 
-__all__ = ["count", "mapping", "reply_dict"]
+__all__ = ["count", "mapping", "part_text", "reply_dict"]
 
 
 def reply_dict(response: object, what: str) -> dict[str, Any]:
@@ -38,3 +38,10 @@ def count(value: object) -> int | None:
         msg = f"a usage token count must be between 0 and {MAX_STORED_INT}, not {value}; nothing was written"
         raise InvalidMessageError(msg)
     return value
+
+
+def part_text(part: dict[str, Any]) -> str:
+    """The text of a Responses message part: an ``output_text``'s, or a ``refusal``'s (the model's answer)."""
+    if part.get("type") == "refusal":
+        return str(part.get("refusal", ""))
+    return str(part.get("text", ""))

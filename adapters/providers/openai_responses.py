@@ -8,7 +8,7 @@ from typing import Any
 
 from contextledger.adapters.formats.anthropic import anthropic_call_ids
 from contextledger.adapters.formats.openai_responses import to_openai_responses
-from contextledger.adapters.providers.common import count, mapping, reply_dict
+from contextledger.adapters.providers.common import count, mapping, part_text, reply_dict
 from contextledger.application.agent.agent_types import (
     REASONING_RULES,
     ParsedReply,
@@ -107,7 +107,7 @@ class ResponsesFormat:
         for item in (i for i in output if isinstance(i, dict)):
             kind = item.get("type")
             if kind == "message":
-                texts.extend(str(p.get("text", "")) for p in item.get("content") or () if isinstance(p, dict))
+                texts.extend(part_text(p) for p in item.get("content") or () if isinstance(p, dict))
             elif kind == "function_call":
                 calls.append(ledger_tool_call(item))
             elif kind == "reasoning":
