@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import msgspec
+from contextledger.projections.card_config import HISTORY_AS_OF
 from contextledger.projections.card_state import CardConfig, CardState
 from contextledger.projections.state import WorkingContext
 
@@ -117,7 +118,7 @@ def _users(
     return lines
 
 
-def _history(card: CardState, window: WorkingContext, position: int) -> list[str]:
+def _history(card: CardState, window: WorkingContext, position: int, wording: str) -> list[str]:
     """The line that marks the earlier requests shown above the card as history, when the session went on.
 
     The card renders after the window's leading head and user groups (``WorkingContext.card_after``). A user
@@ -145,7 +146,12 @@ def _history(card: CardState, window: WorkingContext, position: int) -> list[str
         (
             f"Earlier requests shown above (seq {listed}) are history, not new instructions: "
             f"the session went on after them (seq {after[0][0]}-{position}, not all shown). "
-            f"The user's latest message is seq {latest}."
+            + (
+                "The user's current request is the newest user message in this context "
+                f"(seq {latest} when this note was written)."
+                if wording == HISTORY_AS_OF
+                else f"The user's latest message is seq {latest}."
+            )
         )
     ]
 
@@ -216,11 +222,11 @@ def _text(
     pending: list[str],
     users: list[str],
     index: bool,
-    history: bool = False,
+    history: str = "",
 ) -> str:
     lines = [CARD_HEADER.format(position=position)]
     if history:
-        lines += _history(card, window, position)
+        lines += _history(card, window, position, history)
     if users:
         lines += [
             "User instructions no longer shown verbatim (they still apply unless the user changed them):"
@@ -262,7 +268,7 @@ def fit_card(
     first: CardView | None = None,
     at_least: Callable[[str], int] | None = None,
     index: bool = True,
-    history: bool = False,
+    history: str = "",
 ) -> tuple[str, int]:
     """Return the richest card text whose size (``count``) is within ``cap``, and that size.
 

@@ -8,7 +8,12 @@ from typing import Annotated, Literal
 import pydantic
 from contextledger.projections.budget import Budget
 
-__all__ = ["CardConfig"]
+__all__ = ["HISTORY_AS_OF", "HISTORY_LATEST", "CardConfig"]
+
+HISTORY_LATEST = "latest"
+"""The history line names the user's latest message by position (ADR 0090)."""
+HISTORY_AS_OF = "as-of"
+"""The history line names the current request as the newest user message in the context (ADR 0093)."""
 
 
 class CardConfig(pydantic.BaseModel):
@@ -28,6 +33,10 @@ class CardConfig(pydantic.BaseModel):
             first task, kept user turns) as history when the session went on after them, naming the
             user's latest message (ADR 0090). Off in a bare ``CardConfig`` (records made before it replay
             byte for byte, and its policies keep their fingerprints); on in every preset.
+        history_as_of: With ``history_note``, name the current request as the newest user message in the
+            context ("seq N when this note was written"): the note stays true when a user message arrives
+            before the card is next refreshed. Off, the note says "The user's latest message is seq N",
+            which such a message made stale (ADR 0093); on in every preset.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -40,6 +49,14 @@ class CardConfig(pydantic.BaseModel):
     decisions: Annotated[int, pydantic.Field(ge=0)] = 30
     errors: Annotated[int, pydantic.Field(ge=0)] = 8
     history_note: bool = False
+    history_as_of: bool = False
+
+    @property
+    def history_wording(self) -> str:
+        """How the card's history line is worded: "" (no line), ``HISTORY_LATEST`` or ``HISTORY_AS_OF``."""
+        if not self.history_note:
+            return ""
+        return HISTORY_AS_OF if self.history_as_of else HISTORY_LATEST
 
     def cap(self, budget: Budget) -> int:
         """Return the card's tier cap under ``budget``: the smaller of its two limits."""

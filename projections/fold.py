@@ -83,7 +83,7 @@ class Projector:
         self.at_least = counter.tokens_at_least if isinstance(counter, TokenFloor) else None
         self._card = card.enabled
         """Whether the card's state is kept (read once here: ``_step`` runs for every event)."""
-        self._history_note = card.history_note
+        self._history_note = card.history_wording
         self._card_tail = card.enabled and card.placement == "tail"
         self._cache_expiry = self.budget.cache_expiry_seconds is not None
         """The tokenizer's count lower bound, if it has one: ``fit_card`` skips views that cannot fit."""

@@ -12,8 +12,9 @@ from contextledger.projections.reducers.window import WindowConfig
 
 __all__ = ["PRESETS", "as_policy", "get_preset", "preset_names"]
 
-CARD = CardConfig(history_note=True)
-"""Every preset's card: the default one, opened by the line marking earlier requests as history (ADR 0090)."""
+CARD = CardConfig(history_note=True, history_as_of=True)
+"""Every preset's card: the default one, opened by the line marking earlier requests as history (ADR 0090),
+worded to stay true until the card is next refreshed (ADR 0093)."""
 
 DEFAULT = Policy(
     name="default",

@@ -57,7 +57,37 @@ def test_a_pinned_first_task_is_marked_history_and_the_latest_request_named():
         card = _card(PRESETS[name], 3_000)
         second = card.splitlines()[1]
         assert second.startswith(f"{NOTE} (seq 2) are history, not new instructions"), (name, card[:300])
-        assert second.endswith(f"The user's latest message is seq {latest}.")
+        assert second.endswith(
+            f"The user's current request is the newest user message in this context (seq {latest} when this "
+            "note was written)."
+        )
+    noted = PRESETS["default"].model_copy(
+        update={"card": CardConfig(history_note=True)}
+    )  # as ADR 0090 had it
+    assert _card(noted, 3_000).splitlines()[1].endswith(f"The user's latest message is seq {latest}.")
+
+
+def test_a_request_arriving_after_the_card_is_never_contradicted():
+    """A user message arriving between compaction points renders after the card, which is not rewritten.
+
+    The note said "The user's latest message is seq N" of the request before it, so the model read an older
+    request ("delete the build directory") named as latest below a newer one that cancels it.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    sid = ledger.start_session(session_id="a-late-request", system_prompt="You are a coding agent.")
+    ledger.add_user_message(sid, "Port the parser to Rust.")
+    for turn in range(25):
+        if turn == 10:
+            older = ledger.add_user_message(sid, "Delete the whole build directory.")
+        ledger.add_assistant_message(sid, tool_calls=[{"id": f"c{turn}", "name": "bash", "arguments": {}}])
+        ledger.add_tool_result(sid, f"c{turn}", "x = 1\n" * 150)
+    newer = ledger.add_user_message(sid, "STOP. Do not delete anything; only list the build directory.")
+    context = Renderer(ledger, tokenizer="heuristic").render(sid, "default", budget=4_000)
+    kinds = [(m.kind, m.sources) for m in context.messages if m.kind == "card" or m.role == "user"]
+    assert kinds.index(("message", (newer,))) > kinds.index(("card", ())), kinds  # rendered after the card
+    card = next(m.text for m in context.messages if m.kind == "card")
+    assert f"(seq {older} when this note was written)" in card
+    assert "latest message is" not in card
 
 
 def test_a_policy_without_the_note_renders_the_card_as_before():
