@@ -234,10 +234,11 @@ def record_summary(
     covers_from, covers_through = artifact["covers_from"], artifact["covers_through"]
     produced_at = artifact.get("produced_at")
     produced = head + 1 if produced_at is None else produced_at
-    if not 1 <= covers_from <= covers_through <= produced <= head + 1:
+    if not (1 <= covers_from <= covers_through <= produced <= head + 1 and covers_through <= head):
         msg = (
-            f"a summary must cover 1 <= from <= through <= produced_at <= {head + 1}; "
-            f"got {covers_from}..{covers_through} produced at {produced}"
+            f"a summary must cover events the session has: 1 <= from <= through <= {head} (its head), "
+            f"through <= produced_at <= {head + 1}; got {covers_from}..{covers_through} "
+            f"produced at {produced}"
         )
         raise InvalidMessageError(msg)
     blobs: dict[str, str] = {}

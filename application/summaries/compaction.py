@@ -321,7 +321,13 @@ class Compactor:
         sent_tokens: int | None = None,
         message: str = "",
     ) -> CompactionRequested | None:
-        """Record that the provider refused the context as too long, and force a tighter compaction."""
+        """Record that the provider refused the context as too long, and force a tighter compaction.
+
+        Raises:
+            ConfigError: an unknown policy or a bad budget; nothing is written.
+        """
+        chosen = get_preset(policy) if isinstance(policy, str) else policy
+        self.renderer.projector(chosen, budget=budget)  # refuses a bad budget before the report is stored
         stream = SummaryStream(self.ledger.log, session_id)
         stream.append(
             ContextOverflowReported(
@@ -332,4 +338,4 @@ class Compactor:
                 at=self.ledger.clock.now(),
             )
         )
-        return self.plan(session_id, policy, budget=budget, trigger="overflow")
+        return self.plan(session_id, chosen, budget=budget, trigger="overflow")

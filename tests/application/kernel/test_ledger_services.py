@@ -105,3 +105,18 @@ def test_the_cli_takes_positions_in_plain_digits_only(text):
     with pytest.raises(contextledger.ValidationError):
         parse_span(text)
     assert (parse_span("3"), parse_span("3-7")) == ((3, 3), (3, 7))
+
+
+def test_record_summary_refuses_to_cover_an_event_the_session_does_not_have(ledger):
+    """A summary may not cover the next position (head + 1), which it cannot have seen.
+
+    It was taken: the event appended there later rendered as summarized by a summary that never saw it,
+    and ``why`` said the summary "does not mention it".
+    """
+    session = _session(ledger)
+    head = ledger.version(session)
+    with pytest.raises(contextledger.InvalidMessageError, match="events the session has"):
+        ledger.record_summary(session, covers_from=2, covers_through=head + 1, text="read a.py and more")
+    assert ledger.summaries(session) == []
+    ledger.record_summary(session, covers_from=2, covers_through=head, text="read a.py")
+    assert [s.covers_through for s in ledger.summaries(session)] == [head]

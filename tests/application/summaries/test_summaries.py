@@ -342,6 +342,16 @@ def test_a_reported_overflow_forces_a_tighter_compaction(setup):
     assert (overflow.limit_tokens, overflow.sent_tokens) == (6_000, 6_400)
 
 
+@pytest.mark.parametrize(("policy", "budget"), [("no-such-preset", BUDGET), (POLICY, -5)])
+def test_an_overflow_report_with_a_bad_policy_or_budget_writes_nothing(setup, policy, budget):
+    """The report was stored before the policy and budget were checked: the refusal left it written."""
+    ledger, session, _, compactor, _ = setup
+    stream = SummaryStream(ledger.log, session)
+    with pytest.raises(contextledger.ConfigError):
+        compactor.report_overflow(session, policy, budget=budget, limit_tokens=6_000, sent_tokens=6_400)
+    assert stream.events() == []
+
+
 def test_the_worker_runs_as_an_asyncio_task(setup):
     """run_async serves requests without blocking the event loop, and stops when asked."""
     ledger, session, renderer, compactor, extractive = setup
