@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 from contextledger.domain.events import Fidelity
-from contextledger.projections.summary_requests import SpanEntry
+from contextledger.projections.summary_requests import CLIPPED, SpanEntry
 from contextledger.projections.wire import arguments_object
 
 __all__ = ["Facts", "command_of", "facts_of", "fidelity", "paths_in_arguments"]
@@ -91,7 +91,7 @@ def facts_of(entries: Iterable[SpanEntry]) -> Facts:
             if command:
                 commands.append(command)
         if entry.role in {"user", "assistant"}:
-            text = entry.text[:_SCAN_CHARS]
+            text = CLIPPED.sub("\n", entry.text[:_SCAN_CHARS])  # a clip's mark is not the entry's words
             paths.extend(m.group(0) for m in _PATH.finditer(text))
             identifiers.extend(m.group(0) for m in _IDENTIFIER.finditer(text))
             numbers.extend(m.group(0) for m in _NUMBER.finditer(text))

@@ -11,6 +11,7 @@ from contextledger.domain.events import ToolCall
 from contextledger.projections.context import RenderedContext
 
 __all__ = [
+    "CLIPPED",
     "SUMMARY_INSTRUCTION",
     "SUMMARY_SYSTEM",
     "SpanEntry",
@@ -18,6 +19,7 @@ __all__ = [
     "SummaryDraft",
     "SummaryRequest",
     "check_summary_text",
+    "clip_text",
     "entry_lines",
     "summary_prompt",
 ]
@@ -52,6 +54,18 @@ log: keep every user instruction and the current todo list it shows, and never c
 """Seed 004's structured template, sent after the live prefix so the summary call reads the provider cache."""
 
 EntryRole = Literal["user", "assistant", "tool", "summary"]
+
+
+CLIPPED = re.compile(r"\n\[… [\d,]+ characters omitted …\]\n")
+"""The mark ``clip_text`` leaves where it cut a long text: the entry's own words never hold it."""
+
+
+def clip_text(text: str, limit: int) -> str:
+    """Return ``text`` cut to its head and tail around a mark (``CLIPPED``) when longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[… {len(text) - limit:,} characters omitted …]\n{text[-half:]}"
 
 
 class SpanEntry(msgspec.Struct, frozen=True, kw_only=True):

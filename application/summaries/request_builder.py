@@ -25,6 +25,7 @@ from contextledger.projections.summary_requests import (
     SUMMARY_SYSTEM,
     SpanEntry,
     SummaryRequest,
+    clip_text,
     entry_lines,
     summary_prompt,
 )
@@ -42,16 +43,9 @@ _READ_FACTOR = 64
 def _clip_entry(entry: SpanEntry, chars: int) -> SpanEntry:
     """``entry`` with its text and each of its calls' arguments clipped to ``chars`` characters."""
     calls = tuple(
-        msgspec.structs.replace(c, arguments=_clipped(c.arguments, chars)) for c in entry.tool_calls
+        msgspec.structs.replace(c, arguments=clip_text(c.arguments, chars)) for c in entry.tool_calls
     )
-    return msgspec.structs.replace(entry, text=_clipped(entry.text, chars), tool_calls=calls)
-
-
-def _clipped(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n[… {len(text) - limit:,} characters omitted …]\n{text[-half:]}"
+    return msgspec.structs.replace(entry, text=clip_text(entry.text, chars), tool_calls=calls)
 
 
 class RequestBuilder:
@@ -149,12 +143,12 @@ class RequestBuilder:
             return [alone]
         task = alone.original_task
         chars = min(len(task), self.entry_chars)
-        room = self._room(alone, _clipped(task, chars), window, owed)
+        room = self._room(alone, clip_text(task, chars), window, owed)
         smallest = self._smallest(built)
         while room < smallest and chars > MIN_ENTRY_CHARS:
             chars = max(MIN_ENTRY_CHARS, chars // 2)
-            room = self._room(alone, _clipped(task, chars), window, owed)
-        alone = msgspec.structs.replace(alone, original_task=_clipped(task, chars))
+            room = self._room(alone, clip_text(task, chars), window, owed)
+        alone = msgspec.structs.replace(alone, original_task=clip_text(task, chars))
         if not built.entries and self.request_tokens(msgspec.structs.replace(alone, lost=owed)) <= window:
             return [alone]  # nothing to split: the task clipped was all it took
         if room <= 0 or not built.entries:
@@ -268,13 +262,13 @@ class RequestBuilder:
         limit = self.entry_chars
         if isinstance(event, UserMessageAdded):
             return SpanEntry(
-                position=position, role="user", text=_clipped(self.ledger.text(event.content), limit)
+                position=position, role="user", text=clip_text(self.ledger.text(event.content), limit)
             )
         if isinstance(event, AssistantMessageAdded):
-            text = _clipped(self.ledger.text(event.content), limit)
+            text = clip_text(self.ledger.text(event.content), limit)
             return SpanEntry(position=position, role="assistant", text=text, tool_calls=event.tool_calls)
         if isinstance(event, ToolResultRecorded):
-            text = _clipped(self._head_tail(event.content, limit), limit)
+            text = clip_text(self._head_tail(event.content, limit), limit)
             return SpanEntry(
                 position=position, role="tool", text=text, tool_name=event.tool_name, is_error=event.is_error
             )

@@ -153,3 +153,17 @@ def test_shell_edits_are_files_touched():
     for path in ("src/money.py", "tests/test_round.py", "src/api.py", "setup.cfg"):
         assert f"| {path} | bash | changed at position" in text
     assert text.splitlines()[1] == "Covers log positions 2-6."
+
+
+def test_the_mark_of_a_clipped_text_is_no_fact_of_the_span():
+    """A long message clipped for the request keeps a mark ("[… 1,646 characters omitted …]").
+
+    Its digits were read as numbers the span states: the summary listed "646" under Key Facts, a number no
+    event holds, and fidelity counted it as kept.
+    """
+    from contextledger.projections.summary_requests import clip_text  # noqa: PLC0415
+
+    long = "Please fix the parser; see the notes. " + "lorem ipsum dolor sit amet " * 200 + "Port 8080 stays."
+    entry = SpanEntry(position=2, role="user", text=clip_text(long, 4_000))
+    assert "characters omitted" in entry.text
+    assert facts_of([entry]).numbers == ("8080",)
