@@ -36,6 +36,7 @@ __all__ = [
     "observe_result",
     "observe_user",
     "reports_error",
+    "says_failed",
     "todo_items",
     "user_facts",
     "would_quote",
@@ -266,8 +267,17 @@ def observe_result(card: CardState, seq: int, event: ToolResultRecorded, full_te
 
 
 def reports_error(event: ToolResultRecorded, text: str) -> bool:
-    """Whether a tool result failed, by the card's rule: flagged so, or its first 200 characters say so."""
-    return event.is_error or (_may_report_error(text) and _ERROR.search(text, 0, 200) is not None)
+    """Whether a tool result failed, by the card's rule (``says_failed``)."""
+    return says_failed(event.is_error, text)
+
+
+def says_failed(is_error: bool, text: str) -> bool:  # noqa: FBT001 - the result's own flag, as logged
+    """The one rule for a failed tool result: flagged so, or its first 200 characters say so at a line start.
+
+    A traceback, ``…Error``/``…Exception`` opening a line, ``error:``, ``fatal:`` or ``FAILED``: words that
+    merely mention an error (``0 failed``, ``class ValidationError(Exception)``) are not a failure.
+    """
+    return is_error or (_may_report_error(text) and _ERROR.search(text, 0, 200) is not None)
 
 
 def would_quote(event: object, text: str) -> bool:

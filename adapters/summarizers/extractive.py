@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from contextledger.domain.content import content_address
 from contextledger.domain.ports import TokenCounter
-from contextledger.projections.card_state import checklist_of, todo_items
+from contextledger.projections.card_state import checklist_of, says_failed, todo_items
 from contextledger.projections.fidelity import command_of, facts_of
 from contextledger.projections.shell_files import files_of_call
 from contextledger.projections.summary_requests import SpanEntry, SummaryDraft, SummaryRequest
@@ -43,7 +43,6 @@ _SCAN_CHARS = 20_000
 _SMALLEST = 3
 """Below one item per list there is nothing left to shrink: the text is cut instead."""
 _PLACEHOLDER = re.compile(r"^\((?:none|no )[^)]*\)$")
-_ERROR = re.compile(r"(?:error|exception|traceback|failed|not found|denied)", re.IGNORECASE)
 
 
 class _Limits(msgspec.Struct, frozen=True):
@@ -77,14 +76,27 @@ def _sections(previous: str | None) -> dict[str, list[str]]:
     return found
 
 
-def _merge(old: Iterable[str], new: Iterable[str], keep: int, key: Any = None) -> list[str]:
-    """Old then new items, later duplicates replacing earlier ones (by ``key``), the newest ``keep``."""
+def _merge(
+    old: Iterable[str], new: Iterable[str], keep: int, key: Any = None, keeps: Any = None
+) -> list[str]:
+    """Old then new items, later duplicates replacing earlier ones (by ``key``), the newest ``keep``.
+
+    ``keeps(earlier, later)`` says when the earlier item stands instead (moved to the later one's place).
+    """
     merged: dict[str, str] = {}
     for item in [*old, *new]:
         k = key(item) if key else item
-        merged.pop(k, None)
-        merged[k] = item
+        earlier = merged.pop(k, None)
+        merged[k] = earlier if earlier is not None and keeps is not None and keeps(earlier, item) else item
     return list(merged.values())[-keep:]
+
+
+def _changed(earlier: str, later: str) -> bool:
+    """A file's "changed" row stands when it is only read afterwards (edit, then check: still changed)."""
+    return _CHANGED in earlier and _CHANGED not in later
+
+
+_CHANGED = "| changed at position"
 
 
 def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
@@ -188,7 +200,7 @@ class ExtractiveSummarizer:
         state = [f"- Working on: {span.working_on or 'see the latest turns'}"]
         if span.last_done:
             state.append(f"- Last completed: {span.last_done}")
-        files = _merge(old["Completed Work"], span.files, limits.files, key=_row_path)
+        files = _merge(old["Completed Work"], span.files, limits.files, key=_row_path, keeps=_changed)
         pending = [f"- [ ] {item}" for item in list(span.pending)[-limits.pending :]]
         body = {
             "Original Task": [_clip(request.original_task, limits.task_chars) or "(none recorded)"],
@@ -255,7 +267,7 @@ class _Span:
         """Take one entry of the span into account."""
         _todos(entry, self.pending, self.limits)
         if entry.role == "tool":
-            if entry.is_error or _ERROR.search(entry.text[:400]):
+            if says_failed(entry.is_error, entry.text):  # the card's rule: mentioning an error is not failing
                 self._failed = entry
         elif entry.role == "assistant":
             self._assistant(entry)
@@ -280,7 +292,7 @@ class _Span:
             arguments = arguments_object(call.arguments) or {}
             touched = files_of_call(call.name, arguments)
             self.files.extend(
-                f"| {path} | {call.name} | changed at position {entry.position} |" for path in touched.changed
+                f"| {path} | {call.name} {_CHANGED} {entry.position} |" for path in touched.changed
             )
             self.files.extend(
                 f"| {path} | {call.name} | read at position {entry.position} |" for path in touched.read

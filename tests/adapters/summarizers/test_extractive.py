@@ -167,3 +167,46 @@ def test_the_mark_of_a_clipped_text_is_no_fact_of_the_span():
     entry = SpanEntry(position=2, role="user", text=clip_text(long, 4_000))
     assert "characters omitted" in entry.text
     assert facts_of([entry]).numbers == ("8080",)
+
+
+def test_a_file_edited_then_read_stays_changed():
+    """Edit, then check: the later read replaced the file's "changed" row (the summary said "only read")."""
+    entries = (
+        SpanEntry(position=2, role="user", text=TASK),
+        _call(3, "bash", command='sed -i "s/float/Decimal/" src/money.py'),
+        _call(4, "bash", command="sed -n '1,5p' src/money.py"),
+    )
+    text = ExtractiveSummarizer().summarize(_request(entries)).text
+    assert "| src/money.py | bash | changed at position 3 |" in text
+    assert "read at position 4" not in text
+    later = (
+        ExtractiveSummarizer()
+        .summarize(
+            _request(
+                (SpanEntry(position=5, role="user", text=TASK), _call(6, "bash", command="cat src/money.py")),
+                previous=text,
+                round_=2,
+            )
+        )
+        .text
+    )
+    assert "| src/money.py | bash | changed at position 3 |" in later  # across rounds too
+
+
+def test_a_passing_result_that_mentions_an_error_is_no_error():
+    """Output naming an error (a class, "0 failed") is not a failure: the card's rule, not any mention."""
+    outputs = ["class ValidationError(Exception):\n    pass", "===== 12 passed, 0 failed in 0.3s ====="]
+    entries: list[SpanEntry] = [SpanEntry(position=2, role="user", text=TASK)]
+    for i, output in enumerate(outputs):
+        entries += [
+            _call(3 + 3 * i, "bash", command=f"step {i}"),
+            SpanEntry(position=4 + 3 * i, role="tool", text=output, tool_name="bash"),
+            SpanEntry(position=5 + 3 * i, role="assistant", text=f"Looked at step {i}."),
+        ]
+    text = ExtractiveSummarizer().summarize(_request(entries)).text
+    errors = text.split("Errors & Resolutions")[1].split("###")[0]
+    assert "ValidationError" not in errors
+    assert "0 failed" not in errors
+    assert (
+        "AssertionError" in ExtractiveSummarizer().summarize(_request(_span())).text
+    )  # a real failure still is
