@@ -271,7 +271,7 @@ def reports_error(event: ToolResultRecorded, text: str) -> bool:
     return says_failed(event.is_error, text)
 
 
-def says_failed(is_error: bool, text: str) -> bool:  # noqa: FBT001 - the result's own flag, as logged
+def says_failed(is_error: bool, text: str) -> bool:
     """The one rule for a failed tool result: flagged so, or its first 200 characters say so at a line start.
 
     A traceback, ``…Error``/``…Exception`` opening a line, ``error:``, ``fatal:`` or ``FAILED``: words that

@@ -135,7 +135,9 @@ def to_anthropic(
     - consecutive messages of the same wire role are merged into one message, so the roles
       alternate and consecutive results share one user message;
     - if the first message would not be a user message (a window starting on an assistant
-      message), or there is none, a user message ``LEADING_USER_PLACEHOLDER`` is put first.
+      message), or there is none, a user message ``LEADING_USER_PLACEHOLDER`` is put first; one is put
+      last when the context ends on a user message with nothing to send (a blank text), so the request
+      never ends on the assistant's answer (a prefill).
 
     Cache breakpoints (``cache_control: {"type": "ephemeral"}``, at most 3 of the API's 4):
 
@@ -181,8 +183,7 @@ def to_anthropic(
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": side, "content": blocks})
-    if not messages or messages[0]["role"] != "user":
-        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": LEADING_USER_PLACEHOLDER}]})
+    _user_at_both_ends(messages, ends_on_user=bool(ctx.messages) and ctx.messages[-1].role == "user")
 
     head: dict[str, Any] | None = system[-1] if system else (tools[-1] if tools else None)
     stable = next((b for b in reversed(last_blocks[: ctx.stable_prefix]) if b is not None), head)
@@ -200,6 +201,18 @@ def to_anthropic(
     if tools:
         payload["tools"] = tools
     return payload
+
+
+def _user_at_both_ends(messages: list[dict[str, Any]], *, ends_on_user: bool) -> None:
+    """Put ``LEADING_USER_PLACEHOLDER`` first when no user message is, and last when one sent nothing.
+
+    A context ending on a blank user message would make the request end on the assistant's last answer,
+    a prefill the model continues (refused with extended thinking on).
+    """
+    if not messages or messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": [{"type": "text", "text": LEADING_USER_PLACEHOLDER}]})
+    if ends_on_user and messages[-1]["role"] != "user":
+        messages.append({"role": "user", "content": [{"type": "text", "text": LEADING_USER_PLACEHOLDER}]})
 
 
 def _blocks(

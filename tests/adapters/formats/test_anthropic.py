@@ -169,6 +169,27 @@ def test_blank_texts_are_never_emitted(neutral, sdk):
     assert sdk.anthropic_errors(payload) == []
 
 
+def test_a_context_ending_on_a_blank_user_message_still_ends_on_the_user_side(neutral, sdk):
+    """A blank last user message was skipped: the request ended on the assistant's answer, a prefill.
+
+    The model would have continued that answer (and with extended thinking on, the API refuses a last
+    assistant message that does not begin with thinking); the OpenAI wire sends the user's text as given.
+    """
+    ctx = neutral.context(
+        [
+            neutral.message("user", "task"),
+            neutral.message("assistant", "Hello! How can I help?"),
+            neutral.message("user", "  \n"),
+        ]
+    )
+    payload = to_anthropic(ctx)
+
+    assert [m["role"] for m in payload["messages"]] == ["user", "assistant", "user"]
+    assert payload["messages"][-1]["content"][0]["text"] == LEADING_USER_PLACEHOLDER
+    assert check_anthropic_structure(payload) == []
+    assert sdk.anthropic_errors(payload) == []
+
+
 def test_blank_results_omit_content_unless_they_are_errors(neutral, sdk):
     """A blank result has no content; a blank error result says so (the API needs content with is_error)."""
     ctx = neutral.context(
