@@ -45,7 +45,7 @@ from contextledger.projections.media import image_size, pdf_pages
 __all__ = ["EventDrafter", "tool_call", "tool_schema"]
 
 _MAX_UTF8_BYTES = 4
-"""The most bytes one character takes in UTF-8 (a lone surrogate, passed through, takes 3)."""
+"""The most bytes one character takes in UTF-8."""
 
 
 class EventDrafter:
@@ -200,9 +200,16 @@ class EventDrafter:
 
     def text(self, text: str, blobs: dict[str, str]) -> Text:
         """Return inline text, or a blob reference (adding the blob to ``blobs``) when it is large."""
-        if len(text) * _MAX_UTF8_BYTES <= self.blob_threshold or (
-            len(text.encode("utf-8", "surrogatepass")) <= self.blob_threshold
-        ):  # a short text is inline whatever its characters: it cannot pass the threshold encoded
+        if len(text) * _MAX_UTF8_BYTES <= self.blob_threshold:
+            return InlineText(
+                text
+            )  # a short text is inline whatever its characters: it cannot pass the threshold
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError as error:  # an inline text is refused by the store's encoder; a blob, here
+            msg = f"a message text must be valid UTF-8: {error.reason} at character {error.start}"
+            raise InvalidMessageError(msg) from None
+        if size <= self.blob_threshold:
             return InlineText(text)
         sha = content_address(text)
         blobs[sha] = text

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from contextledger.domain.errors import IdempotencyKeyReusedError
+from contextledger.domain.errors import IdempotencyKeyReusedError, InvalidMessageError
 from contextledger.domain.events import AnyEvent
 from contextledger.domain.ports import EventLog
 
@@ -37,6 +37,11 @@ def check_replay(
     The stored events are the content the key stands for: they are read back and compared field by
     field (``at`` aside), so every backend detects a reused key alike with no extra column.
     """
+    try:
+        retried = [content_of(e) for e in events]
+    except UnicodeEncodeError as error:  # what the first write would have refused: not the same content
+        msg = f"a message text must be valid UTF-8: {error.reason} at character {error.start}"
+        raise InvalidMessageError(msg) from None
     stored = log.read(session_id, after=min(positions) - 1, upto=max(positions)) if positions else []
-    if [content_of(r.event) for r in stored] != [content_of(e) for e in events]:
+    if [content_of(r.event) for r in stored] != retried:
         raise IdempotencyKeyReusedError(session_id, key)

@@ -257,3 +257,21 @@ def test_a_session_id_that_would_name_a_side_stream_is_refused_and_nothing_is_wr
             with pytest.raises(contextledger.InvalidMessageError):
                 start()
         assert [s.session_id for s in ledger.sessions()] == ["parent"]
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite"])
+def test_a_lone_surrogate_in_any_text_is_a_typed_error_and_writes_nothing(url, tmp_path):
+    """A text that is not valid UTF-8 is refused alike, large or short, retried under a used key or not.
+
+    A large one (a blob) was taken on memory://, and every later request failed to encode; a retry under a
+    used key raised a raw UnicodeEncodeError.
+    """
+    target = url if url != "sqlite" else f"sqlite:///{tmp_path / 't.db'}"
+    with contextledger.open_ledger(target) as ledger:
+        sid = ledger.start_session()
+        ledger.add_user_message(sid, "go", idempotency_key="k1")
+        head = ledger.version(sid)
+        for text, key in (("x" * 9_000 + " bad \ud800", None), ("bad \ud800", "k1"), ("bad \ud800", None)):
+            with pytest.raises(contextledger.InvalidMessageError, match=r"UTF-8|utf-8|Unicode"):
+                ledger.add_user_message(sid, text, idempotency_key=key)
+        assert ledger.version(sid) == head
