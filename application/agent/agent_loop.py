@@ -31,7 +31,14 @@ from contextledger.application.kernel.messages import (
     parse_messages,
 )
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import BudgetError, ConcurrencyConflictError, ConfigError, ValidationError
+from contextledger.domain.errors import (
+    BudgetError,
+    ConcurrencyConflictError,
+    ConfigError,
+    DuplicateToolResultError,
+    IdempotencyKeyReusedError,
+    ValidationError,
+)
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import as_policy
@@ -238,7 +245,14 @@ class AgentLoop:
         with self._lock.lock:
             resolved = [self._resolve(m) for m in messages]
             key = idempotency_key or self._result_key(resolved)
-            return self._append(resolved, key)
+            try:
+                return self._append(resolved, key)
+            except IdempotencyKeyReusedError:
+                if idempotency_key is not None:
+                    raise
+                # the key derived from the call's reply stored another result: the call has one already
+                first = next(m.call_id for m in resolved if isinstance(m, ToolResult))
+                raise DuplicateToolResultError(self.session_id, first) from None
 
     def add_user_message(
         self, message: str | Mapping[str, Any] | object, *, idempotency_key: str | None = None

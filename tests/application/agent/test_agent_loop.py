@@ -258,6 +258,27 @@ def test_recording_the_same_reply_or_result_twice_stores_it_once(ledger: context
     assert kinds.count("ToolResultRecorded") == 1
 
 
+def test_a_second_different_result_for_a_call_is_a_duplicate_result(ledger: contextledger.Ledger) -> None:
+    """A second, different result for an answered call is ``DuplicateToolResultError``.
+
+    The key derived from the call's reply refused the new text as "different content": the user never gave
+    a key, and the advice ("use a new key") was wrong.
+    """
+    agent = contextledger.AgentContext.start(
+        ledger, tools=[OPENAI_TOOL], messages=[{"role": "user", "content": "x"}]
+    )
+    request = agent.request()
+    agent.record_response(
+        request.call_id, chat_completion(None, [("c8", "read_file", {}), ("c9", "read_file", {})])
+    )
+    agent.record_tool_result("c9", "out")
+    with pytest.raises(contextledger.DuplicateToolResultError, match="c9"):
+        agent.record_tool_result("c9", "other")
+    agent.record_tool_result("c8", "out", idempotency_key="mine")
+    with pytest.raises(contextledger.IdempotencyKeyReusedError):  # a key the caller gave stays the caller's
+        agent.record_tool_result("c8", "other", idempotency_key="mine")
+
+
 def test_anthropic_thinking_is_sent_back_first_in_its_turn_and_not_after(
     ledger: contextledger.Ledger,
 ) -> None:
