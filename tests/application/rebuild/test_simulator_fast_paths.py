@@ -32,13 +32,17 @@ NAMES = (
     "aider__afi-core.aider.chat.history.md",
 )
 FACTS = ("seems like a typo in the description", "error", "no such text 42")
-BEFORE_SHA256 = "ca96f737ae35018fc8001c27d38af1fc45a99259688b7ec26509200e10fc8947"
+BEFORE_SHA256 = "2fc9ef3160d64e423b3534c705a9b011ebcdfadd8b9933e0debe3c94c3b3586d"
 """This simulation's JSON (568 calls) as the code before the fast paths (ADR 0038) wrote it, but evictions.
 
 Since ADR 0087 the evictions count each position once, at the first call that shows it evicted, by its
 fate: 923 where the decisions' ranges counted 1,022 (verbatim calls of stubbed groups, a pinned first turn
 inside a summary's span, a position once per rule that took it). Only the calls' ``evictions`` and the
-totals' differ from that code's (``3ac34008...``)."""
+totals' differ from that code's (``3ac34008...``).
+
+Since stop 75 the extractive summaries differ (a file edited then read stays changed, a passing result that
+mentions an error is none, a clip's mark is no fact): with the summarizer and fidelity of ``671aacd`` this
+simulation still hashed ``ca96f737...``."""
 
 
 def _source():
@@ -49,8 +53,9 @@ def _source():
 
 
 def _as_before(policy: Policy) -> Policy:
-    """The preset with the card it had when the golden was written (no history note, ADR 0090)."""
-    return policy.model_copy(update={"card": CardConfig()})
+    """The preset as it was when the golden was written: no history note, the head as it was (ADRs 90, 92)."""
+    window = policy.window.model_copy(update={"head_cap_strict": False})
+    return policy.model_copy(update={"card": CardConfig(), "window": window})
 
 
 def _simulation(source) -> Simulation:
