@@ -30,7 +30,7 @@ from contextledger.projections.policy import Policy
 from contextledger.projections.reducers.base import Reducer
 from contextledger.projections.reducers.guarantee import GuaranteeReducer
 from contextledger.projections.reducers.retention import RetentionReducer
-from contextledger.projections.reducers.summary import SummaryReducer, select_summaries
+from contextledger.projections.reducers.summary import SummaryReducer, select_summaries, summary_room
 from contextledger.projections.reducers.truncation import TruncationReducer
 from contextledger.projections.reducers.window import WindowReducer
 from contextledger.projections.render import MessageMemo, render, summary_header
@@ -341,8 +341,9 @@ class Projector:
         if config.mode == "latest":
             state.available = [s for s in state.available if s.covers_through > ref.covers_through]
         state.available.append(ref)
+        room = summary_room(state, self.budget) if config.clip_within_room else None
         if (config.on_arrival or event.meta.get(FORK_START) is True) and select_summaries(
-            config, state.available, state.head_end
+            config, state.available, state.head_end, room
         ) != state.window.summaries:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)

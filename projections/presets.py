@@ -96,7 +96,7 @@ CLIP_ARCHIVE = Policy(
     budget=BudgetConfig(total=128_000, output_reserve=4_000, high_water=0.8, low_water=0.4),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2, on_arrival=False),
+    summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2, on_arrival=False, clip_within_room=True),
     window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True),
     card=CARD,
 )

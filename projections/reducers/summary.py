@@ -9,7 +9,7 @@ from contextledger.projections.budget import Budget
 from contextledger.projections.groups import pin_reason, remove_groups
 from contextledger.projections.state import Removed, RenderState, SummaryRef, WorkingContext
 
-__all__ = ["SummaryConfig", "SummaryReducer", "select_summaries"]
+__all__ = ["SummaryConfig", "SummaryReducer", "select_summaries", "summary_room"]
 
 
 class SummaryConfig(pydantic.BaseModel):
@@ -24,6 +24,10 @@ class SummaryConfig(pydantic.BaseModel):
         max_tokens: Artifacts larger than this are not used (seed 002 ``max_summary_tokens``).
         on_arrival: Apply a new artifact as soon as it is available (itself a compaction point,
             a single prefix change); otherwise wait for the next compaction point.
+        clip_within_room: In ``clip`` mode, show only as many of the first and last batches as fit the
+            room the pinned parts of the context leave under the target, leaving out the middle-most
+            first (their spans stay searchable: ``recall``). Off (as policies recorded before ADR 0094
+            were), the batches were bounded one by one, and together they could pin more than the budget.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -34,6 +38,7 @@ class SummaryConfig(pydantic.BaseModel):
     clip_last: Annotated[int, pydantic.Field(gt=0)] = 2
     max_tokens: Annotated[int, pydantic.Field(gt=0)] | None = None
     on_arrival: bool = True
+    clip_within_room: bool = False
 
     def fits(self, summary: SummaryRef, budget: Budget) -> bool:
         """Return whether an artifact is small enough to be shown."""
@@ -43,10 +48,27 @@ class SummaryConfig(pydantic.BaseModel):
         return summary.tokens <= limit
 
 
+def summary_room(state: RenderState, budget: Budget) -> int:
+    """Tokens the summaries may take: the target less everything no reducer can evict.
+
+    The system prompt, the tools, the card and every pinned group stay, and so does the newest group
+    (the guarantee leaves it last); summaries that took more would make the render fail.
+    """
+    groups = state.window.groups
+    kept = sum(
+        g.tokens for i, g in enumerate(groups) if i == len(groups) - 1 or pin_reason(g, state) is not None
+    )
+    return budget.target - state.system_tokens - state.tools_tokens - state.window.card_tokens - kept
+
+
 def select_summaries(
-    config: SummaryConfig, available: list[SummaryRef], head_end: int
+    config: SummaryConfig, available: list[SummaryRef], head_end: int, room: int | None = None
 ) -> tuple[SummaryRef, ...]:
-    """Return the artifacts to show, oldest span first, given those available (in arrival order)."""
+    """Return the artifacts to show, oldest span first, given those available (in arrival order).
+
+    ``room`` (``summary_room``, with ``clip_within_room``): clip batches are left out, the middle-most
+    first, until those shown fit in it.
+    """
     useful = [s for s in available if s.covers_through > head_end]
     if not useful:
         return ()
@@ -69,8 +91,15 @@ def select_summaries(
     ]  # a deeper batch stands for the batches inside its span (seed 003's re-summarization)
     batches = sorted(outer, key=lambda s: (s.covers_from, s.covers_through, s.summary_id))
     if len(batches) <= config.clip_first + config.clip_last:
-        return tuple(batches)
-    return (*batches[: config.clip_first], *batches[len(batches) - config.clip_last :])
+        first, last = batches[: config.clip_first], batches[config.clip_first :]
+    else:
+        first, last = batches[: config.clip_first], batches[len(batches) - config.clip_last :]
+    while room is not None and first + last and sum(s.tokens for s in first + last) > room:
+        if len(first) >= len(last):  # the middle-most: the latest of the first, or the earliest of the last
+            first = first[:-1]
+        else:
+            last = last[1:]
+    return (*first, *last)
 
 
 class SummaryReducer:
@@ -90,10 +119,10 @@ class SummaryReducer:
         self, context: WorkingContext, budget: Budget, state: RenderState
     ) -> tuple[WorkingContext, RenderState]:
         """Swap in the selected summaries; return the window and state."""
-        del budget
         if not self.config.enabled:
             return context, state
-        chosen = select_summaries(self.config, state.available, state.head_end)
+        room = summary_room(state, budget) if self.config.clip_within_room else None
+        chosen = select_summaries(self.config, state.available, state.head_end, room)
         if not chosen or chosen == context.summaries:
             return context, state
         old = context.summaries
