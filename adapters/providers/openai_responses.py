@@ -20,10 +20,13 @@ from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, ledger_to
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 
-__all__ = ["HOSTED_RESPONSE_ITEMS", "REASONING_ITEM_ID", "ResponsesFormat", "responses_usage"]
+__all__ = ["HOSTED_RESPONSE_ITEMS", "LEAD_ITEMS", "REASONING_ITEM_ID", "ResponsesFormat", "responses_usage"]
 
 REASONING_ITEM_ID = "reasoning_item_id"
 """Key of an assistant event's ``meta`` that keeps the id of its Responses ``reasoning`` item."""
+LEAD_ITEMS = "lead_items"
+"""Key of an assistant event's ``meta``: in order, every reasoning and hosted tool item of a reply with
+several reasoning items (reasoning, a web search, reasoning again), each sent back before the next item."""
 
 
 HOSTED_RESPONSE_ITEMS = frozenset(
@@ -67,6 +70,10 @@ class ResponsesFormat:
         for index, thought in reasoning.items():
             item_id = thought.meta.get(REASONING_ITEM_ID)
             lead = items[index] = []
+            kept = thought.meta.get(LEAD_ITEMS)
+            if isinstance(kept, list):  # several reasoning items, in the reply's order with the hosted ones
+                lead.extend(dict(i) for i in kept if isinstance(i, dict))
+                continue
             if isinstance(item_id, str) and thought.signature:
                 lead.append(
                     {
@@ -103,6 +110,8 @@ class ResponsesFormat:
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
         hosted: list[dict[str, Any]] = []
+        lead: list[dict[str, Any]] = []  # reasoning and hosted items in order (kept when several reason)
+        thoughts: list[str] = []
         message: dict[str, Any] = {"role": "assistant"}
         for item in (i for i in output if isinstance(i, dict)):
             kind = item.get("type")
@@ -113,14 +122,31 @@ class ResponsesFormat:
             elif kind == "reasoning":
                 summary = [str(p.get("text", "")) for p in item.get("summary") or () if isinstance(p, dict)]
                 message["reasoning"] = "\n\n".join(summary) or None
+                thoughts.extend(t for t in summary if t)
                 if isinstance(item.get("encrypted_content"), str) and isinstance(item.get("id"), str):
                     message["reasoning_signature"] = item["encrypted_content"]
                     message["meta"] = {REASONING_ITEM_ID: item["id"]}
+                    lead.append(_reasoning_item(item))
             elif kind in HOSTED_RESPONSE_ITEMS:
                 hosted.append(item)
+                lead.append(item)
         if hosted:
             message["meta"] = {**message.get("meta", {}), HOSTED_ITEMS: hosted}
+        if sum(i.get("type") == "reasoning" for i in lead) > 1:
+            message["meta"] = {**message.get("meta", {}), LEAD_ITEMS: lead}
+            message["reasoning"] = "\n\n".join(thoughts) or None
         message["content"] = "".join(texts) or None
         message["tool_calls"] = calls
         model = data.get("model") if isinstance(data.get("model"), str) else None
         return ParsedReply(message=message, usage=responses_usage(mapping(data.get("usage")), model))
+
+
+def _reasoning_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning item as it goes back: its id, its summary parts as given, its encrypted content."""
+    summary = [dict(p) for p in item.get("summary") or () if isinstance(p, dict)]
+    return {
+        "type": "reasoning",
+        "id": item["id"],
+        "summary": summary,
+        "encrypted_content": item["encrypted_content"],
+    }
