@@ -183,7 +183,13 @@ def _register_summaries(app: typer.Typer) -> None:
                 emit_json({"session_id": session, "compactions": turns})
                 return
             table = Table(
-                "summary", "round", "parent", "summarized", "first kept", "tokens before→after", "fidelity"
+                "summary",
+                "round",
+                "parent",
+                "summarized",
+                "first kept",
+                "tokens before→after",
+                "fidelity (round)",
             )
             for t in turns:
                 fidelity = f"{t.fidelity.overall:.0%}" if t.fidelity else ""
@@ -235,8 +241,10 @@ def _print_texts(session_id: str, db: str | None, *, json_output: bool) -> None:
         console.print(f"== {name}: positions {t.covers_from}-{t.covers_through}, depth {t.depth}, {status}")
         if t.fidelity is not None:
             f = t.fidelity
+            measured = t.measured_from if t.measured_from is not None else t.covers_from
             console.print(
-                f"   fidelity {f.overall:.0%} of {f.total} facts (paths {f.paths:.0%}, "
+                f"   fidelity of the events this round read (positions {measured}-{t.covers_through}; "
+                f"earlier rounds' in their own): {f.overall:.0%} of {f.total} facts (paths {f.paths:.0%}, "
                 f"commands {f.commands:.0%}, identifiers {f.identifiers:.0%}, numbers {f.numbers:.0%})"
                 + (f"; missing: {', '.join(f.missing[:10])}" if f.missing else "")
             )

@@ -121,6 +121,9 @@ class SummaryText(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     fidelity: Fidelity | None
     drafts: int = 1
+    measured_from: int | None = None
+    """The first position whose facts ``fidelity`` measures: a round reads only the events after the span
+    of the summary it integrates (``RequestBuilder``), so its fidelity is of those, to ``covers_through``."""
 
 
 def summary_texts(ledger: Ledger, session_id: str) -> list[SummaryText]:
@@ -172,6 +175,15 @@ def summary_texts(ledger: Ledger, session_id: str) -> list[SummaryText]:
                     text=ledger.text(event.content),
                     fidelity=event.fidelity,
                     drafts=event.drafts,
+                    measured_from=_measured_from(event, summaries),
                 )
             )
     return out
+
+
+def _measured_from(event: SummaryRecorded, summaries: list[SummaryRecorded]) -> int:
+    """The first position of the events read by the round that made ``event`` (as ``_entries`` reads)."""
+    if event.depth > 0:
+        return event.covers_from  # a deeper batch reads the batches of its whole span
+    previous = next((s for s in summaries if s.summary_id == event.previous_summary_id), None)
+    return previous.covers_through + 1 if previous is not None else event.covers_from

@@ -14,6 +14,7 @@ from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
 from contextledger.application.summaries.compaction import Compactor
+from contextledger.application.summaries.lineage import summary_texts
 from contextledger.application.summaries.summary_worker import (
     SummaryWorker,
     WorkerSettings,
@@ -295,6 +296,10 @@ def test_round_two_integrates_round_one_without_rereading_it(setup):
     second = SummaryStream(ledger.log, session).artifacts()[-1]
     assert second.round == 2
     assert "Fix the bug in src/app.py." in ledger.text(second.content)
+    # its fidelity is of the events it read, and the listing says so (it read as of the whole span)
+    texts = {t.summary_id: t for t in summary_texts(ledger, session)}
+    assert texts[first.summary_id].measured_from == first.covers_from
+    assert texts[second.summary_id].measured_from == first.covers_through + 1 > second.covers_from
 
 
 def test_callbacks_run_before_and_after_each_compaction(setup):
