@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import msgspec
@@ -11,6 +12,7 @@ from contextledger.projections.wire import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD
 
 __all__ = [
     "MESSAGE_OVERHEAD",
+    "SHOWN_AS_SUMMARY",
     "TOOL_CALL_OVERHEAD",
     "Decision",
     "DecisionAction",
@@ -72,6 +74,11 @@ def media_of(message: RenderedMessage) -> tuple[MediaPart, ...]:
     return message.media if isinstance(message, MediaMessage) else ()
 
 
+SHOWN_AS_SUMMARY = "shown as summary {summary_id} ({tokens:,} tokens)"
+"""The detail of a ``summarized`` decision: the summary that stands for its span, as the render shows it."""
+_SUMMARY_ID = re.compile(r"shown as summary (\S+) \(")
+
+
 class Decision(msgspec.Struct, frozen=True, kw_only=True):
     """What happened to the logged events at positions ``first..last`` in this render, and by which rule.
 
@@ -83,6 +90,14 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     action: DecisionAction
     rule: str
     detail: str = ""
+
+    @property
+    def summary_id(self) -> str | None:
+        """The summary a ``summarized`` decision names (``SHOWN_AS_SUMMARY``): clip-archive shows several."""
+        if self.action != "summarized":
+            return None
+        found = _SUMMARY_ID.match(self.detail)
+        return found.group(1) if found else None
 
 
 class RenderedContext(msgspec.Struct, frozen=True, kw_only=True):

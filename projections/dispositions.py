@@ -57,7 +57,8 @@ def _decision_fate(decisions: Sequence[Decision], summary_id: str | None, positi
         if decision.first <= position <= decision.last:
             disposition = _ACTION[decision.action]
             if best is None or _PRECEDENCE[disposition] < _PRECEDENCE[best[0]]:
-                sid = summary_id if decision.action == "summarized" else None
+                # the summary of this span (clip-archive shows several); the context's last one otherwise
+                sid = (decision.summary_id or summary_id) if decision.action == "summarized" else None
                 best = (disposition, decision.rule, sid)
     return best
 

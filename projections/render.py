@@ -12,6 +12,7 @@ from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import (
+    SHOWN_AS_SUMMARY,
     Decision,
     DecisionAction,
     MediaMessage,
@@ -387,7 +388,7 @@ def _detail(
     if isinstance(source, Removed):
         return _size(source.messages, source.tokens) if source.messages else ""
     if isinstance(source, SummaryRef):
-        return f"shown as summary {source.summary_id} ({source.tokens:,} tokens)"
+        return SHOWN_AS_SUMMARY.format(summary_id=source.summary_id, tokens=source.tokens)
     messages = changed = tokens = 0
     for group, _, _, group_changed, group_tokens in source:
         messages += group.messages

@@ -306,13 +306,20 @@ def _text_fate(
         position=call.position,
         disposition=disposition,
         rule=rule,
-        summary_id=call.summary_id,
+        summary_id=_summary_of(call, run),
         shown=shown,
         event=event,
         shown_from=shown_from,
         driver=call.driver,
         budget=call.budget,
     )
+
+
+def _summary_of(call: TracedCall, run: DispositionRun | None) -> str | None:
+    """The summary standing for a summarized event: its run's (clip-archive shows several), or the call's."""
+    if run is not None and run.disposition == "summarized" and run.summary_id:
+        return run.summary_id
+    return call.summary_id
 
 
 def _event_fate(call: TracedCall, position: int) -> CallFate | None:
@@ -324,7 +331,7 @@ def _event_fate(call: TracedCall, position: int) -> CallFate | None:
         position=call.position,
         disposition=run.disposition,
         rule=run.rule,
-        summary_id=call.summary_id,
+        summary_id=_summary_of(call, run),
         shown=run.disposition if run.disposition in _KEPT else None,
         event=position,
         shown_from=(position,) if run.disposition in _KEPT else (),

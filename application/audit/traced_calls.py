@@ -46,6 +46,10 @@ def _fate(runs: tuple[DispositionRun, ...], position: int) -> str | None:
     return next((r.disposition for r in runs if r.first <= position <= r.last), None)
 
 
+def _summary_of(runs: tuple[DispositionRun, ...], position: int) -> str | None:
+    return next((r.summary_id for r in runs if r.first <= position <= r.last), None)
+
+
 def sightings_at(
     call: TracedCall,
     pattern: re.Pattern[str],
@@ -69,9 +73,18 @@ def sightings_at(
     quoted = call.card and any(p in quotable for p in fates)
     if whole or not (quoted or any(f in _CUT for f in fates.values())):
         found = [Sighting(shown=fates[p] or "verbatim", sources=(p,)) for p in whole]
-        if call.summary_id and call.summary_shown and summary_holds(call.summary_id):
-            covered = tuple(p for p, f in fates.items() if f == "summarized")
-            found.append(Sighting(shown="summary", sources=covered, summary_id=call.summary_id))
+        if call.summary_id and call.summary_shown:
+            covered: dict[
+                str, list[int]
+            ] = {}  # by the summary standing for each (clip-archive shows several)
+            for p, f in fates.items():
+                if f == "summarized":
+                    covered.setdefault(_summary_of(call.runs, p) or call.summary_id, []).append(p)
+            found += [
+                Sighting(shown="summary", sources=tuple(positions), summary_id=summary_id)
+                for summary_id, positions in covered.items()
+                if summary_holds(summary_id)
+            ]
         return tuple(found), False
     context, differs = rendered(call)
     return sightings(context, pattern), differs
