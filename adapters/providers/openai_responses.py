@@ -10,7 +10,6 @@ from contextledger.adapters.formats.anthropic import anthropic_call_ids
 from contextledger.adapters.formats.openai_responses import to_openai_responses
 from contextledger.adapters.providers.common import count, mapping, part_text, reply_dict
 from contextledger.application.agent.agent_types import (
-    REASONING_RULES,
     ParsedReply,
     StoredReasoning,
     Usage,
@@ -19,6 +18,7 @@ from contextledger.application.agent.agent_types import (
 from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, ledger_tool_call
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.reasoning_back import REASONING_RULES
 
 __all__ = ["HOSTED_RESPONSE_ITEMS", "LEAD_ITEMS", "REASONING_ITEM_ID", "ResponsesFormat", "responses_usage"]
 

@@ -6,12 +6,13 @@ from typing import Any
 
 import msgspec
 from contextledger.adapters.providers.agent import provider_format
-from contextledger.application.agent.signed_reasoning import RULES_KEY, signed_reasoning
+from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder, payload_sha
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.errors import ReplayMismatchError
 from contextledger.domain.events import ModelCallRecorded
+from contextledger.projections.reasoning_back import reasoning_rules_of
 
 __all__ = ["ReplayedPayload", "replay_call"]
 
@@ -53,8 +54,8 @@ def replay_call(ledger: Ledger, call_id: str, session_id: str | None = None) -> 
     tokenizer = recorder.call(session, call_id).record.tokenizer
     renderer = Renderer(ledger, tokenizer=_tokenizer_name(tokenizer))
     record, context = recorder.rerender(renderer, session, call_id)
-    rules = record.meta.get(RULES_KEY, 1)  # a record made before the rules were kept was built under 1
-    reasoning = signed_reasoning(ledger, session, context, rules=rules if isinstance(rules, int) else 1)
+    rules = reasoning_rules_of(record.meta)  # a record made before the rules were kept was built under 1
+    reasoning = signed_reasoning(ledger, session, context, rules=rules)
     wire = provider_format(record.wire_format).payload(context, reasoning)
     sha = payload_sha(wire.arguments)
     if record.payload_sha and sha != record.payload_sha:

@@ -20,7 +20,7 @@ from contextledger.application.agent.agent_types import (
     ToolCallRequest,
     WirePayload,
 )
-from contextledger.application.agent.signed_reasoning import REASONING_RULES, RULES_KEY, signed_reasoning
+from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.logs import get_logger
@@ -42,6 +42,7 @@ from contextledger.domain.errors import (
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import as_policy
+from contextledger.projections.reasoning_back import REASONING_RULES, RULES_KEY
 
 __all__ = ["AgentLoop", "AsyncAgentLoop", "check_settings"]
 

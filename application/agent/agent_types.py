@@ -8,9 +8,9 @@ from typing import Any, Protocol
 
 import msgspec
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.reasoning_back import REASONING_RULES
 
 __all__ = [
-    "REASONING_RULES",
     "AgentRequest",
     "ParsedReply",
     "ProviderFormat",
@@ -33,13 +33,6 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     cache_write_tokens: int | None = None
     output_tokens: int | None = None
     model: str | None = None
-
-
-REASONING_RULES = 2
-"""Which assistant messages go back with their signed reasoning, and how: 1, whole ones whose reasoning has a
-text (or kept blocks or hosted items), a Responses item with one summary part even when its text is empty;
-2, whole or cut ones, with a signature alone enough, and no summary part for an empty text (ADR 0088). A
-request's record keeps the rules it was built under (``RULES_KEY``); one without was built under 1."""
 
 
 class StoredReasoning(msgspec.Struct, frozen=True, kw_only=True):

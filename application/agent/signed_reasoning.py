@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from contextledger.application.agent.agent_types import REASONING_RULES, StoredReasoning
+from contextledger.application.agent.agent_types import StoredReasoning
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, THINKING_BLOCKS
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.context import RenderedContext
+from contextledger.projections.reasoning_back import REASONING_RULES, turn_replies
 
-__all__ = ["REASONING_RULES", "RULES_KEY", "signed_reasoning"]
-
-RULES_KEY = "reasoning_rules"
-"""Key of a ``ModelCallRecorded``'s ``meta``: the ``REASONING_RULES`` its payload was built under."""
-
-_WITH_REASONING = frozenset({"message", "truncated"})
-"""Kinds of an assistant message that go back with their signed reasoning: whole, or with its text cut.
-
-The reasoning is not the text: a message cut to the per-message cap still carries its thinking unchanged,
-and Anthropic refuses a tool-use turn whose assistant message lost the thinking it began with."""
-_WHOLE = frozenset({"message"})
-"""The kinds under rules 1."""
+__all__ = ["signed_reasoning"]
 
 
 def signed_reasoning(
@@ -39,19 +29,7 @@ def signed_reasoning(
     None) is a caller's memory across requests: each position is read once, in one ranged read.
     ``rules`` (``REASONING_RULES``): a recorded call is rebuilt under the rules it was sent under.
     """
-    later = rules >= REASONING_RULES
-    kinds = _WITH_REASONING if later else _WHOLE
-    last_user = max(
-        (i for i, m in enumerate(context.messages) if m.role == "user" and m.kind == "message"),
-        default=-1,
-    )
-    wanted = {
-        index: message.sources[0]
-        for index in range(last_user + 1, len(context.messages))
-        if (message := context.messages[index]).role == "assistant"
-        and message.kind in kinds
-        and message.sources
-    }
+    wanted = turn_replies(context, rules)
     memory: dict[int, StoredReasoning | None] = {} if known is None else known
     _read(ledger, session_id, set(wanted.values()), memory, rules=rules)
     return {

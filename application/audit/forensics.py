@@ -12,11 +12,18 @@ from contextledger.application.audit.text_trace import Sighting, shown_as, sight
 from contextledger.application.audit.traced_calls import (
     TracedCall,
     computed_calls,
+    in_signed_reasoning,
     recorded_calls,
     rendered,
     sightings_at,
 )
-from contextledger.application.audit.why_answer import CallFate, WhyAnswer, reducer_of, smallest_change
+from contextledger.application.audit.why_answer import (
+    TURN_ENDED,
+    CallFate,
+    WhyAnswer,
+    reducer_of,
+    smallest_change,
+)
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
@@ -65,6 +72,8 @@ class _Entry(msgspec.Struct, frozen=True):
     """Whether the text is in a part of the event a payload sends (not its reasoning)."""
     quotable: bool = False
     """Whether the session-state card may quote the event once it leaves the window (``would_quote``)."""
+    signed: bool = False
+    """Whether the text is only in the event's signed reasoning (``in_signed_reasoning``)."""
 
 
 def _sent(ledger: Ledger, event: AnyEvent, pattern: re.Pattern[str]) -> bool:
@@ -111,7 +120,8 @@ def _carriers(
                 content = getattr(event, "content", None)
                 quotable = would_quote(event, ledger.text(content) if content is not None else "")
                 kind = type(event).__name__
-                found.append(_Entry(recorded.position, kind, snippet, text, tool, sent, quotable))
+                signed = not sent and in_signed_reasoning(event, pattern)
+                found.append(_Entry(recorded.position, kind, snippet, text, tool, sent, quotable, signed))
                 break
     return found
 
@@ -171,6 +181,7 @@ def why(
     if position is None:
         sent = {c.position: c.sent for c in carriers}
         quotable = frozenset(c.position for c in carriers if c.quotable)
+        signed = frozenset(c.position for c in carriers if c.signed)
         holds: dict[str, bool] = {}
 
         def summary_holds(summary_id: str) -> bool:
@@ -179,7 +190,9 @@ def why(
             return holds[summary_id]
 
         for call in calls:
-            found, differs = sightings_at(call, pattern, sent, summary_holds, quotable)
+            found, differs = sightings_at(
+                call, pattern, sent, summary_holds, quotable=quotable, signed=signed
+            )
             fates.append(_text_fate(call, found, carriers, fates[-1] if fates else None))
             differ += differs
     else:
@@ -301,6 +314,8 @@ def _text_fate(
     shown = shown_as(found)
     if shown is None and disposition in _KEPT:
         disposition, rule = "not-sent", "not-rendered (the event is sent, but no part of it holds the text)"
+        if previous is not None and previous.shown is not None and "reasoning" in previous.shown.split("+"):
+            rule = TURN_ENDED
     return CallFate(
         call_id=call.call_id,
         position=call.position,

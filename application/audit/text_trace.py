@@ -20,7 +20,7 @@ SHOWN_AS: dict[str, str] = {
 }
 """How a text shows, by the kind of the rendered message that holds it (``system``: the system prompt)."""
 
-_ORDER = ("system", "pinned", "verbatim", "truncated", "stub", "summary", "injected")
+_ORDER = ("system", "pinned", "verbatim", "truncated", "stub", "summary", "injected", "reasoning")
 
 
 class Sighting(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,13 +9,22 @@ from dataclasses import dataclass
 from contextledger.application.audit.call_recorder import CallRecorder, CallView, context_sha
 from contextledger.application.audit.text_trace import Sighting, sightings
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import AssistantMessageAdded, DispositionRun
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
+from contextledger.projections.reasoning_back import REASONING_WIRES, reasoning_rules_of, turn_replies
 
-__all__ = ["TracedCall", "computed_calls", "recorded_calls", "rendered", "sightings_at"]
+__all__ = [
+    "TracedCall",
+    "computed_calls",
+    "in_signed_reasoning",
+    "recorded_calls",
+    "rendered",
+    "sightings_at",
+]
 
 _WHOLE = {"verbatim", "pinned"}
 _CUT = {"truncated", "stubbed"}
@@ -37,6 +46,10 @@ class TracedCall:
     """What made a recorded call (its record's ``meta["driver"]``: ``AgentContext``, ``cli``...)."""
     budget: int | None = None
     """The prompt budget the call was rendered under."""
+    wire_format: str | None = None
+    """The wire a recorded call's payload was built for: some send the turn's signed reasoning back."""
+    reasoning_rules: int = 1
+    """The ``REASONING_RULES`` its payload was built under (``reasoning_rules_of`` its record's meta)."""
     card: bool = False
     """Whether the call's policy keeps a session-state card, which quotes messages (user words, decisions,
     the first line of a failed result) after they leave: their dispositions cannot tell then."""
@@ -55,7 +68,9 @@ def sightings_at(
     pattern: re.Pattern[str],
     sent: dict[int, bool],
     summary_holds: Callable[[str], bool],
+    *,
     quotable: frozenset[int] = frozenset(),
+    signed: frozenset[int] = frozenset(),
 ) -> tuple[tuple[Sighting, ...], bool]:
     """Where ``pattern`` shows in the call's payload, and whether a recorded call rendered differently.
 
@@ -64,8 +79,34 @@ def sightings_at(
     the window (``would_quote``). A recorded call is rendered again only when its record cannot
     decide: no carrying event is shown whole, and one is cut (truncated, stubbed), or the call's
     policy keeps a card and a carrier is quotable (ADR 0082). Otherwise the record says it all: an
-    event shown whole shows its text, and else only the summary rendered can hold it.
+    event shown whole shows its text, and else only the summary rendered can hold it. ``signed`` holds the
+    carriers whose text is in their signed reasoning only: a recorded call of a wire that sends it back
+    (``REASONING_WIRES``) shows it when the event is in the call's current turn (``turn_replies``).
     """
+    found, differs = _sightings(call, pattern, sent, summary_holds, quotable)
+    back = [p for p in signed if p <= call.position]
+    if not back or call.wire_format not in REASONING_WIRES:
+        return found, differs
+    context, differs = rendered(call)
+    replies = set(turn_replies(context, call.reasoning_rules).values())
+    return (*found, *(Sighting(shown="reasoning", sources=(p,)) for p in back if p in replies)), differs
+
+
+def in_signed_reasoning(event: object, pattern: re.Pattern[str]) -> bool:
+    """Whether ``pattern`` is in an assistant event's signed reasoning, the part a wire may send back."""
+    if not isinstance(event, AssistantMessageAdded) or not event.reasoning:
+        return False
+    signed = event.reasoning_signature or event.meta.get(THINKING_BLOCKS)
+    return bool(signed) and pattern.search(event.reasoning) is not None
+
+
+def _sightings(
+    call: TracedCall,
+    pattern: re.Pattern[str],
+    sent: dict[int, bool],
+    summary_holds: Callable[[str], bool],
+    quotable: frozenset[int],
+) -> tuple[tuple[Sighting, ...], bool]:
     if call.context is not None:
         return sightings(call.context, pattern), False
     fates = {p: _fate(call.runs, p) for p in sent if p <= call.position}
@@ -130,6 +171,8 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
             render=lambda view=view: again(view),  # type: ignore[misc]
             driver=record.meta.get("driver"),
             budget=record.budget,
+            wire_format=record.wire_format,
+            reasoning_rules=reasoning_rules_of(record.meta),
             card=policy_of(view).card.enabled,
         )
 

@@ -13,7 +13,15 @@ from contextledger.domain.events import (
     UserMessageAdded,
 )
 
-__all__ = ["CallFate", "WhyAnswer", "reducer_of", "smallest_change"]
+__all__ = ["TURN_ENDED", "CallFate", "WhyAnswer", "reducer_of", "smallest_change"]
+
+TURN_ENDED = "turn-ended (signed reasoning goes back only within its own tool-use turn)"
+"""The rule of a text in signed reasoning that a call no longer sends: a new user message ended its turn."""
+_NOT_SENT = {
+    False: "nothing in the policy: this part of the event (reasoning, say) is never sent to the model",
+    True: "nothing in the policy: a wire sends signed reasoning back only within its own tool-use turn",
+}
+"""The smallest change for a text a call does not send, by whether its turn ended (``TURN_ENDED``)."""
 
 _REDUCERS = (
     ("retention", "tool-result retention"),
@@ -153,7 +161,7 @@ def smallest_change(
     """
     words = _Wording(session_id, position, left.driver if left.driver != "cli" else None)
     if left.disposition == "not-sent":
-        return "nothing in the policy: this part of the event (reasoning, say) is never sent to the model"
+        return _NOT_SENT[left.rule == TURN_ENDED]
     if left.disposition == "summarized":
         return f"keep it out of summaries (a policy whose window keeps it), {words.pin()}"
     if left.rule.startswith("truncation"):

@@ -8,9 +8,10 @@ from typing import Any
 
 import contextledger
 from contextledger.adapters.providers.agent import provider_format
-from contextledger.application.agent.signed_reasoning import RULES_KEY, signed_reasoning
+from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.domain.events import AssistantMessageAdded
+from contextledger.projections.reasoning_back import RULES_KEY
 from contextledger.testing import check_anthropic_pairing
 
 TOOL = {"name": "run", "input_schema": {"type": "object"}}
