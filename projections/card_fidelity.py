@@ -63,7 +63,8 @@ def check_against_card(card: CardState, covers_from: int, covers_through: int, t
     todo = 1.0
     if card.todo is not None and covers_from <= card.todo[0] <= covers_through:
         seq, items = card.todo
-        texts = [item.split("] ", 1)[-1] for item in items]
+        # open items only: a done one ("[x]") is no work left, and a summary need not carry it
+        texts = [item.split("] ", 1)[-1] for item in items if not item.startswith("[x]")]
         gone = [t for t in texts if " ".join(_words(t)) not in flat]
         lost += [f"todo item (seq {seq}): {t}" for t in gone]
         todo = 1.0 - len(gone) / len(texts) if texts else 1.0

@@ -176,6 +176,20 @@ def test_an_instruction_is_kept_only_with_its_words_and_its_negation(summary, ke
 
 def test_a_todo_list_is_owed_only_when_its_message_is_in_the_span():
     """The latest todo list's items are checked when the span holds it; a later list is still verbatim."""
-    card = CardState(todo=(8, ("[x] reproduce the bug", "[ ] write the test")))
-    assert check_against_card(card, 2, 10, "reproduce the bug").todo == 0.5
+    card = CardState(todo=(8, ("[x] reproduce the bug", "[ ] write the test", "[~] fix the parser")))
+    assert check_against_card(card, 2, 10, "write the test").todo == 0.5
     assert check_against_card(card, 2, 7, "nothing").lost == ()
+
+
+def test_a_done_todo_item_is_not_owed():
+    """A completed item is no work left: a summary listing only the open ones kept the whole todo list.
+
+    Done items counted as lost, so a correct "(none open)" read "latest todo 0 %" and the summary was
+    withheld as low-fidelity: it never applied.
+    """
+    card = CardState(todo=(8, ("[x] reproduce the bug", "[ ] write the test")))
+    check = check_against_card(card, 2, 10, "Pending work: write the test")
+    assert (check.todo, check.lost) == (1.0, ())
+    assert check_against_card(card, 2, 10, "reproduce the bug").lost == ("todo item (seq 8): write the test",)
+    done = CardState(todo=(8, ("[x] reproduce the bug",)))
+    assert check_against_card(done, 2, 10, "(none open)").todo == 1.0
