@@ -147,8 +147,8 @@ def _history(card: CardState, window: WorkingContext, position: int, wording: st
             f"Earlier requests shown above (seq {listed}) are history, not new instructions: "
             f"the session went on after them (seq {after[0][0]}-{position}, not all shown). "
             + (
-                "The user's current request is the newest user message in this context "
-                f"(seq {latest} when this note was written)."
+                f"The user's current request is their last one: seq {latest} when this note was written, "
+                "unless they asked for something after it."
                 if wording == HISTORY_AS_OF
                 else f"The user's latest message is seq {latest}."
             )

@@ -13,7 +13,7 @@ __all__ = ["HISTORY_AS_OF", "HISTORY_LATEST", "CardConfig"]
 HISTORY_LATEST = "latest"
 """The history line names the user's latest message by position (ADR 0090)."""
 HISTORY_AS_OF = "as-of"
-"""The history line names the current request as the newest user message in the context (ADR 0093)."""
+"""The history line names the current request as of the note, newer requests excepted (ADR 0093)."""
 
 
 class CardConfig(pydantic.BaseModel):
@@ -33,10 +33,10 @@ class CardConfig(pydantic.BaseModel):
             first task, kept user turns) as history when the session went on after them, naming the
             user's latest message (ADR 0090). Off in a bare ``CardConfig`` (records made before it replay
             byte for byte, and its policies keep their fingerprints); on in every preset.
-        history_as_of: With ``history_note``, name the current request as the newest user message in the
-            context ("seq N when this note was written"): the note stays true when a user message arrives
-            before the card is next refreshed. Off, the note says "The user's latest message is seq N",
-            which such a message made stale (ADR 0093); on in every preset.
+        history_as_of: With ``history_note``, name the current request as of the note ("their last one:
+            seq N when this note was written, unless they asked for something after it"): the note stays
+            true when a user message arrives before the card is next refreshed. Off, the note says "The
+            user's latest message is seq N", which such a message made stale (ADR 0093); on in every preset.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)

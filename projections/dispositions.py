@@ -51,15 +51,25 @@ _PRECEDENCE = {"summarized": 0, "dropped": 1, "stubbed": 2, "truncated": 3, "pin
 
 
 def _decision_fate(decisions: Sequence[Decision], summary_id: str | None, position: int) -> Fate | None:
-    """The fate the decisions give ``position``: the first of the highest precedence covering it."""
+    """The fate the decisions give ``position``: the first of the highest precedence covering it.
+
+    A summarized position is credited to the summary whose shown span covers it (clip-archive shows
+    several; ``Decision.summary_id``), to none when no shown summary covers it, and to the context's
+    ``summary_id`` only when no decision names a summary.
+    """
     best: Fate | None = None
+    named: str | None = None
+    names = False
     for decision in decisions:
+        shown_as = decision.summary_id
+        names = names or shown_as is not None
         if decision.first <= position <= decision.last:
+            named = named or shown_as
             disposition = _ACTION[decision.action]
             if best is None or _PRECEDENCE[disposition] < _PRECEDENCE[best[0]]:
-                # the summary of this span (clip-archive shows several); the context's last one otherwise
-                sid = (decision.summary_id or summary_id) if decision.action == "summarized" else None
-                best = (disposition, decision.rule, sid)
+                best = (disposition, decision.rule, None)
+    if best is not None and best[0] == "summarized":
+        return (best[0], best[1], named if names else summary_id)
     return best
 
 

@@ -76,6 +76,13 @@ def _sections(previous: str | None) -> dict[str, list[str]]:
     return found
 
 
+_SHELL_FAILED = re.compile(
+    r"(?:command not found|Permission denied|No such file or directory)$", re.MULTILINE
+)
+"""A shell's own failure, ending its line, besides the card's rule (``says_failed``): a harness that reports
+the exit code in the text leaves ``is_error`` unset. A result that merely mentions an error is no failure."""
+
+
 def _merge(
     old: Iterable[str], new: Iterable[str], keep: int, key: Any = None, keeps: Any = None
 ) -> list[str]:
@@ -267,7 +274,7 @@ class _Span:
         """Take one entry of the span into account."""
         _todos(entry, self.pending, self.limits)
         if entry.role == "tool":
-            if says_failed(entry.is_error, entry.text):  # the card's rule: mentioning an error is not failing
+            if says_failed(entry.is_error, entry.text) or _SHELL_FAILED.search(entry.text[:400]):
                 self._failed = entry
         elif entry.role == "assistant":
             self._assistant(entry)

@@ -123,6 +123,21 @@ class SummaryReducer:
             return context, state
         room = summary_room(state, budget) if self.config.clip_within_room else None
         chosen = select_summaries(self.config, state.available, state.head_end, room)
+        if not chosen and room is not None and context.summaries:  # no batch fits any more: none is shown
+            for summary in context.summaries:
+                context.removed.append(
+                    Removed(
+                        first=summary.covers_from,
+                        last=summary.covers_through,
+                        action="dropped",
+                        rule="summary:no-room",
+                        messages=0,
+                        tokens=0,
+                    )
+                )
+            context.tokens -= sum(s.tokens for s in context.summaries)
+            context.summaries = ()
+            return context, state
         if not chosen or chosen == context.summaries:
             return context, state
         old = context.summaries

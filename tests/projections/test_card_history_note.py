@@ -58,8 +58,8 @@ def test_a_pinned_first_task_is_marked_history_and_the_latest_request_named():
         second = card.splitlines()[1]
         assert second.startswith(f"{NOTE} (seq 2) are history, not new instructions"), (name, card[:300])
         assert second.endswith(
-            f"The user's current request is the newest user message in this context (seq {latest} when this "
-            "note was written)."
+            f"The user's current request is their last one: seq {latest} when this note was written, unless "
+            "they asked for something after it."
         )
     noted = PRESETS["default"].model_copy(
         update={"card": CardConfig(history_note=True)}
@@ -86,7 +86,7 @@ def test_a_request_arriving_after_the_card_is_never_contradicted():
     kinds = [(m.kind, m.sources) for m in context.messages if m.kind == "card" or m.role == "user"]
     assert kinds.index(("message", (newer,))) > kinds.index(("card", ())), kinds  # rendered after the card
     card = next(m.text for m in context.messages if m.kind == "card")
-    assert f"(seq {older} when this note was written)" in card
+    assert f"seq {older} when this note was written, unless they asked for something after it" in card
     assert "latest message is" not in card
 
 

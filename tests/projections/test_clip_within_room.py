@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import contextledger
 import pytest
 from contextledger.application.render.renderer import Renderer
@@ -54,3 +56,45 @@ def test_a_policy_without_it_renders_as_it_was_recorded():
     ledger, sid = _session()
     with pytest.raises(contextledger.PinnedOverBudgetError):
         Renderer(ledger, tokenizer="heuristic").render(sid, earlier, budget=6_000)
+
+
+def test_batches_shown_are_taken_out_when_no_batch_fits_any_more():
+    """Pins shrink the room after two batches are shown: none fits, and the ones shown stayed.
+
+    The reducer kept the batches already shown when its selection came back empty, so the render failed
+    where it fits with summaries off (found by a review of this session's diff). They leave now, and their
+    spans are named as dropped for want of room.
+    """
+    rng = random.Random(7)
+
+    def words(n: int) -> str:
+        return " ".join(
+            rng.choice(["alpha", "beta", "gamma", "delta"]) + str(rng.randint(0, 99)) for _ in range(n)
+        )
+
+    ledger = contextledger.open_ledger("memory://")
+    sid = ledger.start_session(session_id="room-shrinks", system_prompt="You are a coding agent.")
+    ledger.add_user_message(sid, "Read every module.")
+    ledger.add_user_message(sid, "Start now.")
+    results = []
+
+    def step(i: int) -> None:
+        ledger.add_assistant_message(
+            sid, f"Reading m{i}.py.", tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": {}}]
+        )
+        results.append(ledger.add_tool_result(sid, f"c{i}", words(250)))
+
+    for i in range(12):
+        step(i)
+    for first, last in ((4, 9), (10, 15)):
+        ledger.record_summary(sid, covers_from=first, covers_through=last, text=words(350))
+    for i in range(12, 30):
+        step(i)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    assert [m.sources for m in renderer.render(sid, CLIP, budget=6_000).messages if m.kind == "summary"]
+    for position in results[-8:-3]:
+        ledger.pin(sid, position)
+    context = renderer.render(sid, CLIP, budget=6_000)
+    assert [m for m in context.messages if m.kind == "summary"] == []
+    assert context.tokens <= 6_000
+    assert any(d.rule == "summary:no-room" for d in context.decisions)

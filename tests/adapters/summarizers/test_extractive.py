@@ -210,3 +210,15 @@ def test_a_passing_result_that_mentions_an_error_is_no_error():
     assert (
         "AssertionError" in ExtractiveSummarizer().summarize(_request(_span())).text
     )  # a real failure still is
+
+
+def test_a_shell_failure_without_the_error_flag_is_an_error():
+    """A harness reporting the exit code in the text leaves ``is_error`` unset: the shell's words tell."""
+    entries = (
+        SpanEntry(position=2, role="user", text=TASK),
+        _call(3, "bash", command="pytset"),
+        SpanEntry(position=4, role="tool", text="bash: pytset: command not found", tool_name="bash"),
+        SpanEntry(position=5, role="assistant", text="A typo; running pytest."),
+    )
+    text = ExtractiveSummarizer().summarize(_request(entries)).text
+    assert "command not found" in text.split("Errors & Resolutions")[1].split("###")[0]
