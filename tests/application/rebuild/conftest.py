@@ -9,6 +9,7 @@ import contextledger
 import pytest
 from contextledger.adapters.importers.service import import_file
 from contextledger.application.kernel.ledger import Ledger
+from contextledger.application.render.renderer import Renderer
 
 from tests.conftest import TRANSCRIPTS
 
@@ -16,6 +17,25 @@ TWO_TRANSCRIPTS = (
     "mini-swe-agent__psf__requests-1142.traj.json",
     "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl",
 )
+
+
+def rendered_differently(ledger: Ledger, first: str, second: str, budget: int = 16_000) -> list[str]:
+    """The sessions whose contexts differ under two presets, rendered afresh: what a comparison must name.
+
+    At 16,000 tokens the Claude Code session renders alike under default and threshold since the head
+    keeps to its cap (ADR 0092); the mini-SWE-agent one differs.
+    """
+    renderer = Renderer(ledger, snapshots=False)
+
+    def shown(session_id: str, name: str) -> list[tuple[str, str, str]]:
+        context = renderer.render(session_id, name, budget=budget)
+        return [(m.role, m.kind, m.text) for m in context.messages]
+
+    found = sorted(
+        s.session_id for s in ledger.sessions() if shown(s.session_id, first) != shown(s.session_id, second)
+    )
+    assert found, "the two presets render every session alike: nothing to compare"
+    return found
 
 
 def _holding_two_transcripts(url: str) -> Iterator[Ledger]:

@@ -10,6 +10,8 @@ from contextledger.application.rebuild.projection_runner import CONTEXT_VIEW
 from contextledger.application.render.renderer import Renderer
 from contextledger.projections.presets import get_preset
 
+from tests.application.rebuild.conftest import rendered_differently
+
 
 @pytest.fixture
 def ledger(two_transcripts):
@@ -32,7 +34,7 @@ def test_a_candidate_is_compared_with_the_live_version_then_switched(ledger):
     assert comparison.live.version == live.projection
     assert comparison.live.tokens == alone.candidate.tokens
     assert comparison.candidate.policy == "threshold"
-    assert comparison.differing == sorted(s.session_id for s in ledger.sessions())
+    assert comparison.differing == rendered_differently(ledger, "default", "threshold")
     assert comparison.candidate.tokens != comparison.live.tokens
     assert views.active(CONTEXT_VIEW) == live.projection
     views.activate(CONTEXT_VIEW, candidate.projection)

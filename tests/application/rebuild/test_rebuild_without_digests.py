@@ -14,6 +14,8 @@ from contextledger.application.rebuild.render_digest import (
 )
 from contextledger.projections.presets import get_preset
 
+from tests.application.rebuild.conftest import rendered_differently
+
 
 @pytest.fixture
 def ledger(two_transcripts_each_store):
@@ -54,7 +56,7 @@ def test_a_build_from_empty_without_comparison_writes_no_digests_and_later_compa
     assert rendered is not None
     from_digests = compare_versions(ledger, views, rendered.candidate.version)
     assert rendered == from_digests
-    assert rendered.differing == sorted(s.session_id for s in ledger.sessions())
+    assert rendered.differing == rendered_differently(ledger, "default", "threshold")
 
 
 def test_digests_left_under_an_empty_version_are_deleted_before_it_is_built_without_them(ledger):

@@ -33,6 +33,7 @@ from contextledger.projections.presets import get_preset
 from contextledger.projections.render import messages_as_logged
 from hypothesis import HealthCheck, event, given, settings
 
+from tests.application.rebuild.conftest import rendered_differently
 from tests.projections.projection_helpers import Words, count_all, policies, resolve, sessions
 
 
@@ -61,7 +62,7 @@ def test_the_comparison_from_digests_equals_the_one_from_rendering_every_row(led
     assert from_digests == from_rows
     assert from_digests.live is not None
     assert from_digests.candidate.tokens != from_digests.live.tokens
-    assert from_digests.differing == sorted(s.session_id for s in ledger.sessions())
+    assert from_digests.differing == rendered_differently(ledger, "default", "threshold")
 
 
 def test_the_comparison_reads_no_event_again(ledger, monkeypatch):
@@ -111,7 +112,7 @@ def test_a_rebuild_compares_with_the_digests_it_kept_which_are_those_it_stored(l
     assert len(kept) == 2
     assert result.comparison == original(ledger, views, result.version)
     assert result.comparison is not None
-    assert result.comparison.differing == sorted(s.session_id for s in ledger.sessions())
+    assert result.comparison.differing == rendered_differently(ledger, "default", "threshold")
 
 
 def test_the_candidate_digests_held_are_used_and_not_read_back(ledger, monkeypatch):
