@@ -11,6 +11,8 @@ from hypothesis import given
 from projection_helpers import count_all, policies, sessions
 from test_properties import COMMON, WORDS
 
+from tests.application.agent.replies import messages_reply
+
 TOOL = {"name": "read_file", "parameters": {"type": "object"}}
 
 
@@ -31,16 +33,7 @@ def _first_step_reads_five_files(policy: object, budget: int = 8_000) -> context
         {"type": "tool_use", "id": f"toolu_{i}", "name": "read_file", "input": {"path": f"m{i}"}}
         for i in range(5)
     ]
-    reply = {
-        "id": "msg_0",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-        "content": blocks,
-    }
-    for call in agent.record_response(request.call_id, reply):
+    for call in agent.record_response(request.call_id, messages_reply(0, blocks)):
         agent.record_tool_result(call.id, "token " * (budget // 5))
     return agent
 

@@ -6,6 +6,8 @@ import json
 
 import contextledger
 
+from tests.application.agent.replies import responses_reply
+
 RESPONSES_TOOL = {"type": "function", "name": "run", "parameters": {"type": "object"}}
 
 
@@ -27,14 +29,7 @@ def test_a_responses_refusal_is_kept_as_the_reply():
         "status": "completed",
         "content": [refusal],
     }
-    reply = {
-        "id": "resp_1",
-        "object": "response",
-        "model": "o4-mini",
-        "status": "completed",
-        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-        "output": [message],
-    }
+    reply = responses_reply([message])
     agent.record_response(request.call_id, reply)
     agent.add_user_message("Why not?")
     sent = json.dumps(agent.request().arguments["input"])
@@ -69,14 +64,7 @@ def test_a_reply_with_several_reasoning_items_sends_each_back_in_order():
             "status": "completed",
         },
     ]
-    reply = {
-        "id": "resp_1",
-        "object": "response",
-        "model": "o4-mini",
-        "status": "completed",
-        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-        "output": output,
-    }
+    reply = responses_reply(output)
     calls = agent.record_response(request.call_id, reply)
     agent.record_tool_result(calls[0].id, "done")
     new = agent.request()

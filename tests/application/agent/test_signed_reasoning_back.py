@@ -14,6 +14,8 @@ from contextledger.domain.events import AssistantMessageAdded
 from contextledger.projections.reasoning_back import RULES_KEY
 from contextledger.testing import check_anthropic_pairing
 
+from tests.application.agent.replies import messages_reply, responses_reply
+
 TOOL = {"name": "run", "input_schema": {"type": "object"}}
 RESPONSES_TOOL = {"type": "function", "name": "run", "parameters": {"type": "object"}}
 CLAUDE_CODE = (
@@ -22,19 +24,6 @@ CLAUDE_CODE = (
     / "transcripts"
     / "claude-code__132b2f66-ee5f-46f6-8904-32d9dc4d36c3.jsonl"
 )
-
-
-def _message(turn: int, content: list[dict[str, Any]]) -> dict[str, Any]:
-    """A Messages API reply as a dict."""
-    return {
-        "id": f"msg_{turn}",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-        "content": content,
-    }
 
 
 def _last_assistant(payload: dict[str, Any]) -> list[str]:
@@ -63,7 +52,7 @@ def test_a_turn_whose_assistant_message_is_cut_still_leads_with_its_thinking() -
             {"type": "text", "text": "blah " * 2_500},
             {"type": "tool_use", "id": f"toolu_{turn}", "name": "run", "input": {}},
         ]
-        calls = agent.record_response(request.call_id, _message(turn, blocks))
+        calls = agent.record_response(request.call_id, messages_reply(turn, blocks))
         agent.record_tool_result(calls[0].id, "out\n" * 150)
     assert cut, "the budget cuts the turn's assistant message at least once"
 
@@ -79,14 +68,7 @@ def test_signed_reasoning_with_no_text_goes_back() -> None:
     request = responses.request()
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-opaque"}
     call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "run", "arguments": "{}"}
-    reply = {
-        "id": "resp_1",
-        "object": "response",
-        "model": "o4-mini",
-        "status": "completed",
-        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-        "output": [reasoning, {**call, "status": "completed"}],
-    }
+    reply = responses_reply([reasoning, {**call, "status": "completed"}])
     calls = responses.record_response(request.call_id, reply)
     responses.record_tool_result(calls[0].id, "out")
     items = responses.request().arguments["input"]
@@ -103,7 +85,7 @@ def test_signed_reasoning_with_no_text_goes_back() -> None:
     request = anthropic.request()
     thinking = {"type": "thinking", "thinking": "", "signature": "SIG"}
     blocks = [thinking, {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}}]
-    calls = anthropic.record_response(request.call_id, _message(0, blocks))
+    calls = anthropic.record_response(request.call_id, messages_reply(0, blocks))
     anthropic.record_tool_result(calls[0].id, "out")
     payload = anthropic.request().arguments
     assert [m for m in payload["messages"] if m["role"] == "assistant"][-1]["content"][0] == thinking
@@ -165,7 +147,7 @@ def test_a_call_recorded_under_the_earlier_rules_still_replays_byte_for_byte() -
     request = agent.request()
     thinking = {"type": "thinking", "thinking": "", "signature": "SIG"}
     blocks = [thinking, {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}}]
-    calls = agent.record_response(request.call_id, _message(0, blocks))
+    calls = agent.record_response(request.call_id, messages_reply(0, blocks))
     agent.record_tool_result(calls[0].id, "out")
     new = agent.request()
     assert new.arguments["messages"][1]["content"][0] == thinking
@@ -214,14 +196,7 @@ def test_a_responses_call_with_hosted_items_recorded_under_the_earlier_rules_sti
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB-opaque"}
     search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}}
     call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "run", "arguments": "{}"}
-    reply = {
-        "id": "resp_1",
-        "object": "response",
-        "model": "o4-mini",
-        "status": "completed",
-        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-        "output": [reasoning, search, {**call, "status": "completed"}],
-    }
+    reply = responses_reply([reasoning, search, {**call, "status": "completed"}])
     calls = agent.record_response(request.call_id, reply)
     agent.record_tool_result(calls[0].id, "out")
     new = agent.request()

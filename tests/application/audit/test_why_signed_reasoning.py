@@ -8,6 +8,8 @@ from contextledger.application.audit.forensics import why
 from contextledger.application.audit.why_answer import TURN_ENDED
 from contextledger.application.render.renderer import Renderer
 
+from tests.application.agent.replies import messages_reply
+
 ANTHROPIC_TOOL = {"name": "run", "input_schema": {"type": "object"}}
 OPENAI_TOOL = {"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}
 THOUGHT = "the ZEBRA plan is best"
@@ -18,16 +20,7 @@ def _anthropic(agent: contextledger.AgentContext, request: contextledger.AgentRe
         {"type": "thinking", "thinking": THOUGHT, "signature": "SIG"},
         {"type": "tool_use", "id": "toolu_1", "name": "run", "input": {}},
     ]
-    reply = {
-        "id": "msg_0",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-        "content": blocks,
-    }
-    [call] = agent.record_response(request.call_id, reply)
+    [call] = agent.record_response(request.call_id, messages_reply(0, blocks))
     agent.record_tool_result(call.id, "out")
 
 

@@ -32,7 +32,7 @@ NAMES = (
     "aider__afi-core.aider.chat.history.md",
 )
 FACTS = ("seems like a typo in the description", "error", "no such text 42")
-BEFORE_SHA256 = "2fc9ef3160d64e423b3534c705a9b011ebcdfadd8b9933e0debe3c94c3b3586d"
+BEFORE_SHA256 = "b4e7f1db9917ed564c372b76d674b07e3b1668ed1b7df127120575071c7b43d9"
 """This simulation's JSON (568 calls) as the code before the fast paths (ADR 0038) wrote it, but evictions.
 
 Since ADR 0087 the evictions count each position once, at the first call that shows it evicted, by its
@@ -40,9 +40,10 @@ fate: 923 where the decisions' ranges counted 1,022 (verbatim calls of stubbed g
 inside a summary's span, a position once per rule that took it). Only the calls' ``evictions`` and the
 totals' differ from that code's (``3ac34008...``).
 
-Since stop 75 the extractive summaries differ (a file edited then read stays changed, a passing result that
-mentions an error is none, a clip's mark is no fact): with the summarizer and fidelity of ``671aacd`` this
-simulation still hashed ``ca96f737...``."""
+Since stop 75 the extractive summaries and their checks differ (a file edited then read stays changed, a
+passing result that mentions an error is none, a shell's own failure words are one, a clip's mark is no fact,
+a done todo item is not owed): with the summarizer, fidelity and card check of ``671aacd`` this simulation
+still hashes ``ca96f737...``."""
 
 
 def _source():
