@@ -144,9 +144,10 @@ class _Wording:
         return f"budget.message_cap or the budget above this message's size {given} (it was cut to its share)"
 
     def budget(self, tokens: int | None) -> str:
-        if self.driver is None:
-            return "raise [budget] total (it was dropped to fit)"
         was = f" above {tokens:,} tokens" if tokens else ""
+        if self.driver is None:  # --budget sets the prompt's limit itself; [budget] total only without it
+            where = "--budget, or [budget] total without one"
+            return f"raise the prompt budget{was} ({where}; it was dropped to fit)"
         return f"raise the budget given to {self.driver}(budget=...){was} (it was dropped to fit)"
 
 
@@ -177,7 +178,7 @@ def smallest_change(
 def _retention_setting(tool_name: str | None, rule: str, later: list[Recorded]) -> tuple[str, str, int]:
     """The retention table, key and value that would have kept the result at that call."""
     table = f"retention.tools.{tool_name or 'default'}"
-    if "last" in rule:
+    if "last" in rule or rule.endswith(":count"):  # keep_last's rule is retention:count
         same_tool = sum(
             isinstance(r.event, ToolResultRecorded) and r.event.tool_name == tool_name for r in later
         )
