@@ -341,9 +341,11 @@ class Projector:
         if config.mode == "latest":
             state.available = [s for s in state.available if s.covers_through > ref.covers_through]
         state.available.append(ref)
-        room = summary_room(state, self.budget) if config.clip_within_room else None
         if (config.on_arrival or event.meta.get(FORK_START) is True) and select_summaries(
-            config, state.available, state.head_end, room
+            config,
+            state.available,
+            state.head_end,
+            summary_room(state, self.budget) if config.clip_within_room else None,
         ) != state.window.summaries:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)

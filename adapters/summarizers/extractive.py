@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
 import msgspec
 from contextledger.domain.content import content_address
@@ -84,7 +83,11 @@ the exit code in the text leaves ``is_error`` unset. A result that merely mentio
 
 
 def _merge(
-    old: Iterable[str], new: Iterable[str], keep: int, key: Any = None, keeps: Any = None
+    old: Iterable[str],
+    new: Iterable[str],
+    keep: int,
+    key: Callable[[str], str] | None = None,
+    keeps: Callable[[str, str], bool] | None = None,
 ) -> list[str]:
     """Old then new items, later duplicates replacing earlier ones (by ``key``), the newest ``keep``.
 

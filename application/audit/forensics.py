@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterator
 
@@ -15,6 +14,7 @@ from contextledger.application.audit.traced_calls import (
     in_signed_reasoning,
     recorded_calls,
     rendered,
+    run_at,
     sightings_at,
 )
 from contextledger.application.audit.why_answer import (
@@ -53,13 +53,6 @@ _LISTED = 12
 
 def _normalized(text: str) -> str:
     return " ".join(text.casefold().split())
-
-
-def _fate(runs: tuple[DispositionRun, ...], position: int) -> DispositionRun | None:
-    index = bisect.bisect_right([r.first for r in runs], position) - 1
-    if index < 0 or runs[index].last < position:
-        return None
-    return runs[index]
 
 
 class _Entry(msgspec.Struct, frozen=True):
@@ -308,7 +301,7 @@ def _text_fate(
         event = previous.event
     else:
         event = held[-1]
-    run = _fate(call.runs, event)
+    run = run_at(call.runs, event)
     disposition: str = run.disposition if run else "dropped"
     rule = run.rule if run else "not-rendered"
     shown = shown_as(found)
@@ -338,7 +331,7 @@ def _summary_of(call: TracedCall, run: DispositionRun | None) -> str | None:
 
 
 def _event_fate(call: TracedCall, position: int) -> CallFate | None:
-    run = _fate(call.runs, position)
+    run = run_at(call.runs, position)
     if run is None:
         return None
     return CallFate(

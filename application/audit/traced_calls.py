@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ __all__ = [
     "in_signed_reasoning",
     "recorded_calls",
     "rendered",
+    "run_at",
     "sightings_at",
 ]
 
@@ -55,12 +57,12 @@ class TracedCall:
     the first line of a failed result) after they leave: their dispositions cannot tell then."""
 
 
-def _fate(runs: tuple[DispositionRun, ...], position: int) -> str | None:
-    return next((r.disposition for r in runs if r.first <= position <= r.last), None)
-
-
-def _summary_of(runs: tuple[DispositionRun, ...], position: int) -> str | None:
-    return next((r.summary_id for r in runs if r.first <= position <= r.last), None)
+def run_at(runs: tuple[DispositionRun, ...], position: int) -> DispositionRun | None:
+    """The run of a call's dispositions (sorted, disjoint) that holds ``position``, or None."""
+    index = bisect.bisect_right([r.first for r in runs], position) - 1
+    if index < 0 or runs[index].last < position:
+        return None
+    return runs[index]
 
 
 def sightings_at(
@@ -109,7 +111,8 @@ def _sightings(
 ) -> tuple[tuple[Sighting, ...], bool]:
     if call.context is not None:
         return sightings(call.context, pattern), False
-    fates = {p: _fate(call.runs, p) for p in sent if p <= call.position}
+    runs = {p: run_at(call.runs, p) for p in sent if p <= call.position}
+    fates = {p: None if run is None else run.disposition for p, run in runs.items()}
     whole = [p for p, f in fates.items() if f in _WHOLE and sent[p]]
     quoted = call.card and any(p in quotable for p in fates)
     if whole or not (quoted or any(f in _CUT for f in fates.values())):
@@ -118,9 +121,9 @@ def _sightings(
             covered: dict[
                 str, list[int]
             ] = {}  # by the summary standing for each (clip-archive shows several)
-            for p, f in fates.items():
-                if f == "summarized":
-                    covered.setdefault(_summary_of(call.runs, p) or call.summary_id, []).append(p)
+            for p, run in runs.items():
+                if run is not None and run.disposition == "summarized":
+                    covered.setdefault(run.summary_id or call.summary_id, []).append(p)
             found += [
                 Sighting(shown="summary", sources=tuple(positions), summary_id=summary_id)
                 for summary_id, positions in covered.items()

@@ -50,6 +50,26 @@ def _call(name: str, **args: Any) -> types.Part:
     return types.Part(function_call=types.FunctionCall(name=name, args=args))
 
 
+def _run(
+    ledger: contextledger.Ledger, model: ScriptedGemini, question: str
+) -> tuple[contextledger.AgentContext, list[Any]]:
+    """One ADK run of a reader agent under the recipe, asked ``question``; its context and ADK's events."""
+    tools = [{"name": "read_file", "description": "Read a file.", "parameters": {"path": {"type": "string"}}}]
+    agent_context = contextledger.AgentContext.start(
+        ledger, provider="openai", system_prompt="You read files.", tools=tools, budget=BUDGET
+    )
+    recipe = AdkContext(agent_context)
+    agent = LlmAgent(name="reader", model=model, tools=[read_file], **recipe.callbacks())
+
+    async def run() -> list[Any]:
+        runner = InMemoryRunner(agent=agent, app_name="recipe")
+        session = await runner.session_service.create_session(app_name="recipe", user_id="u")
+        asked = types.Content(role="user", parts=[types.Part(text=question)])
+        return [e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=asked)]
+
+    return agent_context, asyncio.run(run())
+
+
 def test_adk_callbacks_send_the_budgeted_context_and_record_every_call():
     """An ADK agent reading a file bigger than the budget: each model request holds the rendered context.
 
@@ -65,24 +85,7 @@ def test_adk_callbacks_send_the_budgeted_context_and_record_every_call():
         ],
     )
     with contextledger.open_ledger("memory://") as ledger:
-        tools = [
-            {"name": "read_file", "description": "Read a file.", "parameters": {"path": {"type": "string"}}}
-        ]
-        agent_context = contextledger.AgentContext.start(
-            ledger, provider="openai", system_prompt="You read files.", tools=tools, budget=BUDGET
-        )
-        recipe = AdkContext(agent_context)
-        agent = LlmAgent(name="reader", model=model, tools=[read_file], **recipe.callbacks())
-
-        async def run() -> list[Any]:
-            runner = InMemoryRunner(agent=agent, app_name="recipe")
-            session = await runner.session_service.create_session(app_name="recipe", user_id="u")
-            question = types.Content(role="user", parts=[types.Part(text="How long is big.txt?")])
-            return [
-                e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=question)
-            ]
-
-        events = asyncio.run(run())
+        agent_context, events = _run(ledger, model, "How long is big.txt?")
         assert events[-1].content.parts[0].text == "It has 400 lines."
         views = contextledger.CallRecorder(ledger).calls(agent_context.session_id)
         assert len(views) == len(model.requests) == 2
@@ -115,24 +118,7 @@ def test_adk_callbacks_record_each_content_once_over_many_compacted_steps():
     done = types.Content(role="model", parts=[types.Part(text="Done.")])
     model = ScriptedGemini(model="scripted", replies=[*replies, done])
     with contextledger.open_ledger("memory://") as ledger:
-        tools = [
-            {"name": "read_file", "description": "Read a file.", "parameters": {"path": {"type": "string"}}}
-        ]
-        agent_context = contextledger.AgentContext.start(
-            ledger, provider="openai", system_prompt="You read files.", tools=tools, budget=BUDGET
-        )
-        recipe = AdkContext(agent_context)
-        agent = LlmAgent(name="reader", model=model, tools=[read_file], **recipe.callbacks())
-
-        async def run() -> list[Any]:
-            runner = InMemoryRunner(agent=agent, app_name="recipe")
-            session = await runner.session_service.create_session(app_name="recipe", user_id="u")
-            question = types.Content(role="user", parts=[types.Part(text="Read big.txt eight times")])
-            return [
-                e async for e in runner.run_async(user_id="u", session_id=session.id, new_message=question)
-            ]
-
-        events = asyncio.run(run())
+        agent_context, events = _run(ledger, model, "Read big.txt eight times")
         assert events[-1].content.parts[0].text == "Done."
         assert len(model.requests) == steps + 1
         history = [1 + 2 * step for step in range(steps + 1)]  # the question, then a call and its response
