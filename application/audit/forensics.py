@@ -7,11 +7,19 @@ from collections.abc import Iterator
 
 import msgspec
 from contextledger.application.audit.call_recorder import CallRecorder
+from contextledger.application.audit.carriers import Carrier, carriers_of
+from contextledger.application.audit.elsewhere import (
+    LISTED,
+    in_tool_definitions,
+    later_artifact,
+    only_in_summaries,
+    summary_contains,
+    textless,
+)
 from contextledger.application.audit.text_trace import Sighting, shown_as, sightings
 from contextledger.application.audit.traced_calls import (
     TracedCall,
     computed_calls,
-    in_signed_reasoning,
     recorded_calls,
     rendered,
     run_at,
@@ -25,98 +33,17 @@ from contextledger.application.audit.why_answer import (
     smallest_change,
 )
 from contextledger.application.kernel.ledger import Ledger
-from contextledger.application.kernel.summary_log import SummaryStream
 from contextledger.application.render.renderer import Renderer
-from contextledger.application.search.log_search import searchable_texts
-from contextledger.application.search.text_index import TextIndex
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import (
-    AnyEvent,
-    AssistantMessageAdded,
     DispositionRun,
-    SessionStarted,
-    SummaryRecorded,
-    ToolResultRecorded,
-    UserMessageAdded,
 )
-from contextledger.projections.call_text import argument_text
-from contextledger.projections.card_state import would_quote
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import get_preset
 
 __all__ = ["CallFate", "WhyAnswer", "why"]
 
 _KEPT = {"verbatim", "pinned", "control"}
-_LISTED = 12
-"""How many carrying events a verdict names (the answer's ``carried_by`` has them all)."""
-
-
-def _normalized(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-class _Entry(msgspec.Struct, frozen=True):
-    position: int
-    kind: str
-    snippet: str
-    text: str
-    tool_name: str | None
-    sent: bool = True
-    """Whether the text is in a part of the event a payload sends (not its reasoning)."""
-    quotable: bool = False
-    """Whether the session-state card may quote the event once it leaves the window (``would_quote``)."""
-    signed: bool = False
-    """Whether the text is only in the event's signed reasoning (``in_signed_reasoning``)."""
-
-
-def _sent(ledger: Ledger, event: AnyEvent, pattern: re.Pattern[str]) -> bool:
-    """Whether ``pattern`` is in a part of ``event`` a payload sends: text, tool-call names and arguments."""
-    if isinstance(event, SessionStarted):
-        texts = [event.system_prompt]
-    elif isinstance(event, AssistantMessageAdded):
-        texts = [ledger.text(event.content), *(c.name for c in event.tool_calls)]
-        # the arguments as sent (JSON) and their values as the model reads them (ADR 0086)
-        texts += [
-            text for c in event.tool_calls for text in (c.arguments, argument_text(c.arguments)) if text
-        ]
-    elif isinstance(event, UserMessageAdded | ToolResultRecorded):
-        texts = [ledger.text(event.content)]
-    else:
-        return False
-    return any(pattern.search(text) for text in texts)
-
-
-def _carriers(
-    ledger: Ledger,
-    session_id: str,
-    query: str,
-    pattern: re.Pattern[str],
-    position: int | None,
-    *,
-    regex: bool,
-) -> list[_Entry]:
-    """Every event holding ``pattern`` (or just the event at ``position``), in log order."""
-    events = (
-        ledger.events(session_id, after=position - 1, upto=position)
-        if position is not None
-        else TextIndex(ledger).scan(session_id, query, regex=regex)
-    )
-    found: list[_Entry] = []
-    for recorded in events:
-        for text, tool in searchable_texts(ledger, recorded.event):
-            match = pattern.search(text)
-            if match or position is not None:
-                start, end = match.span() if match else (0, min(len(text), 80))
-                snippet = " ".join(text[max(0, start - 60) : end + 60].split())
-                event = recorded.event
-                sent = _sent(ledger, event, pattern)
-                content = getattr(event, "content", None)
-                quotable = would_quote(event, ledger.text(content) if content is not None else "")
-                kind = type(event).__name__
-                signed = not sent and in_signed_reasoning(event, pattern)
-                found.append(_Entry(recorded.position, kind, snippet, text, tool, sent, quotable, signed))
-                break
-    return found
 
 
 def why(
@@ -155,16 +82,14 @@ def why(
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
     except re.error as error:
         raise ValidationError(f"not a regular expression: {query!r} ({error})") from None
-    carriers = _carriers(ledger, session_id, query, pattern, position, regex=regex)
+    carriers = carriers_of(ledger, session_id, query, pattern, position, regex=regex)
     if not carriers:
-        return WhyAnswer(
-            session_id=session_id,
-            query=query,
-            verdict=_only_in_summaries(ledger, session_id, pattern)
-            or _own_text(ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget)
-            or "not in the log: the session never held it",
-            entered_at=None,
+        verdict = (
+            textless(ledger, session_id, position)  # a pin, an unpin: not "every text" (an empty query)
+            if position is not None
+            else _not_held(ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget)
         )
+        return WhyAnswer(session_id=session_id, query=query, verdict=verdict, entered_at=None)
     entry = carriers[0]
     source, policy_name, calls = _calls(
         ledger, session_id, entry.position, renderer=renderer, policy=policy, budget=budget
@@ -179,7 +104,7 @@ def why(
 
         def summary_holds(summary_id: str) -> bool:
             if summary_id not in holds:
-                holds[summary_id] = _summary_contains(ledger, session_id, summary_id, pattern) == "exact"
+                holds[summary_id] = summary_contains(ledger, session_id, summary_id, pattern) == "exact"
             return holds[summary_id]
 
         for call in calls:
@@ -220,14 +145,14 @@ def _left_again(fates: tuple[CallFate, ...], index: int) -> CallFate | None:
     return fates[last]
 
 
-def _carried(carriers: list[_Entry]) -> str:
-    named = ", ".join(str(c.position) for c in carriers[:_LISTED])
-    more = f" and {len(carriers) - _LISTED} more" if len(carriers) > _LISTED else ""
+def _carried(carriers: list[Carrier]) -> str:
+    named = ", ".join(str(c.position) for c in carriers[:LISTED])
+    more = f" and {len(carriers) - LISTED} more" if len(carriers) > LISTED else ""
     return f"carried by event{'s' if len(carriers) > 1 else ''} {named}{more}"
 
 
 def _verdict(
-    ledger: Ledger, answer: WhyAnswer, pattern: re.Pattern[str], carriers: list[_Entry]
+    ledger: Ledger, answer: WhyAnswer, pattern: re.Pattern[str], carriers: list[Carrier]
 ) -> WhyAnswer:
     fates = answer.calls
     index = next((i for i, f in enumerate(fates) if f.shown is None), None)
@@ -239,13 +164,13 @@ def _verdict(
     left = fates[index]
     back = next((f for f in fates[index + 1 :] if f.shown is not None), None)
     contains = (
-        _summary_contains(ledger, answer.session_id, left.summary_id, pattern) if left.summary_id else None
+        summary_contains(ledger, answer.session_id, left.summary_id, pattern) if left.summary_id else None
     )
     later = next((f for f in fates[index + 1 :] if f.shown and "summary" in f.shown.split("+")), None)
     if later is not None:
         later_id: str | None = later.summary_id
     elif answer.query.strip():  # an event followed by --position has no text to look for in artifacts
-        later_id = _later_artifact(ledger, answer.session_id, pattern, left.position)
+        later_id = later_artifact(ledger, answer.session_id, pattern, left.position)
     else:
         later_id = None
     reducer = reducer_of(left.rule)
@@ -287,7 +212,7 @@ def _verdict(
 
 
 def _text_fate(
-    call: TracedCall, found: tuple[Sighting, ...], carriers: list[_Entry], previous: CallFate | None
+    call: TracedCall, found: tuple[Sighting, ...], carriers: list[Carrier], previous: CallFate | None
 ) -> CallFate:
     """Where the text shows in this call (``found``), and the fate of the event it is followed through."""
     held = [c.position for c in carriers if c.position <= call.position]
@@ -407,52 +332,25 @@ _OWN_KIND = {
 """What contextledger writes into a payload, by how a sighting shows (``sightings``; another: its name)."""
 
 
-def _only_in_summaries(ledger: Ledger, session_id: str, pattern: re.Pattern[str]) -> str | None:
-    """The verdict of a text no event holds but a summary artifact does (a summarizer wrote it), or None.
-
-    "Never held" would contradict ``search``, which finds it in the artifact, and the payloads that show it.
-    """
-    held = list(_artifacts_holding(ledger, session_id, pattern))
-    if not held:
-        return None
-    listed = ", ".join(
-        f"{a.summary_id} (positions {a.covers_from}-{a.covers_through})" for a in held[:_LISTED]
-    )
-    more = f" and {len(held) - _LISTED} more" if len(held) > _LISTED else ""
+def _not_held(
+    ledger: Ledger,
+    session_id: str,
+    pattern: re.Pattern[str],
+    *,
+    renderer: Renderer,
+    policy: Policy | None,
+    budget: int | None,
+) -> str:
+    """The verdict of a text no message, call or result holds: where else it is, or never held."""
     return (
-        f"no event of the log holds it: only summaries written by the summarizer do: {listed}{more}; "
-        "a call that shows one of them shows it"
+        in_tool_definitions(ledger, session_id, pattern)
+        or only_in_summaries(ledger, session_id, pattern)
+        or _own_text(ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget)
+        or "not in the log: the session never held it"
     )
 
 
-def _summary_contains(ledger: Ledger, session_id: str, summary_id: str, pattern: re.Pattern[str]) -> str:
-    for artifact in SummaryStream(ledger.log, session_id).artifacts():
-        if artifact.summary_id == summary_id:
-            text = ledger.text(artifact.content)
-            if pattern.search(text):
-                return "exact"
-            needle = _normalized(pattern.pattern.replace("\\", ""))
-            return "normalized" if needle and needle in _normalized(text) else "no"
-    return "no"
-
-
-def _artifacts_holding(
-    ledger: Ledger, session_id: str, pattern: re.Pattern[str]
-) -> Iterator[SummaryRecorded]:
-    """The session's summary artifacts whose text holds ``pattern``, oldest first."""
-    for artifact in SummaryStream(ledger.log, session_id).artifacts():
-        if pattern.search(ledger.text(artifact.content)):
-            yield artifact
-
-
-def _later_artifact(ledger: Ledger, session_id: str, pattern: re.Pattern[str], after: int) -> str | None:
-    """A summary produced after ``after`` that holds the text (none of the calls traced applied it)."""
-    return next(
-        (a.summary_id for a in _artifacts_holding(ledger, session_id, pattern) if a.produced_at > after), None
-    )
-
-
-def _smallest_change(ledger: Ledger, session_id: str, entry: _Entry, left: CallFate) -> str:
+def _smallest_change(ledger: Ledger, session_id: str, entry: Carrier, left: CallFate) -> str:
     """The least config change (or action) that would have kept the event verbatim at that call."""
     later = ledger.events(session_id, after=entry.position, upto=left.position)
     return smallest_change(later, session_id, entry.position, entry.tool_name, left)

@@ -49,9 +49,9 @@ __all__ = [
 CHUNK = 4_096
 """Positions per sketched chunk."""
 
-FORMAT = 2
+FORMAT = 3
 """Part of every sketch's name: raise it when the sketch's content changes (2: marks dropped, and the
-texts of tool calls' arguments as read, ``argument_text``)."""
+texts of tool calls' arguments as read, ``argument_text``; 3: U+0131, the dotless i, folded to ``i``)."""
 
 SEARCH_VIEW = f"search/v{FORMAT}"
 """The rows of the checkpointed search view (``SearchView``), one per full chunk; read before snapshots."""
@@ -85,12 +85,14 @@ def _folded(text: str) -> str:
 
     Casefolding may add a combining mark that is no word character (``İ`` becomes ``i̇``), which split
     "İstanbul" into "i" and "stanbul", while a regular expression that ignores case matches "istanbul"
-    there: a filter must never skip a chunk the match would find, so marks do not count at all.
+    there: a filter must never skip a chunk the match would find, so marks do not count at all. U+0131,
+    the dotless i, casefolds to itself, yet a case-ignoring match takes it for ``i`` and ``I`` (the one
+    such letter): it is folded to ``i`` (format 3).
     """
     folded = text.casefold()
     if folded.isascii():
         return folded
-    return _MARKS.sub("", unicodedata.normalize("NFKD", folded))
+    return _MARKS.sub("", unicodedata.normalize("NFKD", folded.replace("\u0131", "i")))
 
 
 def needles(query: str) -> list[bytes]:

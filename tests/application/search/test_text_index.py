@@ -11,6 +11,8 @@ from contextledger.application.search.log_search import searchable_texts
 from contextledger.application.search.text_index import CHUNK, FORMAT, TextIndex
 from contextledger.projections.presets import get_preset
 
+DOTLESS = "\u0131"
+
 FACT = "The staging PASSWORD rotates on Thursdays (ticket OPS-4471)"
 
 
@@ -130,6 +132,26 @@ def test_a_query_whose_casefold_adds_a_mark_still_finds_its_chunk(ledger):
     for query in ("İstanbul", "flight to İstanbul", "istanbul"):
         scanned = [r.position for r in TextIndex(ledger).scan(session, query)]
         assert planted in scanned, query
+
+
+def test_a_query_with_a_dotless_i_finds_the_chunk_a_case_ignoring_match_finds(ledger):
+    """With U+0131 (dotless i), "stanbul" after it matches "Istanbul" and "istanbul" ignoring case.
+
+    U+0131 casefolds to itself: the chunk was skipped, and ``why`` read the user's own words as
+    "contextledger wrote it". It folds to ``i`` on both sides, and "ISTANBUL" finds it.
+    """
+    session = ledger.start_session(system_prompt="sys")
+    texts = [f"note {i} alpha" for i in range(2 * CHUNK + 50)]
+    texts[100] = "Book the flight to Istanbul for Friday."
+    texts[CHUNK + 100] = f"Yar{DOTLESS}n {DOTLESS}stanbul'a u\u00e7uyoruz."
+    ledger.append_many(session, [{"role": "user", "content": t} for t in texts])
+    first, second = 2 + 100, 2 + CHUNK + 100
+    for query, planted in ((f"{DOTLESS}stanbul", first), ("ISTANBUL", second), ("istanbul", second)):
+        scanned = [r.position for r in TextIndex(ledger).scan(session, query)]
+        assert planted in scanned, query
+        assert re.search(re.escape(query), texts[planted - 2], re.IGNORECASE), query
+    answer = why(ledger, session, f"{DOTLESS}stanbul", renderer=Renderer(ledger, tokenizer="heuristic"))
+    assert answer.entered_at == first, answer.verdict
 
 
 def test_a_text_with_quotes_inside_a_calls_arguments_is_found_where_it_is(ledger):
