@@ -181,7 +181,7 @@ def add_user_blocks(
         elif block.type == "text":
             texts.append(_need(source, block.text, f"{where}.text", "text"))
         else:
-            draft.note(f"user '{block.type}' blocks (not text) were dropped: the ledger stores text only")
+            draft.note(f"user '{block.type}' blocks (not text) were dropped: this importer keeps text only")
     if texts:
         draft.messages.append({"role": "user", "content": "\n\n".join(texts), "at": at, "meta": dict(meta)})
         added += 1

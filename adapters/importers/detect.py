@@ -99,8 +99,8 @@ def _of_lines(source: Source) -> str | None:
     for value in rows:
         if not isinstance(value, dict):
             return None
-        if value.get("type") in _CLAUDE_TYPES and (
-            "sessionId" in value or "uuid" in value or "messageId" in value
+        if value.get("type") in _CLAUDE_TYPES and (  # a resumed session opens with summaries: leafUuid
+            "sessionId" in value or "uuid" in value or "messageId" in value or "leafUuid" in value
         ):
             return "claude-code"
     first = rows[0]

@@ -149,10 +149,8 @@ def parse_mini_swe_agent(source: Source) -> list[SessionDraft]:
     book = CallBook()
     messages = trajectory.messages
     if any(m.role == "tool" for m in messages):
-        plain = [
-            source.convert(msgspec.to_builtins(m), OAMessage, f"$.messages[{i}]")
-            for i, m in enumerate(messages)
-        ]
+        raw = source.document["messages"]  # as written: MiniMessage keeps no tool_calls or tool_call_id
+        plain = [source.convert(m, OAMessage, f"$.messages[{i}]") for i, m in enumerate(raw)]
         add_openai_messages(source, draft, plain, path="$.messages", book=book)
         return [draft]
     pattern = _pattern(trajectory.info, draft)

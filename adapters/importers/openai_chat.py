@@ -103,7 +103,7 @@ def text_of_parts(parts: list[dict[str, Any]], draft: SessionDraft) -> str:
         if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
             texts.append(part["text"])
         else:
-            draft.note(f"non-text content parts ({kind}) were dropped: the ledger stores text only")
+            draft.note(f"non-text content parts ({kind}) were dropped: this importer keeps text only")
     return "\n".join(texts)
 
 
@@ -111,6 +111,23 @@ def _text(content: str | list[dict[str, Any]] | None, draft: SessionDraft) -> st
     if content is None or isinstance(content, str):
         return content
     return text_of_parts(content, draft)
+
+
+_ANTHROPIC_ONLY = {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"}
+"""Content blocks of Anthropic Messages that Chat Completions has no part for: never dropped as "non-text"."""
+
+
+def _refuse_anthropic_blocks(source: Source, message: OAMessage, ref: str) -> None:
+    """An Anthropic message read as Chat lost every call, result and thinking block: refuse it instead."""
+    if not isinstance(message.content, list):
+        return
+    kinds = sorted({str(p.get("type")) for p in message.content if p.get("type") in _ANTHROPIC_ONLY})
+    if kinds:
+        raise source.error(
+            f"{ref}.content",
+            f"Anthropic Messages blocks ({', '.join(kinds)}) in a Chat Completions message: import it as "
+            "--format anthropic (or let the format be detected)",
+        )
 
 
 def add_openai_messages(
@@ -131,6 +148,7 @@ def add_openai_messages(
     for index, message in enumerate(messages):
         ref = refs[index] if refs is not None else f"{path}[{index}]"
         meta: dict[str, Any] = {"source_ref": ref}
+        _refuse_anthropic_blocks(source, message, ref)
         text = _text(message.content, draft)
         if message.role in {"system", "developer"}:
             if draft.messages:

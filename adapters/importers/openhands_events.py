@@ -77,6 +77,8 @@ class _Stream:
         self.book = CallBook()
         self.action_ids: dict[int, str] = {}
         self.response_id: str | None = None
+        self.reply: dict[str, Any] | None = None
+        """The assistant message of ``response_id``: its later actions join it, observations between."""
         self.skipped: Counter[str] = Counter()
 
     def meta(self, event: OHEvent, ref: str) -> dict[str, Any]:
@@ -111,8 +113,9 @@ class _Stream:
         draft = self.draft
         response = tcm.model_response if tcm else None
         response_id = response.get("id") if isinstance(response, dict) else None
-        reply = draft.last_assistant()
-        if reply is None or response_id is None or response_id != self.response_id:
+        # OpenHands runs a response's calls one a step, each action after the last one's observation
+        reply = self.reply if response_id is not None and response_id == self.response_id else None
+        if reply is None:
             said = _response_message(response).get("content") or event.args.get("thought") or None
             model = response.get("model") if isinstance(response, dict) else None
             reply = {
@@ -126,7 +129,7 @@ class _Stream:
                 reply["meta"]["usage"] = response["usage"]
             draft.messages.append(reply)
             draft.model = draft.model or (model if isinstance(model, str) else None)
-            self.response_id = response_id
+            self.response_id, self.reply = response_id, reply
         if tcm is not None:
             source_id, name, arguments = tcm.tool_call_id, tcm.function_name, _arguments(event, tcm, draft)
         else:
@@ -209,17 +212,23 @@ def parse_openhands(source: Source) -> list[SessionDraft]:
 
     User ``message`` actions are user messages; agent actions with ``tool_call_metadata`` are tool
     calls (actions from one model response share one assistant message); observations pair with
-    their action by ``cause`` (else by tool_call_id); state-change events are counted, not stored.
+    their action by ``cause`` (else by tool_call_id); state-change events are counted, not stored. An
+    evaluation's ``output.jsonl`` (one such object a line, one instance each) gives a session a line.
     """
-    document = source.document
-    path = "$"
+    if source.looks_like_json_lines():
+        return [_history(source, value, f"line {number}: ") for number, value in source.lines()]
+    return [_history(source, source.document, "")]
+
+
+def _history(source: Source, document: Any, line: str) -> SessionDraft:
+    path = f"{line}$"
     native = ""
     if isinstance(document, dict) and isinstance(document.get("history"), list):
         native = str(document.get("instance_id") or document.get("id") or "")
-        document, path = document["history"], "$.history"
+        document, path = document["history"], f"{line}$.history"
     if not isinstance(document, list) or not document:
         raise source.error(path, "expected a non-empty JSON array of OpenHands events")
     events = source.convert(document, list[OHEvent], path)
     if not native and events[0].timestamp:
         native = events[0].timestamp
-    return [_stream(source, events, path, native)]
+    return _stream(source, events, path, native)

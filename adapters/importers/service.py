@@ -108,13 +108,18 @@ def open_file(path: str | Path, fmt: str = "auto") -> tuple[str, Iterator[Prepar
         raise ConfigError(msg)
     source = Source.read(path)
     chosen = detect_format(source) if fmt == "auto" else fmt
-    return chosen, _prepared(source, PARSERS[chosen](source))
+    return chosen, _prepared(source, PARSERS[chosen])
 
 
-def _prepared(source: Source, drafts: Iterable[SessionDraft]) -> Iterator[PreparedSession]:
-    """Validate each draft as it comes; a session identical to an earlier one of the file is refused."""
+def _prepared(
+    source: Source, parser: Callable[[Source], Iterable[SessionDraft]]
+) -> Iterator[PreparedSession]:
+    """Parse as drawn (a bad file fails with its format known); validate each draft as it comes.
+
+    A session identical to an earlier one of the file is refused.
+    """
     seen: dict[str, str] = {}
-    for draft in drafts:
+    for draft in parser(source):
         session = prepare(draft)
         if session.session_id in seen:
             where = session.draft.source_ref or session.draft.native_id
