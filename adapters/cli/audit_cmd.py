@@ -165,24 +165,20 @@ def _print_fates(console: Any, answer: Any) -> None:
     if not answer.calls:
         return
     short = short_call_ids(fate.call_id for fate in answer.calls)
+    policies = len({fate.policy for fate in answer.calls}) > 1
+    columns = ["position", "shown", "fate", "rule", "summary", *(["policy"] if policies else [])]
     table = Table(
         id_column("call", short.values()),
-        "position",
-        "fate",
-        "rule",
-        "summary",
+        *columns,
         title=f"{len(answer.calls)} calls ({answer.calls_source})",
     )
     previous = None
-    for fate in answer.calls:
-        key = (fate.disposition, fate.rule, fate.summary_id)
+    for fate in answer.calls:  # a change of how it shows is a row too: leaving the card is not a fate
+        key = (fate.shown, fate.disposition, fate.rule, fate.summary_id, fate.policy)
         if key != previous:
-            table.add_row(
-                *map(
-                    cell,
-                    (short[fate.call_id], fate.position, fate.disposition, fate.rule, fate.summary_id or ""),
-                )
-            )
+            row = [short[fate.call_id], fate.position, fate.shown or "absent", fate.disposition, fate.rule]
+            row += [fate.summary_id or "", *([fate.policy or ""] if policies else [])]
+            table.add_row(*map(cell, row))
         previous = key
     console.print(table)
 
@@ -239,6 +235,8 @@ def _register_why(app: typer.Typer) -> None:
                 return
             console = out_console()
             console.print(cell(answer.verdict, "bold"))
+            if answer.policy:
+                console.print(cell(f"under policy {answer.policy} ({answer.calls_source} calls)"))
             if answer.entered_at is not None:
                 console.print(
                     cell(f"entered at position {answer.entered_at} ({answer.entered_kind}): {answer.snippet}")

@@ -174,8 +174,8 @@ def _verdict(
     else:
         later_id = None
     reducer = reducer_of(left.rule)
-    verdict = f"{left.disposition} by {reducer} — rule {left.rule} — at call {left.call_id}"
-    verdict += f" (position {left.position}; {carried})"
+    dropped = _card_held(fates, index)
+    verdict = _left_at(left, dropped, carried)
     if left.summary_id:
         mentions = "mentions" if contains in {"exact", "normalized"} else "does not mention"
         verdict += f"; summary {left.summary_id}, applied at that call, {mentions} it"
@@ -192,6 +192,9 @@ def _verdict(
             f"; absent again from call {again.call_id} (position {again.position}){rule}, and still absent"
         )
     entry = next((c for c in carriers if c.position == left.event), carriers[0])
+    change = _smallest_change(ledger, answer.session_id, entry, left)
+    if dropped is not None:
+        change = f"{_CARD_ADVICE.get(entry.kind, _CARD_CAP)}; or keep the event itself: {change}"
     return msgspec.structs.replace(
         answer,
         verdict=verdict,
@@ -200,15 +203,55 @@ def _verdict(
         disposition=left.disposition,
         rule=left.rule,
         reducer=reducer,
+        policy=left.policy or answer.policy,  # the config in force where it left, not the latest call's
         summary_id=left.summary_id,
         summary_contains=contains,
-        smallest_change=_smallest_change(ledger, answer.session_id, entry, left),
+        smallest_change=change,
         left_event=left.event,
         later_summary_id=later_id,
         later_summary_call=later.call_id if later else None,
         later_summary_position=later.position if later else None,
         back_at_call=back.call_id if back else None,
     )
+
+
+_CARD_CAP = "raise the card's cap (card.max_tokens, card.max_fraction of the target) so it quotes more"
+_CARD_ADVICE = {
+    "ToolResultRecorded": "raise card.errors (the card lists the newest failed results) or " + _CARD_CAP[6:],
+    "AssistantMessageAdded": "raise card.decisions or card.files (the card lists the newest) or "
+    + _CARD_CAP[6:],
+}
+"""What keeps a quote in the card longer, by the kind of event quoted (its lists keep the newest entries)."""
+
+
+def _left_at(left: CallFate, dropped: CallFate | None, carried: str) -> str:
+    """The verdict's opening: the fate at the call it left in, or the card's, which quoted it until then."""
+    fate = f"{left.disposition} by {reducer_of(left.rule)} — rule {left.rule} —"
+    if dropped is None:
+        return f"{fate} at call {left.call_id} (position {left.position}; {carried})"
+    return (  # its event's fate is older: what changed at this call is the card, which quoted it until now
+        f"left the session-state card at call {left.call_id} (position {left.position}; {carried}): the "
+        f"card no longer quotes it; its event was {fate} at call {dropped.call_id} (position "
+        f"{dropped.position}) and the card quoted it since"
+    )
+
+
+def _card_held(fates: tuple[CallFate, ...], index: int) -> CallFate | None:
+    """The call that gave the event its fate, when the card quoted the text until ``index`` (else None).
+
+    The event's disposition and rule did not change at ``index``: the card, refreshed within its cap and
+    the lengths of its lists, stopped quoting it. Naming the event's fate at ``index`` read as a fresh drop.
+    """
+    if index == 0 or "card" not in (fates[index - 1].shown or "").split("+"):
+        return None
+    left = fates[index]
+    first = index
+    while first > 0 and (fates[first - 1].disposition, fates[first - 1].rule) == (
+        left.disposition,
+        left.rule,
+    ):
+        first -= 1
+    return fates[first] if first < index else None
 
 
 def _text_fate(
@@ -245,6 +288,7 @@ def _text_fate(
         shown_from=shown_from,
         driver=call.driver,
         budget=call.budget,
+        policy=call.policy,
     )
 
 
@@ -270,6 +314,7 @@ def _event_fate(call: TracedCall, position: int) -> CallFate | None:
         shown_from=(position,) if run.disposition in _KEPT else (),
         driver=call.driver,
         budget=call.budget,
+        policy=call.policy,
     )
 
 

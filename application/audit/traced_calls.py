@@ -52,6 +52,8 @@ class TracedCall:
     """The wire a recorded call's payload was built for: some send the turn's signed reasoning back."""
     reasoning_rules: int = 1
     """The ``REASONING_RULES`` its payload was built under (``reasoning_rules_of`` its record's meta)."""
+    policy: str | None = None
+    """The name of the policy the call was rendered under (a recorded call's own, not the latest's)."""
     card: bool = False
     """Whether the call's policy keeps a session-state card, which quotes messages (user words, decisions,
     the first line of a failed result) after they leave: their dispositions cannot tell then."""
@@ -176,6 +178,7 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
             budget=record.budget,
             wire_format=record.wire_format,
             reasoning_rules=reasoning_rules_of(record.meta),
+            policy=record.policy,
             card=policy_of(view).card.enabled,
         )
 
@@ -197,4 +200,5 @@ def computed_calls(
             summary_shown=any(m.kind == "summary" for m in context.messages),
             context=context,
             budget=context.budget,
+            policy=policy.name,
         )

@@ -65,6 +65,8 @@ class CallFate(msgspec.Struct, frozen=True, kw_only=True):
     """What made a recorded call (``AgentContext``, a framework adapter, ``cli``; None: not recorded)."""
     budget: int | None = None
     """The prompt budget the call was rendered under."""
+    policy: str | None = None
+    """The name of the policy the call was rendered under."""
 
 
 class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,6 +88,7 @@ class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
     rule: str | None = None
     reducer: str | None = None
     policy: str | None = None
+    """The policy of the call the text first left in (the latest call's while it has not left)."""
     summary_id: str | None = None
     """The summary applied at the first-left call (None: none was)."""
     summary_contains: str | None = None
