@@ -72,10 +72,17 @@ def _print(
                 "renders of the sessions that grew since are older, and count as different"
             )
         )
-    for session_id, reason in sorted(new.failed.items())[:5]:
+    for session_id, reason in sorted(new.failed.items())[:_FAILED_LISTED]:
         console.print(cell(f"cannot render {session_id}: {reason}"))
+    if len(new.failed) > _FAILED_LISTED:
+        more = len(new.failed) - _FAILED_LISTED
+        console.print(cell(f"... and {more:,} more session(s) that cannot render (--json lists them all)"))
     for line in _outcome(switched=switched, active=active, dropped=dropped):
         console.print(cell(line))
+
+
+_FAILED_LISTED = 5
+"""How many sessions that cannot render the table names (``--json`` has every one)."""
 
 
 def _progress_bar() -> Progress:

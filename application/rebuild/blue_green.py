@@ -170,6 +170,9 @@ def _digests(
     """
     policy, budget, tokenizer = _config(views, version)
     keys = views.row_keys(version)
+    rowless = set(views.row_keys(digests_of(version))).difference(keys)
+    if rowless:  # a session whose fold failed has no row, only a failed digest: it counts, and it fails
+        keys = sorted([*keys, *rowless])
     held = kept or {}
     unread = [k for k in keys if k not in held]
     stored = views.load_rows(digests_of(version), unread) if unread else {}

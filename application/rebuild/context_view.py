@@ -167,6 +167,8 @@ class ContextView:
             if data is not None:
                 rows[session_id] = (at, data)
                 self._add_digest(digests, session_id, at)
+            else:  # kept beside the rows: a later run (no fold left to fail) must not switch to it
+                digests[session_id] = (at, encode_digest(failed_digest(self.failed[session_id])))
         self._release_at_head(rows, self.reads.heads((after, upto)))
         return {self.name: rows, self.digests: digests, **fresh}
 

@@ -71,6 +71,23 @@ def test_a_switch_to_a_version_under_which_sessions_cannot_render_is_refused(tmp
     assert _json("rebuild", "--policy", "default", "--budget", "10", "--db", db)["candidate"]["failed"]
 
 
+def test_the_table_says_how_many_more_sessions_cannot_render_than_it_lists(tmp_path):
+    """Seven sessions failed; the table said "cannot render: 7" and listed five, with no word of the rest."""
+    db = _ledger(
+        tmp_path,
+        *sorted(FIXTURES.glob("mini-swe-agent__*.traj.json")),
+        *sorted(FIXTURES.glob("swe-agent__*.traj")),
+    )
+    failed = _json("rebuild", "--policy", "default", "--budget", "10", "--db", db)["candidate"]["failed"]
+    assert len(failed) > 5
+    shown = _run("rebuild", "--policy", "default", "--budget", "10", "--db", db)
+    assert sum(line.startswith("cannot render ") for line in shown.stdout.splitlines()) == 5
+    assert (
+        f"... and {len(failed) - 5} more session(s) that cannot render (--json lists them all)"
+        in shown.stdout
+    )
+
+
 def test_a_drop_happens_once_and_never_to_the_version_being_built(tmp_path):
     """A second drop of one version is refused as a typo is; so is a drop of the rebuild's own version."""
     db = _ledger(tmp_path, TRAJ)

@@ -105,3 +105,29 @@ def test_dropping_a_version_the_ledger_never_built_is_refused_before_anything_is
     with pytest.raises(ValidationError, match="no context version of this ledger"):
         rebuild(filled, candidate, drop=live + "-typo")
     assert _written(filled, _version_of(filled, candidate)) == (None, 0, [])
+
+
+def test_a_session_whose_fold_failed_is_remembered_so_a_later_run_does_not_switch_to_it(ledger):
+    """A policy naming a tool ``read_fil`` cannot fold a session whose schemas name ``read_file``.
+
+    The first run refused ``switch`` (its fold had failed in memory), but wrote no row and no digest: the
+    session vanished from the counts, and the next run, with nothing left to fold, switched to a version
+    under which it cannot render.
+    """
+    plain = ledger.start_session(system_prompt="s")
+    ledger.add_user_message(plain, "hello")
+    schemas = ledger.start_session(system_prompt="s", tools=[{"name": "read_file"}])
+    ledger.add_user_message(schemas, "read it")
+    typo = get_preset("default").model_dump()
+    typo["retention"]["tools"] = {"read_fil": {"keep_last": 2}}
+    spec = RebuildSpec(contextledger.Policy.model_validate(typo).model_dump_json(), 2_000, "heuristic")
+    live = rebuild(ledger, _spec("default"), switch=True).version
+    first = rebuild(ledger, spec)
+    assert first.comparison.candidate.sessions == 2
+    assert list(first.comparison.candidate.failed) == [schemas]
+    assert "read_fil" in first.comparison.candidate.failed[schemas]
+    for compare in (True, False):
+        with pytest.raises(ValidationError, match="cannot render"):
+            rebuild(ledger, spec, switch=True, compare=compare)
+    views, _ = store_views(ledger)
+    assert views.active(CONTEXT_VIEW) == live
