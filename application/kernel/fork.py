@@ -21,7 +21,7 @@ from contextledger.domain.events import AnyEvent, ForkParent, Recorded, SessionS
 from contextledger.domain.ports import AppendOutcome, EventLog, SessionInfo, StreamAppend
 from contextledger.projections.fold import FORK_START
 
-__all__ = ["ForkAwareLog", "fork_session", "summary_in_force"]
+__all__ = ["ForkAwareLog", "fork_parent", "fork_session", "summary_in_force"]
 
 
 class ForkAwareLog:
@@ -195,6 +195,38 @@ def summary_in_force(ledger: SessionLedger, session_id: str, position: int) -> S
         if due and (best is None or summary.covers_through >= best.covers_through):
             best = summary
     return best
+
+
+def fork_parent(ledger: SessionLedger, session_id: str, parent: object) -> ForkParent | None:
+    """A start's ``parent``, checked: a ``(session id, position)`` of an existing other session's events.
+
+    An unchecked parent (itself, unknown, past its head) made every read or append of the session fail,
+    and a session its own parent made every rebuild of the ledger fail (the log keeps it for good).
+
+    Raises:
+        ValidationError: not such a pair, the session itself, or a position outside the parent.
+        SessionNotFoundError: the parent does not exist (``SessionForgottenError``: it was forgotten).
+    """
+    if parent is None:
+        return None
+    if not (
+        isinstance(parent, tuple | list)
+        and len(parent) == 2  # noqa: PLR2004 - a pair
+        and isinstance(parent[0], str)
+        and isinstance(parent[1], int)
+        and not isinstance(parent[1], bool)
+    ):
+        msg = f"parent must be a (session id, position) pair, got {parent!r}"
+        raise ValidationError(msg)
+    parent_id, at = parent
+    if parent_id == session_id:
+        msg = f"session {session_id!r} cannot be its own parent"
+        raise ValidationError(msg)
+    head = ledger.version(parent_id)
+    if not 1 <= at <= head:
+        msg = f"fork position {at} is outside session {parent_id!r} (1..{head})"
+        raise ValidationError(msg)
+    return ForkParent(session_id=parent_id, position=at)
 
 
 def fork_session(

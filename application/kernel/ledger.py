@@ -11,7 +11,7 @@ from contextledger.application.kernel import pins
 from contextledger.application.kernel.collector import collector_paused
 from contextledger.application.kernel.drafting import EventDrafter, tool_call, tool_schema
 from contextledger.application.kernel.erasure import forget_session
-from contextledger.application.kernel.fork import ForkAwareLog, fork_session
+from contextledger.application.kernel.fork import ForkAwareLog, fork_parent, fork_session
 from contextledger.application.kernel.logs import get_logger
 from contextledger.application.kernel.messages import (
     AssistantMessage,
@@ -44,7 +44,6 @@ from contextledger.domain.events import (
     TIME_KEY,
     TIME_UNKNOWN,
     AnyEvent,
-    ForkParent,
     Recorded,
     SessionForgotten,
     SessionStarted,
@@ -170,7 +169,7 @@ class Ledger:
         if metadata is not None and too_deep(dict(metadata)):
             msg = f"session metadata nests deeper than {MAX_DEPTH} levels"
             raise InvalidMessageError(msg)
-        parent = spec.get("parent")
+        parent = fork_parent(self, session_id, spec.get("parent"))
         at, unknown_time = spec.get("at"), spec.get("unknown_time", False)
         started = SessionStarted(
             session_id=session_id,
@@ -178,7 +177,7 @@ class Ledger:
             model=spec.get("model"),
             tools=tuple(tool_schema(t) for t in spec.get("tools", ())),
             metadata=dict(metadata or {}),
-            parent=None if parent is None else ForkParent(session_id=parent[0], position=parent[1]),
+            parent=parent,
             at=at if at is not None or unknown_time else self.clock.now(),
             meta={TIME_KEY: TIME_UNKNOWN} if at is None and unknown_time else {},
         )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 import pytest
 from contextledger import open_ledger
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import UnknownToolCallError, ValidationError
+from contextledger.domain.errors import SessionNotFoundError, UnknownToolCallError, ValidationError
 from contextledger.domain.events import SessionStarted, ToolResultRecorded, UserMessageAdded
 
 
@@ -168,3 +170,30 @@ def test_fork_on_every_store(any_url):
         assert ledger.add_tool_result(child, "c2", "child answer", idempotency_key="k1") == 6  # a retry
         assert [r.position for r in ledger.events(child)] == [1, 2, 3, 4, 5, 6]
         assert _encoded(ledger, parent) == before
+
+
+@pytest.mark.parametrize(
+    ("parent", "error", "words"),
+    [
+        (("nope", 1), SessionNotFoundError, "no session 'nope'"),
+        (("p", 50), ValidationError, "fork position 50 is outside session 'p' (1..2)"),
+        (("p", 0), ValidationError, "fork position 0 is outside"),
+        (("child", 1), ValidationError, "cannot be its own parent"),
+        ("p", ValidationError, "a (session id, position) pair"),
+        (("p", True), ValidationError, "a (session id, position) pair"),
+    ],
+)
+def test_a_start_with_a_parent_that_cannot_be_read_is_refused_and_writes_nothing(parent, error, words):
+    """``start_session(parent=...)`` stored any parent: itself, unknown, past its head, malformed.
+
+    Every read or append of such a session failed for good, and one that was its own parent made every
+    rebuild of the ledger fail with a RecursionError (the log keeps what it is given).
+    """
+    ledger = open_ledger("memory://")
+    ledger.start_session(session_id="p", system_prompt="s")
+    ledger.add_user_message("p", "hello")
+    with pytest.raises(error, match=re.escape(words)):
+        ledger.start_session(session_id="child", parent=parent)
+    assert [s.session_id for s in ledger.sessions()] == ["p"]
+    ledger.start_session(session_id="child", parent=("p", 2))
+    assert [ledger.text(r.event.content) for r in ledger.events("child")[1:]] == ["hello"]
