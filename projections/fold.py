@@ -30,7 +30,11 @@ from contextledger.projections.policy import Policy
 from contextledger.projections.reducers.base import Reducer
 from contextledger.projections.reducers.guarantee import GuaranteeReducer
 from contextledger.projections.reducers.retention import RetentionReducer
-from contextledger.projections.reducers.summary import SummaryReducer, select_summaries, summary_room
+from contextledger.projections.reducers.summary import (
+    SummaryReducer,
+    select_summaries,
+    shown_room,
+)
 from contextledger.projections.reducers.truncation import TruncationReducer
 from contextledger.projections.reducers.window import WindowReducer
 from contextledger.projections.render import MessageMemo, render, summary_header
@@ -338,14 +342,19 @@ class Projector:
         )
         if not config.enabled or event.withheld or not config.fits(ref, self.budget):
             return  # a withheld summary lost what the card holds: recorded, never applied
-        if config.mode == "latest":
-            state.available = [s for s in state.available if s.covers_through > ref.covers_through]
+        if config.mode == "latest":  # kept: those reaching further, and (bounded by room) smaller ones
+            state.available = [
+                s
+                for s in state.available
+                if s.covers_through > ref.covers_through
+                or (config.latest_within_room and s.tokens < ref.tokens)
+            ]
         state.available.append(ref)
         if (config.on_arrival or event.meta.get(FORK_START) is True) and select_summaries(
             config,
             state.available,
             state.head_end,
-            summary_room(state, self.budget) if config.clip_within_room else None,
+            shown_room(config, state, self.budget),
         ) != state.window.summaries:
             self._run(state, "summary", (self.summary, self.guarantee))
         self._maybe_compact(state)

@@ -28,7 +28,7 @@ DEFAULT = Policy(
     ),
     retention=RetentionConfig(default=ToolRetention(keep_turns=3, keep_steps=10)),
     truncation=TruncationConfig(max_tokens=4_000),
-    summary=SummaryConfig(mode="latest", on_arrival=False),
+    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True),
     window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True),
     card=CARD,
 )
@@ -43,7 +43,7 @@ BLOCKS = Policy(
     budget=BudgetConfig(total=128_000, output_reserve=4_000, high_water=0.85, low_water=0.5),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(max_lines=50),
-    summary=SummaryConfig(mode="latest", max_tokens=2_000, on_arrival=False),
+    summary=SummaryConfig(mode="latest", max_tokens=2_000, on_arrival=False, latest_within_room=True),
     window=WindowConfig(
         keep_first=2,
         keep_first_unit="steps",
@@ -67,7 +67,7 @@ THRESHOLD = Policy(
     ),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="latest", on_arrival=False),
+    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True),
     window=WindowConfig(keep_first=0, keep_recent=10, keep_recent_unit="messages"),
     card=CARD,
 )
@@ -82,7 +82,7 @@ NEXUS = Policy(
     budget=BudgetConfig(total=200_000, output_reserve=8_000, headroom=20_000, high_water=1.0, low_water=0.25),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="latest", on_arrival=False),
+    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True),
     window=WindowConfig(keep_first=0, keep_recent=30_000, keep_recent_unit="tokens"),
     card=CARD,
 )

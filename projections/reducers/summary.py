@@ -9,7 +9,7 @@ from contextledger.projections.budget import Budget
 from contextledger.projections.groups import pin_reason, remove_groups
 from contextledger.projections.state import Removed, RenderState, SummaryRef, WorkingContext
 
-__all__ = ["SummaryConfig", "SummaryReducer", "select_summaries", "summary_room"]
+__all__ = ["SummaryConfig", "SummaryReducer", "select_summaries", "shown_room", "summary_room"]
 
 
 class SummaryConfig(pydantic.BaseModel):
@@ -28,6 +28,10 @@ class SummaryConfig(pydantic.BaseModel):
             room the pinned parts of the context leave under the target, leaving out the middle-most
             first (their spans stay searchable: ``recall``). Off (as policies recorded before ADR 0094
             were), the batches were bounded one by one, and together they could pin more than the budget.
+        latest_within_room: In ``latest`` mode, show the artifact reaching furthest among those that fit
+            the same room, none when none does (ADR 0095). Off (as policies recorded before it were), a
+            summary larger than that room was shown all the same, and every later render of the session
+            failed with ``PinnedOverBudgetError`` where the events without it fit.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -39,6 +43,12 @@ class SummaryConfig(pydantic.BaseModel):
     max_tokens: Annotated[int, pydantic.Field(gt=0)] | None = None
     on_arrival: bool = True
     clip_within_room: bool = False
+    latest_within_room: bool = False
+
+    @property
+    def within_room(self) -> bool:
+        """Whether the summaries shown are bounded by the room the pinned parts leave (``summary_room``)."""
+        return self.clip_within_room if self.mode == "clip" else self.latest_within_room
 
     def fits(self, summary: SummaryRef, budget: Budget) -> bool:
         """Return whether an artifact is small enough to be shown."""
@@ -48,17 +58,27 @@ class SummaryConfig(pydantic.BaseModel):
         return summary.tokens <= limit
 
 
-def summary_room(state: RenderState, budget: Budget) -> int:
+def summary_room(state: RenderState, budget: Budget, *, card: bool = True) -> int:
     """Tokens the summaries may take: the target less everything no reducer can evict.
 
     The system prompt, the tools, the card and every pinned group stay, and so does the newest group
-    (the guarantee leaves it last); summaries that took more would make the render fail.
+    (the guarantee leaves it last); summaries that took more would make the render fail. With ``card``
+    False the card's tokens are left in the room: refreshed after the reducers within what is left under
+    the target, it yields to a summary (``latest`` mode, ADR 0095).
     """
     groups = state.window.groups
     kept = sum(
         g.tokens for i, g in enumerate(groups) if i == len(groups) - 1 or pin_reason(g, state) is not None
     )
-    return budget.target - state.system_tokens - state.tools_tokens - state.window.card_tokens - kept
+    cards = state.window.card_tokens if card else 0
+    return budget.target - state.system_tokens - state.tools_tokens - cards - kept
+
+
+def shown_room(config: SummaryConfig, state: RenderState, budget: Budget) -> int | None:
+    """The room bounding the summaries ``config`` shows (``summary_room``), or None when none does."""
+    if not config.within_room:
+        return None
+    return summary_room(state, budget, card=config.mode == "clip")
 
 
 def select_summaries(
@@ -66,10 +86,12 @@ def select_summaries(
 ) -> tuple[SummaryRef, ...]:
     """Return the artifacts to show, oldest span first, given those available (in arrival order).
 
-    ``room`` (``summary_room``, with ``clip_within_room``): clip batches are left out, the middle-most
-    first, until those shown fit in it.
+    ``room`` (``summary_room``, with ``within_room``): clip batches are left out, the middle-most first,
+    until those shown fit in it; in ``latest`` mode only an artifact that fits in it may be shown.
     """
     useful = [s for s in available if s.covers_through > head_end]
+    if config.mode == "latest" and room is not None:
+        useful = [s for s in useful if s.tokens <= room]
     if not useful:
         return ()
     if config.mode == "latest":
@@ -121,9 +143,9 @@ class SummaryReducer:
         """Swap in the selected summaries; return the window and state."""
         if not self.config.enabled:
             return context, state
-        room = summary_room(state, budget) if self.config.clip_within_room else None
+        room = shown_room(self.config, state, budget)
         chosen = select_summaries(self.config, state.available, state.head_end, room)
-        if not chosen and room is not None and context.summaries:  # no batch fits any more: none is shown
+        if not chosen and room is not None and context.summaries:  # none fits any more: none is shown
             for summary in context.summaries:
                 context.removed.append(
                     Removed(

@@ -209,6 +209,7 @@ def policies(draw: st.DrawFn) -> Policy:
         "max_tokens": draw(st.none() | st.integers(10, 200)),
         "on_arrival": draw(st.booleans()),
         "clip_within_room": draw(st.booleans()),
+        "latest_within_room": draw(st.booleans()),
     }
     window = {
         "keep_first": draw(st.integers(0, 3)),
