@@ -184,6 +184,10 @@ class Projector:
         if not said_by_user(event):  # the agent's note in the user's place: shown, never the task
             return
         state.first_user = position if state.first_user is None else state.first_user
+        if self.policy.window.pin_whole_request and (
+            state.request_from is None or state.steps > state.request_steps
+        ):
+            state.request_from, state.request_steps = position, state.steps
         state.latest_user = position
         if self._card:
             observe_user(state.card, position, event, counted.full_text, counted.card)

@@ -34,7 +34,9 @@ def pin_reason(group: Group, state: RenderState) -> str | None:
         return "keep_first"
     if group.start == state.first_user:
         return "first-task"
-    if group.start == state.latest_user:
+    if group.start == state.latest_user or (
+        state.request_from is not None and state.request_from <= group.start <= (state.latest_user or 0)
+    ):  # the latest request, all of it: a spec sent before "implement it" (``pin_whole_request``)
         return "latest-user"
     if group.pending:
         return "pending-call"

@@ -29,7 +29,7 @@ DEFAULT = Policy(
     retention=RetentionConfig(default=ToolRetention(keep_turns=3, keep_steps=10)),
     truncation=TruncationConfig(max_tokens=4_000),
     summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True),
-    window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True),
+    window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True, pin_whole_request=True),
     card=CARD,
 )
 
@@ -51,6 +51,7 @@ BLOCKS = Policy(
         keep_recent=10,
         keep_recent_unit="steps",
         scope_turns=3,
+        pin_whole_request=True,
     ),
     card=CARD,
 )
@@ -68,7 +69,7 @@ THRESHOLD = Policy(
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True),
-    window=WindowConfig(keep_first=0, keep_recent=10, keep_recent_unit="messages"),
+    window=WindowConfig(keep_first=0, keep_recent=10, keep_recent_unit="messages", pin_whole_request=True),
     card=CARD,
 )
 
@@ -83,7 +84,7 @@ NEXUS = Policy(
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True),
-    window=WindowConfig(keep_first=0, keep_recent=30_000, keep_recent_unit="tokens"),
+    window=WindowConfig(keep_first=0, keep_recent=30_000, keep_recent_unit="tokens", pin_whole_request=True),
     card=CARD,
 )
 
@@ -97,7 +98,7 @@ CLIP_ARCHIVE = Policy(
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(mode="clip", clip_first=2, clip_last=2, on_arrival=False, clip_within_room=True),
-    window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True),
+    window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True, pin_whole_request=True),
     card=CARD,
 )
 

@@ -175,6 +175,11 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
     """Latest conversation timestamp seen (POSIX seconds), kept only for cache-aware compaction."""
     card: CardState = msgspec.field(default_factory=CardState)
     """What the session-state card is built from (``projections.card_state``)."""
+    request_from: int | None = None
+    """The first user message of the current request, when the policy pins it whole (``pin_whole_request``):
+    the user's messages since the assistant's last reply, up to ``latest_user``."""
+    request_steps: int = 0
+    """``steps`` when the current request began: a later user message with no step since extends it."""
 
     @property
     def total(self) -> int:
@@ -209,4 +214,6 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
             reason=self.reason,
             last_at=self.last_at,
             card=self.card.copy(),
+            request_from=self.request_from,
+            request_steps=self.request_steps,
         )

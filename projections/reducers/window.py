@@ -30,6 +30,10 @@ class WindowConfig(pydantic.BaseModel):
             head, and so do the head groups after it: they may be cut like any other group. Off (as
             policies recorded before ADR 0092 were), such a group stayed pinned with all its results,
             so large parallel results in the first step could pin more than the budget for good.
+        pin_whole_request: Every user message since the assistant's last reply is the current request and
+            stays pinned like the latest one (ADR 0096). Off (as policies recorded before it were), only
+            the latest message was pinned: a spec sent, then "implement it", lost the spec at the next
+            compaction.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -40,6 +44,7 @@ class WindowConfig(pydantic.BaseModel):
     keep_recent_unit: RecentUnit = "turns"
     scope_turns: Annotated[int, pydantic.Field(ge=0)] | None = None
     head_cap_strict: bool = False
+    pin_whole_request: bool = False
 
     def in_head(self, turn: int, step: int) -> bool:
         """Return whether a group starting at ``turn``/``step`` belongs to the keep_first head."""

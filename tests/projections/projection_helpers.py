@@ -218,6 +218,7 @@ def policies(draw: st.DrawFn) -> Policy:
         "keep_recent_unit": draw(st.sampled_from(["turns", "steps", "messages", "tokens"])),
         "scope_turns": draw(st.none() | st.integers(0, 4)),
         "head_cap_strict": draw(st.booleans()),
+        "pin_whole_request": draw(st.booleans()),
     }
     guarantee = {"protect_newest": draw(st.booleans())}
     card = {  # the card in the stable prefix (the tail placement breaks the prefix by design)

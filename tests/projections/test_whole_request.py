@@ -1,0 +1,74 @@
+"""The current request is pinned whole: every user message since the assistant's last reply (ADR 0096)."""
+
+from __future__ import annotations
+
+import contextledger
+import pytest
+from contextledger.application.render.renderer import Renderer
+from contextledger.projections.presets import PRESETS
+
+SPEC = "Spec for the invoice API:\n" + "\n".join(
+    f"- field f{i:02d} is int64 cents in column c{i:02d}" for i in range(25)
+)
+
+
+def _split_request(ledger: contextledger.Ledger) -> str:
+    """A first task and a step; then a spec and "implement it" with no reply between; twenty steps."""
+    sid = ledger.start_session(system_prompt="You are a coding agent.", tools=[{"name": "bash"}])
+    ledger.add_user_message(sid, "Set up the project.")
+    ledger.add_assistant_message(
+        sid, "setting up", tool_calls=[{"id": "c100", "name": "bash", "arguments": {}}]
+    )
+    ledger.add_tool_result(sid, "c100", "q " * 300)
+    ledger.add_user_message(sid, SPEC)
+    ledger.add_user_message(sid, "Implement the spec above now.")
+    for i in range(20):
+        ledger.add_assistant_message(
+            sid, f"s{i}", tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": {}}]
+        )
+        ledger.add_tool_result(sid, f"c{i}", "q " * 300)
+    return sid
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_request_sent_as_two_user_messages_keeps_its_first_part(preset):
+    """Only the latest message was pinned: the spec before "implement it" was dropped within a few steps.
+
+    Peers' complaint claude-code#22376 (compaction drops parts of the user's latest multi-step request).
+    """
+    ledger = contextledger.open_ledger("memory://")
+    sid = _split_request(ledger)
+    context = Renderer(ledger, tokenizer="heuristic").render(sid, PRESETS[preset], budget=4_000)
+    texts = [m.text for m in context.messages]
+    assert SPEC in texts
+    assert "Implement the spec above now." in texts
+    assert context.tokens <= 4_000
+
+
+def test_a_later_request_releases_the_earlier_ones_messages():
+    """Once the assistant replied and the user asked anew, the earlier request is no longer pinned."""
+    ledger = contextledger.open_ledger("memory://")
+    sid = _split_request(ledger)
+    ledger.add_user_message(sid, "Now write the docs.")
+    for i in range(20, 40):
+        ledger.add_assistant_message(
+            sid, f"s{i}", tool_calls=[{"id": f"c{i}", "name": "bash", "arguments": {}}]
+        )
+        ledger.add_tool_result(sid, f"c{i}", "q " * 300)
+    context = Renderer(ledger, tokenizer="heuristic").render(sid, PRESETS["threshold"], budget=4_000)
+    texts = [m.text for m in context.messages]
+    assert "Now write the docs." in texts
+    assert SPEC not in texts
+
+
+def test_without_the_field_the_first_part_leaves_as_recorded_before():
+    """Policies recorded before ADR 0096 render as they did; the field is out of their fingerprint."""
+    preset = PRESETS["default"]
+    before = preset.model_copy(
+        update={"window": preset.window.model_copy(update={"pin_whole_request": False})}
+    )
+    assert "pin_whole_request" not in before.fingerprint()
+    ledger = contextledger.open_ledger("memory://")
+    sid = _split_request(ledger)
+    context = Renderer(ledger, tokenizer="heuristic").render(sid, before, budget=4_000)
+    assert SPEC not in [m.text for m in context.messages]
