@@ -24,7 +24,7 @@ from contextledger.projections.card import CardView, fit_card
 from contextledger.projections.card_state import observe_assistant, observe_result, observe_user
 from contextledger.projections.context import MESSAGE_OVERHEAD, RenderedContext
 from contextledger.projections.counting import CountedEvent, system_tokens
-from contextledger.projections.groups import add_result, leave_head
+from contextledger.projections.groups import add_result, extend_request, leave_head
 from contextledger.projections.ingest import EntryBuilder
 from contextledger.projections.policy import Policy
 from contextledger.projections.reducers.base import Reducer
@@ -184,10 +184,8 @@ class Projector:
         if not said_by_user(event):  # the agent's note in the user's place: shown, never the task
             return
         state.first_user = position if state.first_user is None else state.first_user
-        if self.policy.window.pin_whole_request and (
-            state.request_from is None or state.steps > state.request_steps
-        ):
-            state.request_from, state.request_steps = position, state.steps
+        if self.policy.window.pin_whole_request:
+            extend_request(state, position, state.window.groups[-1].tokens, self.budget.message_tokens)
         state.latest_user = position
         if self._card:
             observe_user(state.card, position, event, counted.full_text, counted.card)

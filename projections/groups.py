@@ -12,6 +12,7 @@ from contextledger.projections.state import Entry, Group, PendingCall, Removed, 
 
 __all__ = [
     "add_result",
+    "extend_request",
     "group_positions",
     "leave_head",
     "pin_reason",
@@ -26,6 +27,21 @@ __all__ = [
 def group_positions(group: Group) -> list[int]:
     """Return the log positions a group renders from."""
     return [e.position for e in group.entries]
+
+
+def extend_request(state: RenderState, position: int, tokens: int, cap: int) -> None:
+    """The user's message at ``position`` starts the current request, or extends it (no step since).
+
+    The request is pinned whole (``pin_whole_request``) while its messages fit ``cap`` (one message's
+    cap): a run of user messages with no reply (a log of notes, a writer's appends) then pins from the
+    message that passed it on, never more than the budget.
+    """
+    if state.request_from is None or state.steps > state.request_steps:
+        state.request_from, state.request_steps, state.request_tokens = position, state.steps, tokens
+    elif state.request_tokens + tokens > cap:
+        state.request_from, state.request_tokens = position, tokens
+    else:
+        state.request_tokens += tokens
 
 
 def pin_reason(group: Group, state: RenderState) -> str | None:

@@ -180,6 +180,8 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
     the user's messages since the assistant's last reply, up to ``latest_user``."""
     request_steps: int = 0
     """``steps`` when the current request began: a later user message with no step since extends it."""
+    request_tokens: int = 0
+    """Tokens of the current request's messages from ``request_from`` (at most one message's cap)."""
 
     @property
     def total(self) -> int:
@@ -216,4 +218,5 @@ class RenderState(msgspec.Struct, kw_only=True, array_like=True):
             card=self.card.copy(),
             request_from=self.request_from,
             request_steps=self.request_steps,
+            request_tokens=self.request_tokens,
         )

@@ -72,3 +72,28 @@ def test_without_the_field_the_first_part_leaves_as_recorded_before():
     sid = _split_request(ledger)
     context = Renderer(ledger, tokenizer="heuristic").render(sid, before, budget=4_000)
     assert SPEC not in [m.text for m in context.messages]
+
+
+def test_a_run_of_user_messages_with_no_reply_pins_at_most_one_messages_cap():
+    """Thousands of appends with no reply (a writer's, a log of notes) pinned them all: the render failed.
+
+    The request is pinned whole only while it fits one message's cap; past it, from the message that
+    passed it on.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    sid = ledger.start_session(system_prompt="notes")
+    for n in range(600):
+        ledger.add_user_message(sid, f"note {n}: " + "word " * 12)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    for preset in PRESETS.values():
+        context = renderer.render(sid, preset, budget=4_000)
+        assert context.tokens <= 4_000
+        pinned = {
+            p
+            for d in context.decisions
+            if d.action == "pinned" and d.rule == "latest-user"
+            for p in range(d.first, d.last + 1)
+        }
+        assert 1 < len(pinned) < 600
+        held = sum(m.tokens for m in context.messages if set(m.sources) & pinned)
+        assert held <= renderer.projector(preset, budget=4_000).budget.message_tokens

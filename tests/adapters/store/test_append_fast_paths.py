@@ -7,11 +7,13 @@ from pathlib import Path
 
 import contextledger
 import msgspec
+import pytest
 from contextledger.adapters.store.batch import first_positions
 from contextledger.adapters.store.mapper import _DIRECT, MsgspecMapper, _stored_event
 from contextledger.application.kernel.drafting import EventDrafter
 from contextledger.application.kernel.messages import ToolResult, UserMessage
 from contextledger.domain.content import InlineText, content_address
+from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.events import UserMessageAdded
 from contextledger.testing import CountingIds, FixedClock
 from eventsourcing.persistence import StoredEvent
@@ -37,10 +39,20 @@ def test_first_positions_equal_the_least_position_of_each_stream(rows: list[tupl
     threshold=st.integers(min_value=0, max_value=120),
 )
 def test_short_texts_stay_inline_as_by_their_bytes(text: str, threshold: int) -> None:
-    """A text is inline exactly when its UTF-8 bytes (surrogates passed) fit the threshold."""
+    """A text is inline exactly when its UTF-8 bytes fit the threshold; one with a lone surrogate is refused.
+
+    A lone surrogate has no UTF-8 form: since every text is checked (stop 75), it is an InvalidMessageError
+    with nothing stored, where this test once counted its bytes with ``surrogatepass``.
+    """
     blobs: dict[str, str] = {}
-    stored = EventDrafter(FixedClock(), threshold).text(text, blobs)
-    if len(text.encode("utf-8", "surrogatepass")) <= threshold:
+    drafter = EventDrafter(FixedClock(), threshold)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        with pytest.raises(InvalidMessageError, match="valid UTF-8"):
+            drafter.text(text, blobs)
+        assert blobs == {}
+        return
+    stored = drafter.text(text, blobs)
+    if len(text.encode("utf-8")) <= threshold:
         assert stored == InlineText(text)
         assert blobs == {}
     else:
