@@ -37,7 +37,7 @@ from contextledger.projections.reducers.summary import (
 )
 from contextledger.projections.reducers.truncation import TruncationReducer
 from contextledger.projections.reducers.window import WindowReducer
-from contextledger.projections.render import MessageMemo, render, summary_header
+from contextledger.projections.render import MessageMemo, render, summary_framing
 from contextledger.projections.restore import restore_pinned, unrestore
 from contextledger.projections.state import Entry, Group, PendingCall, Removed, RenderState, SummaryRef
 
@@ -340,7 +340,9 @@ class Projector:
             tokens=0,
         )
         ref = msgspec.structs.replace(
-            ref, tokens=counted.tokens[0] + self.counter.count(summary_header(ref)) + MESSAGE_OVERHEAD
+            ref,
+            tokens=counted.tokens[0]
+            + summary_framing(self.counter.count, ref.covers_from, ref.covers_through),
         )
         if not config.enabled or event.withheld or not config.fits(ref, self.budget):
             return  # a withheld summary lost what the card holds: recorded, never applied

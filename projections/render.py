@@ -12,6 +12,7 @@ from contextledger.domain.content import InlineText, Text
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.projections.budget import Budget
 from contextledger.projections.context import (
+    MESSAGE_OVERHEAD,
     SHOWN_AS_SUMMARY,
     Decision,
     DecisionAction,
@@ -31,6 +32,7 @@ __all__ = [
     "eviction_counts",
     "messages_as_logged",
     "render",
+    "summary_framing",
     "summary_header",
 ]
 
@@ -153,10 +155,23 @@ def messages_as_logged(state: RenderState) -> int | None:
 
 def summary_header(summary: SummaryRef) -> str:
     """The line that marks a summary as what it is: earlier turns condensed, never words the user said."""
+    return _header(summary.covers_from, summary.covers_through)
+
+
+def _header(covers_from: int, covers_through: int) -> str:
     return (
-        f"[Summary of earlier turns (log positions {summary.covers_from}-{summary.covers_through}), "
+        f"[Summary of earlier turns (log positions {covers_from}-{covers_through}), "
         "made by contextledger; not the user's words]\n"
     )
+
+
+def summary_framing(count: Callable[[str], int], covers_from: int, covers_through: int) -> int:
+    """Tokens a summary of that span takes beyond its text once shown: its header and a message's overhead.
+
+    The fold measures an artifact with them (``SummaryConfig.fits``), and a summary worker holds its text to
+    the policy's ``max_tokens`` less them: within the bound but not framed, it was recorded and never shown.
+    """
+    return count(_header(covers_from, covers_through)) + MESSAGE_OVERHEAD
 
 
 def _summary_message(summary: SummaryRef, resolve: Callable[[Text], str]) -> RenderedMessage:

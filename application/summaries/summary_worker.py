@@ -42,6 +42,7 @@ from contextledger.projections.card_fidelity import check_against_card, with_car
 from contextledger.projections.fidelity import facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
+from contextledger.projections.render import summary_framing
 from contextledger.projections.summary_requests import Summarizer, SummaryRequest, check_summary_text
 
 __all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
@@ -259,9 +260,12 @@ class SummaryWorker:
         artifacts = {a.summary_id: a for a in stream.artifacts()}
         previous = artifacts.get(request.previous_summary_id or "")
         policy = self.policies.get(request.policy) or self.policies.get(request.policy.split("@")[0])
-        limit = (
-            policy.summary.max_tokens if policy and policy.summary.max_tokens else None
-        ) or self.settings.max_summary_tokens
+        limit = self.settings.max_summary_tokens
+        if policy is not None and policy.summary.max_tokens:  # the text, framed, must pass ``fits``
+            framing = summary_framing(
+                self.renderer.counter.count, request.covers_from, request.covers_through
+            )
+            limit = max(1, policy.summary.max_tokens - framing)
         try:
             with self._heartbeat(stream, request.request_id, attempt):
                 card = card_state_at(self.ledger, session_id, request.planned_at)
