@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 from contextledger.application.kernel.session_port import SessionLedger
-from contextledger.domain.errors import ValidationError
+from contextledger.domain.errors import InvalidMessageError, ValidationError
 from contextledger.domain.events import (
     AnyEvent,
     AssistantMessageAdded,
@@ -20,6 +20,7 @@ from contextledger.projections.restore import RESTORE_KEY
 
 __all__ = [
     "RESTORE_KEY",
+    "check_pinnable",
     "pin",
     "pin_meta",
     "pin_span",
@@ -96,6 +97,26 @@ def pin_meta(ledger: SessionLedger, session_id: str, position: int) -> dict[str,
 _MESSAGES = (UserMessageAdded, AssistantMessageAdded, ToolResultRecorded)
 
 
+def check_pinnable(ledger: SessionLedger, session_id: str, position: int) -> None:
+    """Refuse a pin of a position the session does not have, or of an event that is no message.
+
+    A pin of a pin, of an unpin or of the session's start was written (and kept for good) though no render
+    could show it differently; ``pin_span`` skips such events, and ``pin --dry-run`` approved any position.
+
+    Raises:
+        InvalidMessageError: naming the position and what it holds.
+    """
+    head = ledger.version(session_id)
+    if not 1 <= position <= head:
+        raise InvalidMessageError(f"position {position} is outside session {session_id!r} (1..{head})")
+    [recorded] = ledger.events(session_id, after=position - 1, upto=position)
+    if not isinstance(recorded.event, _MESSAGES):
+        kind = type(recorded.event).__name__
+        raise InvalidMessageError(
+            f"position {position} holds a {kind} event, not a message: only messages are pinned"
+        )
+
+
 def _check_span(ledger: SessionLedger, session_id: str, first: int, last: int) -> None:
     """Refuse a span that is not inside the session: a pin of positions it never had would say nothing."""
     head = ledger.version(session_id)
@@ -149,6 +170,7 @@ def pin(ledger: SessionLedger, session_id: str, position: int, reason: str = "",
     """
 
     def build() -> list[AnyEvent]:
+        check_pinnable(ledger, session_id, position)
         return [ItemPinned(position=position, reason=reason, meta=pin_meta(ledger, session_id, position))]
 
     return ledger.append_built(session_id, build, **options)[0]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import msgspec
 from contextledger.application.kernel.logs import get_logger
-from contextledger.application.kernel.pins import pin_meta, span_pins
+from contextledger.application.kernel.pins import check_pinnable, pin_meta, span_pins
 from contextledger.application.render.renderer import Renderer
 from contextledger.domain.events import AnyEvent, ItemPinned
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.counting import CountedEvent
 from contextledger.projections.policy import Policy
+from contextledger.projections.presets import as_policy
 
 __all__ = ["PinCost", "pin_cost", "pin_with_cost", "warn_if_displacing"]
 
@@ -78,7 +79,7 @@ def pin_cost(
     first: int,
     last: int | None = None,
     *,
-    policy: Policy,
+    policy: Policy | str,
     budget: int | None = None,
     reason: str = "",
 ) -> PinCost:
@@ -89,8 +90,13 @@ def pin_cost(
 
     Raises:
         PinnedOverBudgetError: the pinned items alone would exceed the budget.
+        InvalidMessageError: ``first`` alone is outside the session or holds no message (as ``Ledger.pin``).
+        ValidationError: ``first..last`` reaches outside the session (as ``Ledger.pin_span``).
     """
     ledger = renderer.ledger
+    policy = as_policy(policy)  # a preset's name, as every other call takes it
+    if last is None:
+        check_pinnable(ledger, session_id, first)  # what ``Ledger.pin`` would refuse, refused here too
     projector = renderer.projector(policy, budget=budget)
     state = renderer.state(session_id, projector)
     before = projector.render(state, renderer.reader.resolve)

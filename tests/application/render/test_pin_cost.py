@@ -7,6 +7,7 @@ import logging
 import pytest
 from contextledger.application.render.pin_cost import pin_cost, pin_with_cost
 from contextledger.application.render.renderer import Renderer
+from contextledger.domain.errors import InvalidMessageError, ValidationError
 from contextledger.projections.presets import PRESETS
 
 BUDGET = 16_000
@@ -80,3 +81,30 @@ def test_pin_cost_of_a_span_lists_every_pinned_message(ledger, span):
     last = big + 2 if span else None
     cost = pin_cost(renderer, session, big - 1, last, policy=PRESETS["default"], budget=BUDGET)
     assert cost.positions == ((big - 1, big, big + 1, big + 2) if span else (big - 1,))
+
+
+@pytest.mark.parametrize("position", [0, -3, 999, 1, "pin"])
+def test_a_pin_the_ledger_refuses_is_refused_by_its_dry_run_too(ledger, position):
+    """``pin --dry-run`` approved positions the pin refuses: outside the session, the start, a pin itself.
+
+    A pin of a pin (or of the session's start) was written for good though no render could differ.
+    """
+    session, big = _session(ledger)
+    pinned = ledger.pin(session, big)
+    if position == "pin":
+        position = pinned
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    head = ledger.version(session)
+    with pytest.raises(InvalidMessageError, match=rf"position {position} (is outside|holds a)"):
+        pin_cost(renderer, session, position, policy="default", budget=BUDGET)
+    with pytest.raises(ValidationError):
+        ledger.pin(session, position)
+    assert ledger.version(session) == head
+
+
+def test_pin_cost_takes_a_presets_name_as_every_other_call_does(ledger):
+    """``policy="default"`` ended in ``AttributeError: 'str' object has no attribute 'name'``."""
+    session, big = _session(ledger)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    named = pin_cost(renderer, session, big, policy="default", budget=BUDGET)
+    assert named == pin_cost(renderer, session, big, policy=PRESETS["default"], budget=BUDGET)
