@@ -261,7 +261,8 @@ def ledger_for(db: str | None, *, create: bool = False) -> Iterator[Ledger]:
 
     Raises:
         ValidationError: ``--db`` was given as an empty text (the default would be opened in its place).
-        LedgerNotFoundError: ``create`` is false and the SQLite file ``--db`` names does not exist.
+        LedgerNotFoundError: ``create`` is false and the SQLite file ``--db`` names does not exist, or
+            holds no ledger (another program's database, an empty file).
     """
     if db is not None and not db.strip():
         raise ValidationError("--db takes a store URL (e.g. sqlite:///agent.db), not an empty text")
@@ -277,12 +278,18 @@ def ledger_for(db: str | None, *, create: bool = False) -> Iterator[Ledger]:
 def _check_exists(db: str | None) -> None:
     """Raise ``LedgerNotFoundError`` when the URL (or its default) names a SQLite file that does not exist."""
     from contextledger.adapters.store.factory import resolve_url  # noqa: PLC0415 - the store loads on use
-    from contextledger.adapters.store.sqlite import sqlite_file  # noqa: PLC0415
+    from contextledger.adapters.store.sqlite import holds_ledger, sqlite_file  # noqa: PLC0415
 
     url = resolve_url(db)
     if url.split(":", 1)[0].lower() != "sqlite":
         return
     file, _ = sqlite_file(url)
+    if file.exists() and not holds_ledger(file):
+        msg = (
+            f"{file} is not a contextledger ledger (no ledger tables): a command that only reads writes no "
+            "ledger's schema into another file; `contextledger import` or `contextledger demo` creates one"
+        )
+        raise LedgerNotFoundError(msg)
     if not file.exists():
         given = (
             "--db"

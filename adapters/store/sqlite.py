@@ -372,6 +372,26 @@ def sqlite_file(url: str) -> tuple[Path, dict[str, list[str]]]:
     return Path(unquote(path[1:])).absolute(), parse_qs(query)
 
 
+def holds_ledger(file: Path) -> bool:
+    """Whether an existing file may hold a ledger: False for an empty file or a database without its tables.
+
+    Read without writing a byte; a file that is no SQLite database at all is left to the store to refuse.
+
+    Opening a store creates its tables: a read-only command opened on another program's database (or an
+    empty file) would write a ledger's schema into it.
+    """
+    if file.stat().st_size == 0:
+        return False
+    try:
+        with closing(sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ledger_events'"
+            ).fetchone()
+    except sqlite3.DatabaseError:  # not a SQLite file at all: opening the store names it (a StoreError)
+        return True
+    return found is not None
+
+
 def _busy_timeout(url: str, options: dict[str, list[str]]) -> float:
     raw = options.get("timeout", [str(DEFAULT_BUSY_TIMEOUT)])[0]
     try:

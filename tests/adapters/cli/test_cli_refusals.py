@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -173,6 +175,26 @@ def test_a_command_on_a_ledger_file_that_does_not_exist_creates_nothing(tmp_path
     assert error["type"] == "LedgerNotFoundError"
     assert "agnet.db does not exist" in error["message"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [("sessions",), ("doctor",), ("render", "sess-1")])
+def test_a_command_that_reads_never_writes_a_ledgers_schema_into_another_file(tmp_path, command):
+    """Another program's database, or an empty file: ``sessions`` said "0 sessions" and added 10 tables."""
+    other = tmp_path / "customers.db"
+    with closing(sqlite3.connect(other)) as connection:
+        connection.execute("CREATE TABLE customers (name TEXT)")
+        connection.commit()
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for file in (other, empty):
+        before = file.read_bytes()
+        done = _run(*command, "--db", f"sqlite:///{file.name}", "--json", cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        error = json.loads(done.stderr)["error"]
+        assert error["type"] == "LedgerNotFoundError"
+        assert "is not a contextledger ledger" in error["message"]
+        assert file.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["customers.db", "empty.db"]
 
 
 def test_import_and_demo_still_create_a_new_ledger(tmp_path):
