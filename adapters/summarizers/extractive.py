@@ -109,12 +109,47 @@ def _changed(earlier: str, later: str) -> bool:
 _CHANGED = "| changed at position"
 
 
-def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
+_OPEN_ITEM = re.compile(r"- \[([ ~])\] (.*)|- \.\.\. and (\d+) more open item")
+"""A previous round's Pending Work line: an open item (its mark kept), or the count of those left out."""
+_MORE = "\0more"
+"""The key of the count carried from a previous round (its value ``+N``); a new todo list clears it."""
+
+
+def _open_item(line: str) -> tuple[str, str]:
+    match = _OPEN_ITEM.match(line)
+    if match is None:
+        return line, " "
+    return (_MORE, f"+{match.group(3)}") if match.group(3) else (match.group(2), match.group(1))
+
+
+def _pending_lines(pending: dict[str, str], limit: int) -> list[str]:
+    """The open items in their order, those in progress first kept, then from the head; the rest counted.
+
+    A todo tool writes its list in plan order: the items at its head are the ones being worked on. The
+    list's tail was kept, which lost the item in progress and the next ones, and said nothing of them.
+    """
+    carried = int(pending.get(_MORE, "+0")[1:])
+    items = [item for item in pending.items() if item[0] != _MORE]
+    if len(items) > limit:
+        doing = [item for item in items if item[1] == "~"][:limit]
+        rest = [item for item in items if item[1] != "~"][: limit - len(doing)]
+        kept = set(doing) | set(rest)
+        items_shown = [item for item in items if item in kept]
+    else:
+        items_shown = items
+    lines = [f"- [{mark}] {text}" for text, mark in items_shown]
+    if (more := len(items) - len(items_shown) + carried) > 0:
+        lines.append(f"- ... and {more} more open item(s), later in the list")
+    return lines
+
+
+def _todos(entry: SpanEntry, pending: dict[str, str], limits: _Limits) -> None:
     """Collect the open work the agent and the user stated; tool output is never read for it.
 
     A todo-tool call writes the whole current list (it replaces what was pending); a checklist in
     an assistant or user message (``- [ ]``/``- [x]``) adds its open items and closes its done
-    ones; a ``TODO:`` line the assistant or the user wrote is open work too.
+    ones; a ``TODO:`` line the assistant or the user wrote is open work too. Each item keeps its mark:
+    `` `` open, ``~`` in progress.
     """
     if entry.role not in {"assistant", "user"}:
         return
@@ -125,15 +160,15 @@ def _todos(entry: SpanEntry, pending: dict[str, None], limits: _Limits) -> None:
         pending.clear()  # a todo tool writes the whole list: the latest call is the current list
         for item in todos:
             if not item.startswith("[x]"):
-                pending[_clip(item[4:], limits.line_chars)] = None
+                pending[_clip(item[4:], limits.line_chars)] = item[1]
     for item in checklist_of(entry.text):
         text = _clip(item[4:], limits.line_chars)
         if item.startswith("[x]"):
             pending.pop(text, None)
         else:
-            pending[text] = None
+            pending[text] = item[1]
     for match in _TODO_LINE.finditer(entry.text[:_SCAN_CHARS]):
-        pending[_clip(match.group(1), limits.line_chars)] = None
+        pending[_clip(match.group(1), limits.line_chars)] = " "
 
 
 class ExtractiveSummarizer:
@@ -204,14 +239,14 @@ class ExtractiveSummarizer:
             if entry.role == "summary":
                 for name, lines in _sections(entry.text).items():
                     old[name].extend(line for line in lines if line not in old[name])
-        span = _Span(limits, dict.fromkeys(i.removeprefix("- [ ] ") for i in old["Pending Work"]))
+        span = _Span(limits, dict(_open_item(line) for line in old["Pending Work"] if _OPEN_ITEM.match(line)))
         for entry in request.entries:
             span.add(entry)
         state = [f"- Working on: {span.working_on or 'see the latest turns'}"]
         if span.last_done:
             state.append(f"- Last completed: {span.last_done}")
         files = _merge(old["Completed Work"], span.files, limits.files, key=_row_path, keeps=_changed)
-        pending = [f"- [ ] {item}" for item in list(span.pending)[-limits.pending :]]
+        pending = _pending_lines(span.pending, limits.pending)
         body = {
             "Original Task": [_clip(request.original_task, limits.task_chars) or "(none recorded)"],
             "Completed Work": [*_TABLE_HEAD, *files] if files else ["(no files touched)"],
@@ -262,7 +297,7 @@ def _row_path(row: str) -> str:
 class _Span:
     """Collects what one span says: files, commands, decisions, errors and their resolutions, todos, state."""
 
-    def __init__(self, limits: _Limits, pending: dict[str, None]) -> None:
+    def __init__(self, limits: _Limits, pending: dict[str, str]) -> None:
         self.limits = limits
         self.pending = pending
         self.files: list[str] = []

@@ -222,3 +222,33 @@ def test_a_shell_failure_without_the_error_flag_is_an_error():
     )
     text = ExtractiveSummarizer().summarize(_request(entries)).text
     assert "command not found" in text.split("Errors & Resolutions")[1].split("###")[0]
+
+
+def _pending(text: str) -> list[str]:
+    return text.split("### Pending Work\n", 1)[1].split("\n###", 1)[0].splitlines()
+
+
+def test_a_long_todo_list_keeps_the_item_in_progress_and_its_head_and_counts_the_rest():
+    """Thirty items, the first in progress: the summary kept items 15-29 as open, lost 00 and said nothing.
+
+    Peers' complaints deepagents#4161 and KunAgent#747 (todo lists lost or collapsed by a summary). The
+    list is in plan order: its head is what is being worked on; the rest are counted, and the count is
+    carried to the next round.
+    """
+    todos = [
+        {"content": f"migrate module {i:02d}", "status": "in_progress" if i == 0 else "pending"}
+        for i in range(30)
+    ]
+    todos[3]["status"] = "completed"
+    entries = [SpanEntry(position=2, role="user", text=TASK), _call(3, "TodoWrite", todos=todos)]
+    summarizer = ExtractiveSummarizer()
+    first = summarizer.summarize(_request(entries, max_tokens=2_000)).text
+    lines = _pending(first)
+    assert lines[0] == "- [~] migrate module 00"
+    assert lines[1:3] == ["- [ ] migrate module 01", "- [ ] migrate module 02"]
+    assert "migrate module 03" not in first  # done
+    assert len(lines) == 16
+    assert lines[-1] == "- ... and 14 more open item(s), later in the list"
+    later = [SpanEntry(position=4, role="assistant", text="migrating module 00 now")]
+    second = summarizer.summarize(_request(later, previous=first, round_=2, max_tokens=2_000)).text
+    assert _pending(second) == lines

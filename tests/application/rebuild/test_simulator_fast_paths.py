@@ -32,7 +32,7 @@ NAMES = (
     "aider__afi-core.aider.chat.history.md",
 )
 FACTS = ("seems like a typo in the description", "error", "no such text 42")
-BEFORE_SHA256 = "b4e7f1db9917ed564c372b76d674b07e3b1668ed1b7df127120575071c7b43d9"
+BEFORE_SHA256 = "ec496bf2199f34c6e0da7b6acef827b9acf6145ad76b0fce284d41106aa13c7a"
 """This simulation's JSON (568 calls) as the code before the fast paths (ADR 0038) wrote it, but evictions.
 
 Since ADR 0087 the evictions count each position once, at the first call that shows it evicted, by its
@@ -43,7 +43,9 @@ totals' differ from that code's (``3ac34008...``).
 Since stop 75 the extractive summaries and their checks differ (a file edited then read stays changed, a
 passing result that mentions an error is none, a shell's own failure words are one, a clip's mark is no fact,
 a done todo item is not owed): with the summarizer, fidelity and card check of ``671aacd`` this simulation
-still hashes ``ca96f737...``."""
+still hashes ``ca96f737...``. Since stop 76 an extractive summary's Pending Work keeps each todo item's mark
+(``[~]`` in progress) and, past its limit, the items in progress and the list's head, counting the rest: with
+the summarizer of ``a8c5c72`` this simulation hashed ``b4e7f1db...``."""
 
 
 def _source():
