@@ -15,7 +15,7 @@ from contextledger.application.agent.agent_loop import AgentLoop, AsyncAgentLoop
 from contextledger.application.agent.agent_types import ProviderFormat, ToolCallRequest
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import ConfigError
+from contextledger.domain.errors import ConfigError, ValidationError
 from contextledger.domain.events import ModelCallFailed
 from contextledger.projections.policy import Policy
 
@@ -124,9 +124,15 @@ class AgentContext(AgentLoop):
 
         The audit keeps the call with the error (``CallView.failure``); the conversation is left as
         it was, so the call can be made again (a new ``request``). Marking it twice stores it once.
+
+        Raises:
+            ValidationError: the call's reply was recorded (``record_response``): the audit would say failed.
         """
         text = error if isinstance(error, str) else failure_text(error)
         with self._lock.lock:
+            if self.recorder.call(self.session_id, call_id).usage is not None:
+                msg = f"call {call_id!r} has its reply recorded (record_response): it did not fail"
+                raise ValidationError(msg)
             return self._retry(lambda: self.recorder.report_failure(self.session_id, call_id, text))
 
     def _failed(self, call_id: str, error: str, arrived: StreamAssembler) -> None:

@@ -178,13 +178,20 @@ class AgentLoop:
         reply again stores nothing twice.
 
         Raises:
-            ValidationError: ``call_id`` names no recorded call of the session, or ``latency_ms`` is not a
-                number of milliseconds >= 0 (nothing is written).
+            ValidationError: ``call_id`` names no recorded call of the session, or one recorded as failed
+                (``record_failure``), or ``latency_ms`` is not a number of milliseconds >= 0 (nothing is
+                written).
         """
         _check_latency(latency_ms)
         reply = self.provider.parse_reply(response)
         with self._lock.lock:
             view = self.recorder.call(self.session_id, call_id)
+            if view.failure is not None:  # the audit would say failed, with a reply in the log
+                msg = (
+                    f"call {call_id!r} was recorded as failed ({view.failure.error}): its reply is not "
+                    "taken; make the call again (a new request)"
+                )
+                raise ValidationError(msg)
             stored = self._stored_ids.get(call_id, {})
             message = dict(reply.message)
             message["tool_calls"] = [

@@ -1,4 +1,4 @@
-"""A reply or a latency the store cannot keep is refused before any of it is written."""
+"""A reply or a latency the store cannot keep, or a reply and a failure of one call, is refused unwritten."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ from typing import Any
 
 import contextledger
 import pytest
+from contextledger.application.audit.call_recorder import CallRecorder
+from contextledger.domain.errors import ValidationError
+
+from tests.application.agent.replies import messages_reply
 
 
 def _reply(usage: dict[str, Any]) -> dict[str, Any]:
@@ -114,3 +118,29 @@ def test_the_largest_budget_is_named_with_the_reserves_it_leaves_room_for():
         with pytest.raises(contextledger.ConfigError, match=r"at most 99,990,000 tokens .* got 100,000,000"):
             renderer.render(session, "default", budget=100_000_000)
         assert renderer.render(session, "default", budget=99_990_000).tokens > 0
+
+
+def test_a_call_is_either_answered_or_failed_never_both():
+    """A failure after a reply, or a reply after a failure, is refused (it was taken).
+
+    The audit then said "failed", with the reply's usage beside it and its message in the log.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    agent = contextledger.AgentContext.start(
+        ledger, provider="anthropic", policy="default", system_prompt="s"
+    )
+    agent.add_user_message("hi")
+    answered = agent.request()
+    agent.record_response(answered.call_id, messages_reply(1, [{"type": "text", "text": "hello"}]))
+    with pytest.raises(ValidationError, match="has its reply recorded"):
+        agent.record_failure(answered.call_id, "boom after success")
+    agent.add_user_message("again")
+    failed = agent.request()
+    agent.record_failure(failed.call_id, "timeout")
+    head = ledger.version(agent.session_id)
+    with pytest.raises(ValidationError, match="was recorded as failed"):
+        agent.record_response(failed.call_id, messages_reply(2, [{"type": "text", "text": "late"}]))
+    assert ledger.version(agent.session_id) == head
+    views = {v.record.call_id: v for v in CallRecorder(ledger).calls(agent.session_id)}
+    assert views[answered.call_id].failure is None
+    assert views[failed.call_id].usage is None
