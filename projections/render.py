@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 
 import msgspec
@@ -291,16 +292,66 @@ def _ranges(state: RenderState) -> list[_Range]:
     out += _left_out(state.window)
     items = [(g, *_group_action(g, pin_reason(g, state))) for g in state.window.groups]
     _absorb_kept(items)
+    gaps = sorted((r[0], r[1]) for r in out if r[4] is not None)  # what no shown group holds
     run: list[_Item] = []
     for item in items:
         if run and (run[-1][1], run[-1][2]) != (item[1], item[2]):
-            out.append(_run_range(run))
+            out += _run_ranges(run, gaps)
             run = []
         run.append(item)
     if run:
-        out.append(_run_range(run))
+        out += _run_ranges(run, gaps)
     out.sort(key=lambda r: (r[0], r[1]))
     return out
+
+
+def _run_ranges(run: list[_Item], gaps: list[tuple[int, int]]) -> list[_Range]:
+    """A run's range, cut where a range left out lies between its positions (a late result's step group).
+
+    A step group whose result came after groups that were then dropped spans them: its one range read
+    ``242-269 kept`` beside ``243-250 dropped``. Each part's detail counts the messages it holds.
+    """
+    whole = _run_range(run)
+    if not _left_between(gaps, whole[0], whole[1]):
+        return [whole]
+    positions = sorted(e.position for item in run for e in item[0].entries)
+    cuts = [b for a, b in itertools.pairwise(positions) if _left_between(gaps, a, b)]
+    return [
+        _run_range(_part(run, low, high))
+        for low, high in zip([positions[0], *cuts], [*cuts, positions[-1] + 1], strict=True)
+    ]
+
+
+def _left_between(gaps: list[tuple[int, int]], low: int, high: int) -> bool:
+    """Whether a range left out (``gaps``, sorted) lies strictly between positions ``low`` and ``high``."""
+    index = bisect.bisect_right(gaps, (low, math.inf))
+    while index < len(gaps) and gaps[index][0] < high:
+        if gaps[index][1] < high:
+            return True
+        index += 1
+    return False
+
+
+def _part(run: list[_Item], low: int, high: int) -> list[_Item]:
+    """The items of ``run`` holding positions ``low..high-1``, each group cut to its entries there."""
+    items: list[_Item] = []
+    for group, action, rule, changed, tokens in run:
+        entries = tuple(e for e in group.entries if low <= e.position < high)
+        if len(entries) == len(group.entries):
+            items.append((group, action, rule, changed, tokens))
+        elif entries:
+            placeholders = (
+                group.tokens - sum(e.tokens for e in group.entries) if entries[0] is group.entries[0] else 0
+            )
+            part = msgspec.structs.replace(
+                group,
+                entries=entries,
+                pending=group.pending if placeholders else (),
+                tokens=sum(e.tokens for e in entries) + placeholders,
+            )
+            cut = sum(e.kind in ("stub", "truncated") for e in entries)
+            items.append((part, action, rule, cut, part.tokens))
+    return items
 
 
 def _left_out(window: WorkingContext) -> list[_Range]:
