@@ -25,8 +25,9 @@ import hashlib
 
 import msgspec
 from contextledger.domain.content import InlineText, Text
+from contextledger.projections.decisions import eviction_counts
 from contextledger.projections.fold import Projector
-from contextledger.projections.render import check_fits, eviction_counts, messages_as_logged
+from contextledger.projections.render import check_fits, messages_as_logged
 from contextledger.projections.state import RenderState
 
 __all__ = [

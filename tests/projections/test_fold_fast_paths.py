@@ -12,10 +12,10 @@ from contextledger.domain.content import InlineText
 from contextledger.domain.errors import PinnedOverBudgetError
 from contextledger.domain.events import SummaryRecorded, ToolResultRecorded
 from contextledger.projections import card_extract, card_state
+from contextledger.projections.decisions import decisions, eviction_counts
 from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.fold import Projector
 from contextledger.projections.groups import resize_group
-from contextledger.projections.render import decisions, eviction_counts
 from contextledger.projections.state import Entry, Group, Removed, RenderState, SummaryRef
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
