@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 
 import msgspec
-from contextledger.application.audit.session_replay import replay_calls
+from contextledger.application.audit.session_replay import ReplayedCall, replay_calls
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.kernel.token_cache import CachedTokenCounter
 from contextledger.application.rebuild.fact_tracking import FactFate, FactTracker, entered_at
-from contextledger.domain.errors import ValidationError
+from contextledger.domain.errors import ContextLedgerError, ValidationError
 from contextledger.domain.events import AssistantMessageAdded
 from contextledger.domain.ports import TokenCounter
 from contextledger.projections.cache_metrics import UnitMemo, units_of
@@ -169,6 +169,23 @@ class Simulation(msgspec.Struct, frozen=True, kw_only=True):
     fact_differences: tuple[FactDifference, ...] = ()
 
 
+def _named(
+    replayed: Iterator[ReplayedCall], session_id: str, label: str, calls: list[SimulatedCall]
+) -> Iterator[ReplayedCall]:
+    """The replay's calls; a render that cannot be made names its session, policy and place (same type).
+
+    ``simulate --all`` stopped with ``PinnedOverBudgetError: pinned items need ...`` and no word of which
+    of hundreds of sessions, or under which policy.
+    """
+    try:
+        yield from replayed
+    except ContextLedgerError as error:
+        after = f"after position {calls[-1].position}" if calls else "at its first call"
+        where = f"simulating session {session_id!r} under {label!r} ({after})"
+        error.args = (f"{where}: {error.args[0] if error.args else error}", *error.args[1:])
+        raise
+
+
 def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     source: Ledger,
     session_id: str,
@@ -190,7 +207,7 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
     digests = UnitMemo()
     seen: set[int] = set()  # positions some call showed evicted: each is counted once, at its first
     calls: list[SimulatedCall] = []
-    for replayed in replay_calls(
+    replayed_calls = replay_calls(
         source,
         session_id,
         scratch,
@@ -198,7 +215,8 @@ def _simulate_session(  # noqa: PLR0917 - one replay has this many inputs
         budget=budget,
         make_summarizer=make_summarizer,
         tokenizer=tokenizer,
-    ):
+    )
+    for replayed in _named(replayed_calls, session_id, label, calls):
         context = replayed.context
         at = times.get(replayed.position)
         priced = simulator.call(units_of(context, digests), at, stable=context.stable_prefix)

@@ -11,7 +11,7 @@ from contextledger.adapters.importers.service import import_file
 from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
 from contextledger.application.rebuild.simulator import Simulation, _evicted, simulate
 from contextledger.application.render.renderer import Renderer
-from contextledger.domain.errors import SessionNotFoundError, ValidationError
+from contextledger.domain.errors import PinnedOverBudgetError, SessionNotFoundError, ValidationError
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.provider_cache import provider_cache
@@ -246,3 +246,13 @@ def test_a_calls_evictions_never_count_a_message_it_shows_whole():
     assert cut <= set(evicted)
     assert not whole & set(evicted)
     assert any(d.first in whole for d in renderer_context.decisions if d.action in ("stubbed", "truncated"))
+
+
+def test_a_render_that_cannot_be_made_names_its_session_and_policy():
+    """``simulate --all`` stopped with "pinned items need ..." and no word of which session or policy."""
+    source = _quoted_session()
+    with pytest.raises(
+        PinnedOverBudgetError, match=r"^simulating session 'quoted' under 'default' \("
+    ) as raised:
+        _simulate_quoted(source, 40)
+    assert "pinned items need" in str(raised.value)
