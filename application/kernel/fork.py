@@ -205,7 +205,8 @@ def fork_parent(ledger: SessionLedger, session_id: str, parent: object) -> ForkP
 
     Raises:
         ValidationError: not such a pair, the session itself, or a position outside the parent.
-        SessionNotFoundError: the parent does not exist (``SessionForgottenError``: it was forgotten).
+        SessionNotFoundError: the parent does not exist (``SessionForgottenError``: it, or one it was forked
+            from, was forgotten: the child would hold what was erased).
     """
     if parent is None:
         return None
@@ -226,6 +227,10 @@ def fork_parent(ledger: SessionLedger, session_id: str, parent: object) -> ForkP
     if not 1 <= at <= head:
         msg = f"fork position {at} is outside session {parent_id!r} (1..{head})"
         raise ValidationError(msg)
+    ancestor: str | None = parent_id
+    while ancestor is not None:  # each one's own start: SessionForgottenError when it was forgotten
+        start = ledger.events(ancestor, upto=1)[0].event
+        ancestor = start.parent.session_id if isinstance(start, SessionStarted) and start.parent else None
     return ForkParent(session_id=parent_id, position=at)
 
 

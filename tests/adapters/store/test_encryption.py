@@ -151,3 +151,19 @@ def test_forget_survives_a_new_process(durable_url, keyed):
         with pytest.raises(SessionForgottenError, match="by b"):
             ledger.events("gone")
         assert [s.session_id for s in ledger.sessions()] == ["kept"]
+
+
+def test_a_fork_of_a_fork_of_a_forgotten_session_is_refused(keyed, tmp_path):
+    """``fork`` of a fork whose parent was forgotten made a session every position of which was erased.
+
+    The child's start repeated what it was forked from, and no command could read it.
+    """
+    ledger = contextledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    _fill(ledger, "root")
+    child = ledger.fork("root", 3, new_session_id="child")
+    ledger.forget("root", reason="erasure request")
+    with pytest.raises(SessionForgottenError):
+        ledger.fork(child, 2)
+    with pytest.raises(SessionForgottenError):
+        ledger.start_session(session_id="grandchild", parent=(child, 2))
+    assert "grandchild" not in {s.session_id for s in ledger.sessions()}
