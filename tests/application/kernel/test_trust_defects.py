@@ -230,10 +230,11 @@ def test_an_expected_version_of_the_wrong_type_is_invalid_input_not_a_lost_race(
         session = ledger.start_session(system_prompt="x")
         with pytest.raises(contextledger.InvalidMessageError, match="expected_version"):
             ledger.append(session, {"role": "user", "content": "x"}, expected_version=version)
+        ledger.add_user_message(session, "a message to pin")  # only messages are pinned
         with pytest.raises(contextledger.InvalidMessageError, match="expected_version"):
-            ledger.pin(session, 1, expected_version=version)
-        assert ledger.version(session) == 1
-        assert ledger.append(session, {"role": "user", "content": "x"}, expected_version=1) == 2
+            ledger.pin(session, 2, expected_version=version)
+        assert ledger.version(session) == 2
+        assert ledger.append(session, {"role": "user", "content": "x"}, expected_version=2) == 3
 
 
 _BAD_ARGUMENTS = {
