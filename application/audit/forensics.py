@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import msgspec
 from contextledger.application.audit.call_recorder import CallRecorder
@@ -87,7 +87,14 @@ def why(
         verdict = (
             textless(ledger, session_id, position)  # a pin, an unpin: not "every text" (an empty query)
             if position is not None
-            else _not_held(ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget)
+            else _not_held(
+                ledger,
+                session_id,
+                pattern,
+                lambda: _own_text(
+                    ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget
+                ),
+            )
         )
         return WhyAnswer(session_id=session_id, query=query, verdict=verdict, entered_at=None)
     entry = carriers[0]
@@ -378,19 +385,16 @@ _OWN_KIND = {
 
 
 def _not_held(
-    ledger: Ledger,
-    session_id: str,
-    pattern: re.Pattern[str],
-    *,
-    renderer: Renderer,
-    policy: Policy | None,
-    budget: int | None,
+    ledger: Ledger, session_id: str, pattern: re.Pattern[str], own_text: Callable[[], str | None]
 ) -> str:
-    """The verdict of a text no message, call or result holds: where else it is, or never held."""
+    """The verdict of a text no message, call or result holds: where else it is, or never held.
+
+    ``own_text`` searches the payloads (``_own_text``): the last place looked, as it renders calls.
+    """
     return (
         in_tool_definitions(ledger, session_id, pattern)
         or only_in_summaries(ledger, session_id, pattern)
-        or _own_text(ledger, session_id, pattern, renderer=renderer, policy=policy, budget=budget)
+        or own_text()
         or "not in the log: the session never held it"
     )
 
