@@ -181,11 +181,14 @@ class Projector:
             entry = self._with_cut(entry, self.capped.user(counted, event))
         self._add_group(state, entry, ())
         state.position = position
-        if not said_by_user(event):  # the agent's note in the user's place: shown, never the task
+        said = said_by_user(event)
+        if self.policy.window.pin_whole_request:  # a note inside the request is pinned with it: counted too
+            extend_request(
+                state, position, state.window.groups[-1].tokens, self.budget.message_tokens, opens=said
+            )
+        if not said:  # the agent's note in the user's place: shown, never the task
             return
         state.first_user = position if state.first_user is None else state.first_user
-        if self.policy.window.pin_whole_request:
-            extend_request(state, position, state.window.groups[-1].tokens, self.budget.message_tokens)
         state.latest_user = position
         if self._card:
             observe_user(state.card, position, event, counted.full_text, counted.card)

@@ -29,15 +29,17 @@ def group_positions(group: Group) -> list[int]:
     return [e.position for e in group.entries]
 
 
-def extend_request(state: RenderState, position: int, tokens: int, cap: int) -> None:
-    """The user's message at ``position`` starts the current request, or extends it (no step since).
+def extend_request(state: RenderState, position: int, tokens: int, cap: int, *, opens: bool = True) -> None:
+    """The user-role message at ``position`` starts the current request, or extends it (no step since).
 
     The request is pinned whole (``pin_whole_request``) while its messages fit ``cap`` (one message's
     cap): a run of user messages with no reply (a log of notes, a writer's appends) then pins from the
-    message that passed it on, never more than the budget.
+    message that passed it on, never more than the budget. An agent's note in the user's place never opens
+    a request (``opens`` False) but, inside one, is pinned with it and so counted with it.
     """
     if state.request_from is None or state.steps > state.request_steps:
-        state.request_from, state.request_steps, state.request_tokens = position, state.steps, tokens
+        if opens:
+            state.request_from, state.request_steps, state.request_tokens = position, state.steps, tokens
     elif state.request_tokens + tokens > cap:
         state.request_from, state.request_tokens = position, tokens
     else:

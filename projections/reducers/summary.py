@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import msgspec
 import pydantic
 from contextledger.projections.budget import Budget
 from contextledger.projections.groups import pin_reason, remove_groups
@@ -163,6 +164,8 @@ class SummaryReducer:
         if not chosen or chosen == context.summaries:
             return context, state
         old = context.summaries
+        if self.config.mode == "latest" and old and chosen[0].covers_through < old[0].covers_through:
+            _uncover(context, chosen[0].covers_through, old[0].covers_through)  # fell back to a smaller one
         if self.config.mode == "latest" and old and old[0].covers_from < chosen[0].covers_from:
             lost_last = min(chosen[0].covers_from - 1, old[0].covers_through)
             context.removed.append(
@@ -185,3 +188,33 @@ class SummaryReducer:
         ]
         remove_groups(context, doomed, "summarized", "summary")
         return context, state
+
+
+def _uncover(context: WorkingContext, through: int, old_through: int) -> None:
+    """Name as dropped for want of room what a summary no longer shown covered past ``through``.
+
+    A summary that stops fitting the room gives way to an older, smaller one (``latest_within_room``); the
+    groups the first one took out stay out, and their ``summarized`` records would claim a summary that no
+    call shows. Those past ``through`` become ``dropped`` by ``summary:no-room``.
+    """
+    out: list[Removed] = []
+    for removed in context.removed:
+        if removed.rule != "summary" or removed.last <= through or removed.first > old_through:
+            out.append(removed)
+        elif removed.first <= through:  # its counts shared by positions (the groups are gone)
+            share = (through - removed.first + 1) / (removed.last - removed.first + 1)
+            messages, tokens = round(removed.messages * share), round(removed.tokens * share)
+            out.append(msgspec.structs.replace(removed, last=through, messages=messages, tokens=tokens))
+            out.append(
+                Removed(
+                    first=through + 1,
+                    last=removed.last,
+                    action="dropped",
+                    rule="summary:no-room",
+                    messages=removed.messages - messages,
+                    tokens=removed.tokens - tokens,
+                )
+            )
+        else:
+            out.append(msgspec.structs.replace(removed, action="dropped", rule="summary:no-room"))
+    context.removed = out

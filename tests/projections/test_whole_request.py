@@ -97,3 +97,33 @@ def test_a_run_of_user_messages_with_no_reply_pins_at_most_one_messages_cap():
         assert 1 < len(pinned) < 600
         held = sum(m.tokens for m in context.messages if set(m.sources) & pinned)
         assert held <= renderer.projector(preset, budget=4_000).budget.message_tokens
+
+
+def test_notes_in_the_users_place_inside_a_request_count_toward_its_cap():
+    """Forty ``is_meta`` notes between a request's messages were pinned with it but never counted.
+
+    The pinned request passed one message's cap and the render failed (``PinnedOverBudgetError``) where
+    the session renders with the field off. Found by a review of the change.
+    """
+    ledger = contextledger.open_ledger("memory://")
+    sid = ledger.start_session(system_prompt="s")
+    ledger.add_user_message(sid, "first task")
+    ledger.add_assistant_message(sid, "ok")
+    ledger.add_user_message(sid, "part one of the request")
+    for n in range(40):
+        ledger.append(
+            sid, {"role": "user", "content": f"note {n}: " + "caveat " * 70, "meta": {"is_meta": True}}
+        )
+    ledger.add_user_message(sid, "the last part " + "word " * 900)
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    for preset in PRESETS.values():
+        context = renderer.render(sid, preset, budget=4_000)
+        assert context.tokens <= 4_000
+        pinned = {
+            p
+            for d in context.decisions
+            if d.action == "pinned" and d.rule == "latest-user"
+            for p in range(d.first, d.last + 1)
+        }
+        held = sum(m.tokens for m in context.messages if set(m.sources) & pinned)
+        assert held <= renderer.projector(preset, budget=4_000).budget.message_tokens
