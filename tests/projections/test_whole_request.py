@@ -30,6 +30,20 @@ def _split_request(ledger: contextledger.Ledger) -> str:
     return sid
 
 
+def _request_pinned(renderer: Renderer, sid: str, preset) -> tuple[set[int], int, int]:
+    """The positions pinned as the latest request at 4,000 tokens, their tokens, and one message's cap."""
+    context = renderer.render(sid, preset, budget=4_000)
+    assert context.tokens <= 4_000
+    pinned = {
+        p
+        for d in context.decisions
+        if d.action == "pinned" and d.rule == "latest-user"
+        for p in range(d.first, d.last + 1)
+    }
+    held = sum(m.tokens for m in context.messages if set(m.sources) & pinned)
+    return pinned, held, renderer.projector(preset, budget=4_000).budget.message_tokens
+
+
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_a_request_sent_as_two_user_messages_keeps_its_first_part(preset):
     """Only the latest message was pinned: the spec before "implement it" was dropped within a few steps.
@@ -86,17 +100,9 @@ def test_a_run_of_user_messages_with_no_reply_pins_at_most_one_messages_cap():
         ledger.add_user_message(sid, f"note {n}: " + "word " * 12)
     renderer = Renderer(ledger, tokenizer="heuristic")
     for preset in PRESETS.values():
-        context = renderer.render(sid, preset, budget=4_000)
-        assert context.tokens <= 4_000
-        pinned = {
-            p
-            for d in context.decisions
-            if d.action == "pinned" and d.rule == "latest-user"
-            for p in range(d.first, d.last + 1)
-        }
+        pinned, held, cap = _request_pinned(renderer, sid, preset)
         assert 1 < len(pinned) < 600
-        held = sum(m.tokens for m in context.messages if set(m.sources) & pinned)
-        assert held <= renderer.projector(preset, budget=4_000).budget.message_tokens
+        assert held <= cap
 
 
 def test_notes_in_the_users_place_inside_a_request_count_toward_its_cap():
@@ -117,13 +123,5 @@ def test_notes_in_the_users_place_inside_a_request_count_toward_its_cap():
     ledger.add_user_message(sid, "the last part " + "word " * 900)
     renderer = Renderer(ledger, tokenizer="heuristic")
     for preset in PRESETS.values():
-        context = renderer.render(sid, preset, budget=4_000)
-        assert context.tokens <= 4_000
-        pinned = {
-            p
-            for d in context.decisions
-            if d.action == "pinned" and d.rule == "latest-user"
-            for p in range(d.first, d.last + 1)
-        }
-        held = sum(m.tokens for m in context.messages if set(m.sources) & pinned)
-        assert held <= renderer.projector(preset, budget=4_000).budget.message_tokens
+        _, held, cap = _request_pinned(renderer, sid, preset)
+        assert held <= cap
