@@ -12,6 +12,8 @@ import contextledger
 import pytest
 from report_pages import open_report
 
+from tests.application.agent.replies import messages_reply
+
 CLI = str(Path(sys.executable).with_name("contextledger"))
 TOOL = {"name": "bash", "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}
 BUDGET = 3_000
@@ -22,15 +24,9 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _reply(turn: int, command: str) -> dict[str, Any]:
-    return {
-        "id": f"msg_{turn}",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-test",
-        "stop_reason": "tool_use",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-        "content": [{"type": "tool_use", "id": f"toolu_{turn}", "name": "bash", "input": {"cmd": command}}],
-    }
+    return messages_reply(
+        turn, [{"type": "tool_use", "id": f"toolu_{turn}", "name": "bash", "input": {"cmd": command}}]
+    )
 
 
 @pytest.fixture(scope="module")
