@@ -262,16 +262,18 @@ class Projector:
 
         The cut form (for a tool result, its truncation short form when it has one) is shown at the next
         compaction point (``TruncationReducer``), never on arrival; callers build it only when over the cap.
+        A cut form no shorter than the entry (a cap too small for the cut's marker) is not carried: it
+        would grow the message, and a head group past its cap, at the compaction point.
         """
         if capped.short_text is not None:
-            return msgspec.structs.replace(
-                entry, short_text=capped.short_text, short_tokens=capped.short_tokens
-            )
-        if capped.text is None:
+            text, tokens = capped.short_text, capped.short_tokens
+        elif capped.text is not None:
+            text, tokens = capped.text, capped.tokens - MESSAGE_OVERHEAD
+        else:
             return entry
-        return msgspec.structs.replace(
-            entry, short_text=capped.text, short_tokens=capped.tokens - MESSAGE_OVERHEAD
-        )
+        if tokens + MESSAGE_OVERHEAD >= entry.tokens:
+            return entry
+        return msgspec.structs.replace(entry, short_text=text, short_tokens=tokens)
 
     def _add_group(self, state: RenderState, entry: Entry, pending: tuple[PendingCall, ...]) -> None:
         window = state.window
