@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
-from contextledger.adapters.importers.base import CallBook, SessionDraft
+from contextledger.adapters.importers.base import CallBook, SessionDraft, media_part
 from contextledger.adapters.importers.source import Source
 from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 
@@ -29,6 +29,10 @@ class Block(msgspec.Struct, kw_only=True):
     tool_use_id: str | None = None
     content: str | list[dict[str, Any]] | None = None
     is_error: bool | None = None
+    source: Any = None
+    """An ``image`` or ``document`` block's source (base64, URL or file id)."""
+    title: str | None = None
+    """A ``document`` block's title."""
 
 
 class AMessage(msgspec.Struct, kw_only=True):
@@ -153,6 +157,7 @@ def add_user_blocks(
     Returns the number of messages appended.
     """
     texts: list[str] = []
+    media: list[dict[str, Any]] = []
     added = 0
     for index, block in enumerate(blocks):
         where = f"{path}[{index}]"
@@ -180,10 +185,18 @@ def add_user_blocks(
             added += 1
         elif block.type == "text":
             texts.append(_need(source, block.text, f"{where}.text", "text"))
+        elif block.type in ("image", "document"):
+            part = {"type": block.type, "source": block.source, "title": block.title}
+            found = media_part(part, len("\n\n".join(texts)), draft)
+            if found is not None:
+                media.append(found)
         else:
-            draft.note(f"user '{block.type}' blocks (not text) were dropped: this importer keeps text only")
-    if texts:
-        draft.messages.append({"role": "user", "content": "\n\n".join(texts), "at": at, "meta": dict(meta)})
+            draft.note(f"user '{block.type}' blocks were dropped: the ledger keeps text, images and files")
+    if texts or media:
+        user = {"role": "user", "content": "\n\n".join(texts), "at": at, "meta": dict(meta)}
+        if not texts:
+            draft.media_only.add(len(draft.messages))
+        draft.messages.append({**user, "media": media} if media else user)
         added += 1
     return added
 

@@ -10,7 +10,15 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-from contextledger.application.kernel.messages import AssistantMessage, ToolResult, UserMessage, parse_message
+import pydantic
+from contextledger.application.kernel.media_shapes import ledger_media
+from contextledger.application.kernel.messages import (
+    AssistantMessage,
+    MediaIn,
+    ToolResult,
+    UserMessage,
+    parse_message,
+)
 from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
 from contextledger.domain.errors import (
     DuplicateToolCallError,
@@ -29,6 +37,7 @@ __all__ = [
     "PreparedSession",
     "SessionDraft",
     "aware_time",
+    "media_part",
     "prepare",
     "small_fields",
 ]
@@ -60,6 +69,9 @@ class SessionDraft:
     notes: list[str] = field(default_factory=list)
     started_at: datetime | None = None
     source_messages: int = 0
+    media_only: set[int] = field(default_factory=set)
+    """Indices of user messages kept for their images or files alone: imports before media kept none of
+    them, so the digest (the session's id) leaves them out, as it leaves out every message's ``media``."""
 
     def note(self, text: str) -> None:
         """Record one loss or decision, once."""
@@ -181,13 +193,32 @@ def small_fields(values: dict[str, Any], limit: int = 2000) -> dict[str, Any]:
     return kept
 
 
+def media_part(part: dict[str, Any], offset: int, draft: SessionDraft) -> dict[str, Any] | None:
+    """Return an image or file part of a user message as the ledger's media dict at ``offset``.
+
+    Any provider's part shape is read (``media_shapes``); a part the append API would refuse (no data,
+    an unknown source) is dropped with a note rather than failing the whole file.
+    """
+    try:
+        media = ledger_media(part, offset)
+        MediaIn.model_validate(media)
+    except (InvalidMessageError, pydantic.ValidationError):
+        kind = part.get("type")
+        draft.note(f"malformed user '{kind}' parts (no data, or a source no provider defines) were dropped")
+        return None
+    return media
+
+
 def _as_digested(message: dict[str, Any]) -> dict[str, Any]:
-    """A message as the digest reads it: its thinking blocks as the signatures imports kept before ADR 0088.
+    """A message as the digest reads it: as imports before ADR 0088 and before media kept it.
 
     Imports kept only ``meta.thinking_signatures`` (and dropped redacted blocks); they now keep the blocks
-    themselves. The digest names a session's id and idempotency key, so a transcript imported before is
-    still ``unchanged``, never a second session.
+    themselves. They kept no image or file parts; they now keep a user message's. The digest names a
+    session's id and idempotency key, so a transcript imported before is still ``unchanged``, never a
+    second session.
     """
+    if "media" in message:
+        message = {k: v for k, v in message.items() if k != "media"}
     meta = message.get("meta")
     if not isinstance(meta, dict) or THINKING_BLOCKS not in meta:
         return message
@@ -206,7 +237,7 @@ def _digest(draft: SessionDraft) -> str:
         "model": draft.model,
         "tools": draft.tools,
         "metadata": draft.metadata,
-        "messages": [_as_digested(m) for m in draft.messages],
+        "messages": [_as_digested(m) for i, m in enumerate(draft.messages) if i not in draft.media_only],
     }
     return hashlib.sha256(msgspec.json.encode(content, order="deterministic")).hexdigest()
 

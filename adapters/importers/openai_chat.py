@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 import msgspec
-from contextledger.adapters.importers.base import CallBook, SessionDraft, small_fields
+from contextledger.adapters.importers.base import CallBook, SessionDraft, media_part, small_fields
 from contextledger.adapters.importers.source import Source
+from contextledger.application.kernel.media_shapes import MEDIA_PARTS
 
 __all__ = ["OAMessage", "add_openai_messages", "parse_openai", "parse_tau_bench", "text_of_parts"]
 
@@ -107,6 +108,28 @@ def text_of_parts(parts: list[dict[str, Any]], draft: SessionDraft) -> str:
     return "\n".join(texts)
 
 
+def user_parts(parts: list[dict[str, Any]], draft: SessionDraft) -> tuple[str, list[dict[str, Any]]]:
+    """Return a user message's text parts joined and its image and file parts as the ledger's media.
+
+    Each media part sits after the text before it (its ``offset``); other parts are reported dropped.
+    """
+    texts: list[str] = []
+    media: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type")
+        if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind in MEDIA_PARTS:
+            found = media_part(part, len("\n".join(texts)), draft)
+            if found is not None:
+                media.append(found)
+        else:
+            draft.note(
+                f"non-text content parts ({kind}) were dropped: the ledger keeps text, images and files"
+            )
+    return "\n".join(texts), media
+
+
 def _text(content: str | list[dict[str, Any]] | None, draft: SessionDraft) -> str | None:
     if content is None or isinstance(content, str):
         return content
@@ -149,7 +172,12 @@ def add_openai_messages(
         ref = refs[index] if refs is not None else f"{path}[{index}]"
         meta: dict[str, Any] = {"source_ref": ref}
         _refuse_anthropic_blocks(source, message, ref)
-        text = _text(message.content, draft)
+        media: list[dict[str, Any]] = []
+        if message.role == "user" and isinstance(message.content, list):
+            text: str | None
+            text, media = user_parts(message.content, draft)
+        else:
+            text = _text(message.content, draft)
         if message.role in {"system", "developer"}:
             if draft.messages:
                 draft.metadata.setdefault("late_system_messages", []).append(
@@ -164,7 +192,8 @@ def add_openai_messages(
         if message.role == "user":
             if text is None:
                 draft.note("user messages without content were stored as empty text")
-            draft.messages.append({"role": "user", "content": text or "", "meta": meta})
+            user: dict[str, Any] = {"role": "user", "content": text or "", "meta": meta}
+            draft.messages.append({**user, "media": media} if media else user)
         elif message.role == "assistant":
             _add_assistant(draft, message, text, meta, book)
         else:

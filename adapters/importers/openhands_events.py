@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 import msgspec
-from contextledger.adapters.importers.base import CallBook, SessionDraft
+from contextledger.adapters.importers.base import CallBook, SessionDraft, media_part
 from contextledger.adapters.importers.source import Source
 
 __all__ = ["parse_openhands"]
@@ -91,9 +91,12 @@ class _Stream:
         draft = self.draft
         text = event.args.get("content") if event.action == "message" else None
         if event.source == "user" and event.action == "message":
-            draft.messages.append(
-                {"role": "user", "content": str(text or event.message or ""), "meta": self.meta(event, ref)}
-            )
+            words = str(text or event.message or "")
+            user: dict[str, Any] = {"role": "user", "content": words, "meta": self.meta(event, ref)}
+            urls = event.args.get("image_urls") or []
+            parts = [{"type": "image_url", "image_url": {"url": url}} for url in urls if isinstance(url, str)]
+            media = [m for m in (media_part(p, len(words), draft) for p in parts) if m is not None]
+            draft.messages.append({**user, "media": media} if media else user)
             self.response_id = None
             return
         if event.source != "agent" or event.action in _SKIPPED_ACTIONS:
