@@ -9,7 +9,7 @@ from typing import Any, Literal
 import msgspec
 from contextledger.adapters.importers.base import CallBook, SessionDraft, media_part
 from contextledger.adapters.importers.source import Source
-from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
+from contextledger.application.kernel.wire_shapes import HOSTED_BLOCKS, HOSTED_ITEMS, THINKING_BLOCKS
 
 __all__ = ["Block", "add_user_blocks", "extend_assistant", "new_assistant", "parse_anthropic", "result_text"]
 
@@ -27,8 +27,13 @@ class Block(msgspec.Struct, kw_only=True):
     name: str | None = None
     input: Any = None
     tool_use_id: str | None = None
-    content: str | list[dict[str, Any]] | None = None
+    content: Any = None
+    """A ``tool_result``'s text or blocks; a server tool result's list or error object."""
     is_error: bool | None = None
+    server_name: str | None = None
+    """An ``mcp_tool_use`` block's server."""
+    file_id: str | None = None
+    """A ``container_upload`` block's file."""
     source: Any = None
     """An ``image`` or ``document`` block's source (base64, URL or file id)."""
     title: str | None = None
@@ -78,13 +83,37 @@ def _need(source: Source, value: str | None, path: str, what: str) -> str:
     return value
 
 
-def result_text(content: str | list[dict[str, Any]] | None, draft: SessionDraft) -> str:
+_HOSTED_FIELDS = (
+    "type",
+    "id",
+    "name",
+    "server_name",
+    "input",
+    "tool_use_id",
+    "is_error",
+    "content",
+    "file_id",
+)
+"""The fields of Anthropic's server tool blocks (``HOSTED_BLOCKS``), in the order the API gives them."""
+
+
+def hosted_block(block: Block) -> dict[str, Any]:
+    """Return a server tool block (``server_tool_use``, ``web_search_tool_result``...) as the API gave it."""
+    return {f: getattr(block, f) for f in _HOSTED_FIELDS if getattr(block, f) is not None}
+
+
+def result_text(content: object, draft: SessionDraft) -> str:
     """Return the text of a ``tool_result`` content (string or blocks); report dropped non-text blocks."""
     if content is None or isinstance(content, str):
         return content or ""
+    if not isinstance(content, list):
+        draft.note("tool results whose content is neither text nor blocks were stored empty")
+        return ""
     texts: list[str] = []
     for block in content:
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
+        if not isinstance(block, dict):
+            draft.note("tool result content items that are not blocks were dropped")
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
         else:
             draft.note(f"non-text blocks ({block.get('type')}) inside tool results were dropped")
@@ -138,6 +167,8 @@ def extend_assistant(
             message["meta"].setdefault(THINKING_BLOCKS, []).append(redacted)
         elif block.type == "redacted_thinking":
             draft.note("redacted_thinking blocks without their data were dropped")
+        elif block.type in HOSTED_BLOCKS:
+            message["meta"].setdefault(HOSTED_ITEMS, []).append(hosted_block(block))
         else:
             draft.note(f"assistant '{block.type}' blocks have no ledger field and were dropped")
 

@@ -19,7 +19,7 @@ from contextledger.application.kernel.messages import (
     UserMessage,
     parse_message,
 )
-from contextledger.application.kernel.wire_shapes import THINKING_BLOCKS
+from contextledger.application.kernel.wire_shapes import HOSTED_ITEMS, THINKING_BLOCKS
 from contextledger.domain.errors import (
     DuplicateToolCallError,
     DuplicateToolResultError,
@@ -213,13 +213,17 @@ def _as_digested(message: dict[str, Any]) -> dict[str, Any]:
     """A message as the digest reads it: as imports before ADR 0088 and before media kept it.
 
     Imports kept only ``meta.thinking_signatures`` (and dropped redacted blocks); they now keep the blocks
-    themselves. They kept no image or file parts; they now keep a user message's. The digest names a
+    themselves. They kept no image or file parts, nor server tool blocks; they now keep a user message's
+    media and an assistant message's ``meta[HOSTED_ITEMS]``. The digest names a
     session's id and idempotency key, so a transcript imported before is still ``unchanged``, never a
     second session.
     """
     if "media" in message:
         message = {k: v for k, v in message.items() if k != "media"}
     meta = message.get("meta")
+    if isinstance(meta, dict) and HOSTED_ITEMS in meta:
+        meta = {k: v for k, v in meta.items() if k != HOSTED_ITEMS}
+        message = {**message, "meta": meta}
     if not isinstance(meta, dict) or THINKING_BLOCKS not in meta:
         return message
     blocks = [b for b in meta[THINKING_BLOCKS] if isinstance(b, dict) and b.get("type") == "thinking"]
