@@ -296,6 +296,7 @@ def _text_fate(
         driver=call.driver,
         budget=call.budget,
         policy=call.policy,
+        cut_by=call.cut_by,
     )
 
 
@@ -322,6 +323,7 @@ def _event_fate(call: TracedCall, position: int) -> CallFate | None:
         driver=call.driver,
         budget=call.budget,
         policy=call.policy,
+        cut_by=call.cut_by,
     )
 
 

@@ -57,6 +57,8 @@ class TracedCall:
     card: bool = False
     """Whether the call's policy keeps a session-state card, which quotes messages (user words, decisions,
     the first line of a failed result) after they leave: their dispositions cannot tell then."""
+    cut_by: tuple[str, ...] = ()
+    """The truncation limits the call's policy sets (``max_lines``, ``max_tokens``): what cut a result."""
 
 
 def run_at(runs: tuple[DispositionRun, ...], position: int) -> DispositionRun | None:
@@ -167,6 +169,7 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
 
     for view in views:
         record = view.record
+        chosen = policy_of(view)
         yield TracedCall(
             call_id=record.call_id,
             position=record.position,
@@ -179,8 +182,15 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
             wire_format=record.wire_format,
             reasoning_rules=reasoning_rules_of(record.meta),
             policy=record.policy,
-            card=policy_of(view).card.enabled,
+            card=chosen.card.enabled,
+            cut_by=truncation_limits(chosen),
         )
+
+
+def truncation_limits(policy: Policy) -> tuple[str, ...]:
+    """The limits of ``policy``'s truncation that are set, as its keys name them."""
+    config = policy.truncation
+    return tuple(k for k, v in (("max_lines", config.max_lines), ("max_tokens", config.max_tokens)) if v)
 
 
 def computed_calls(
@@ -201,4 +211,5 @@ def computed_calls(
             context=context,
             budget=context.budget,
             policy=policy.name,
+            cut_by=truncation_limits(policy),
         )

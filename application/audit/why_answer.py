@@ -67,6 +67,8 @@ class CallFate(msgspec.Struct, frozen=True, kw_only=True):
     """The prompt budget the call was rendered under."""
     policy: str | None = None
     """The name of the policy the call was rendered under."""
+    cut_by: tuple[str, ...] = ()
+    """The truncation limits that policy sets (``max_lines``, ``max_tokens``)."""
 
 
 class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -134,11 +136,14 @@ class _Wording:
         field = f'{head}.tools["{tool}"]' if tool else table
         return f"{field}.{key} = {value} in the Policy given to {self.driver}(policy=...)"
 
-    def truncation(self) -> str:
+    def truncation(self, cut_by: tuple[str, ...]) -> str:
+        limits = " and ".join(cut_by or ("max_lines", "max_tokens"))
         if self.driver is None:
-            return "[truncation] max_tokens above this output's size (it was cut)"
+            return f"[truncation] {limits} above this output's size (it was cut)"
         given = f"in the Policy given to {self.driver}(policy=...)"
-        return f"truncation.max_tokens above this output's size {given}"
+        return f"truncation.{limits} above this output's size {given}".replace(
+            " and max", " and truncation.max"
+        )
 
     def cap(self) -> str:
         if self.driver is None:
@@ -169,7 +174,7 @@ def smallest_change(
     if left.disposition == "summarized":
         return f"keep it out of summaries (a policy whose window keeps it), {words.pin()}"
     if left.rule.startswith("truncation"):
-        return f"{words.truncation()}, {words.pin()}"
+        return f"{words.truncation(left.cut_by)}, {words.pin()}"
     if left.rule == "cap" or (left.disposition == "truncated" and left.rule == "truncated"):
         return f"{words.cap()}, {words.pin()}"
     if left.rule.startswith("retention"):
