@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(reply.choices[0].message.content or "")
                 break
             for call in calls:
-                output, failed = run_tool(call.name, call.input)
+                output, failed = run_tool(call)
                 agent.record_tool_result(call.id, output, is_error=failed)
         print(f"session {agent.session_id}")
     return 0

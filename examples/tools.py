@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import contextledger
+
 __all__ = ["SYSTEM_PROMPT", "TOOL_SPECS", "run_tool"]
 
 SYSTEM_PROMPT = (
@@ -38,9 +40,14 @@ TOOL_SPECS: list[dict[str, Any]] = [
 """Name, description and JSON-schema parameters of each tool (each example puts them in its SDK's shape)."""
 
 
-def run_tool(name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-    """Run the tool ``name``; return its output and whether it failed."""
+def run_tool(call: contextledger.ToolCallRequest) -> tuple[str, bool]:
+    """Run the tool ``call`` names; return its output and whether it failed.
+
+    Arguments that are not a JSON object (a reply cut off inside the call) fail the call, told to the model.
+    """
+    name = call.name
     try:
+        arguments = call.input
         if name == "read_file":
             return Path(str(arguments["path"])).read_text(encoding="utf-8", errors="replace"), False
         if name == "run":
@@ -48,6 +55,8 @@ def run_tool(name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
                 str(arguments["command"]), shell=True, capture_output=True, text=True, timeout=60, check=False
             )
             return f"exit code {done.returncode}\n{done.stdout}{done.stderr}", done.returncode != 0
+    except contextledger.InvalidMessageError as error:
+        return str(error), True
     except (OSError, KeyError, subprocess.TimeoutExpired) as error:
         return f"{type(error).__name__}: {error}", True
     return f"unknown tool {name!r}", True

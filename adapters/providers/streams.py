@@ -14,6 +14,19 @@ def _plain(event: object) -> Any:
     return dump(mode="json", exclude_none=True, warnings=False) if callable(dump) else event
 
 
+def _input(text: str) -> Any:
+    """A ``tool_use`` block's input from its streamed JSON; the text itself when it is not whole JSON.
+
+    A reply cut by ``max_tokens`` inside a call closes the block with part of its input: that is a
+    complete response, not a broken stream. The text is stored verbatim as the call's arguments (sent
+    back wrapped as ``_raw_arguments``), as a non-streamed reply's would be.
+    """
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return text
+
+
 class StreamAssembler:
     """Collects a reply's stream events, whatever SDK object carries them, into the non-streamed reply.
 
@@ -112,7 +125,7 @@ class StreamAssembler:
         elif kind == "content_block_stop":
             index = event["index"]
             if index in self._json and index in self._blocks:
-                self._blocks[index]["input"] = json.loads(self._json[index] or "{}")
+                self._blocks[index]["input"] = _input(self._json[index])
         elif kind == "message_delta":
             self._message.update(event.get("delta") or {})
             usage = dict(self._message.get("usage") or {})

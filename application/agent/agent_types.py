@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import msgspec
+from contextledger.domain.errors import InvalidMessageError
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.reasoning_back import REASONING_RULES
 
@@ -99,6 +100,10 @@ class AgentRequest(msgspec.Struct, frozen=True, kw_only=True):
         return self.context.tokens
 
 
+_SHOWN = 80
+"""How many characters of bad arguments an error shows."""
+
+
 class ToolCallRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A tool call the model issued, to run: ``id`` is the stored id to answer with ``record_tool_result``."""
 
@@ -108,9 +113,23 @@ class ToolCallRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def input(self) -> dict[str, Any]:
-        """The arguments as an object (``{}`` when they are not a JSON object)."""
+        """The arguments as an object (``{}`` for none: an empty text).
+
+        Raises:
+            InvalidMessageError: The arguments are not a JSON object, e.g. a reply cut by ``max_tokens``
+                (``finish_reason`` ``length``) inside the call: running the tool with ``{}`` would run it
+                with none of what the model asked for. Answer the call with an error result instead.
+        """
+        if not self.arguments.strip():
+            return {}
         try:
             value = json.loads(self.arguments)
         except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
+            value = None
+        if not isinstance(value, dict):
+            msg = (
+                f"tool call {self.id!r} ({self.name}): its arguments are not a JSON object (a reply cut off "
+                f"inside the call?), they begin {self.arguments[:_SHOWN]!r}; answer it with an error result"
+            )
+            raise InvalidMessageError(msg)
+        return value
