@@ -143,11 +143,25 @@ class _OpenAIPairing:
         self.problems.append(WireProblem(kind=kind, message=index, detail=detail))
 
 
+def _chat_content(content: object, role: str) -> bool:
+    """Whether Chat Completions accepts ``content`` for ``role``: a string or a non-empty list of parts.
+
+    Parts are typed; a ``tool`` or ``system`` message's are text parts only (a user's may hold images).
+    """
+    if isinstance(content, str):
+        return True
+    if not isinstance(content, list) or not content:
+        return False
+    typed = all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in content)
+    return typed and (role == "user" or all(p["type"] == "text" for p in content))
+
+
 def check_openai_structure(payload: dict[str, Any]) -> list[WireProblem]:
     """Return the structural problems of a Chat Completions payload that the API rejects.
 
     Checked beyond the SDK types (which allow them): an assistant message with neither content
-    nor tool calls, a tool or user message without string content, and call ids longer than
+    nor tool calls, a tool, system or user message whose content is neither a string nor a list of typed
+    parts (text parts only, but for a user's), and call ids longer than
     ``OPENAI_MAX_CALL_ID`` (40) characters.
 
     Args:
@@ -162,7 +176,7 @@ def check_openai_structure(payload: dict[str, Any]) -> list[WireProblem]:
         calls = message.get("tool_calls") or []
         if role == "assistant" and message.get("content") is None and not calls:
             problems.append(WireProblem(kind="empty_content", message=index, detail="assistant"))
-        if role in ("user", "tool", "system") and not isinstance(message.get("content"), str):
+        if role in ("user", "tool", "system") and not _chat_content(message.get("content"), role):
             problems.append(WireProblem(kind="empty_content", message=index, detail=str(role)))
         ids = [message.get("tool_call_id")] + [c.get("id") for c in calls if isinstance(c, dict)]
         problems.extend(

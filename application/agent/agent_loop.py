@@ -245,7 +245,10 @@ class AgentLoop:
         the reply that issued the call, so a retried write stores nothing twice.
         """
         if isinstance(result, str):
-            messages: list[Any] = [ToolResult(call_id=result, content=content or "", is_error=is_error)]
+            text = (
+                "" if content is None else content
+            )  # 0, False, [] are refused as non-text, not stored as ""
+            messages: list[Any] = [ToolResult(call_id=result, content=text, is_error=is_error)]
         elif isinstance(result, Mapping) and result.get("type") == "tool_result":
             messages = parse_messages({"role": "user", "content": [dict(result)]})
         else:

@@ -174,16 +174,18 @@ def _block_text(block: Mapping[str, Any], field: str, kind: str) -> str:
     return value
 
 
-def _assistant_blocks(  # noqa: C901 - one branch per block type
+def _assistant_blocks(  # noqa: C901, PLR0912 - one branch per block type
     content: list[Any], calls: list[dict[str, Any]], meta: dict[str, Any]
 ) -> dict[str, Any]:
     """Anthropic assistant blocks: text to content, thinking to reasoning (+ signature), tool_use to calls.
 
     Server tool blocks (``HOSTED_BLOCKS``) are kept exactly, in order, in ``meta[HOSTED_ITEMS]``.
 
-    One signed ``thinking`` block keeps its signature in ``reasoning_signature``; several thinking
+    One signed ``thinking`` block keeps its signature in ``reasoning_signature``; several signed thinking
     blocks, or any ``redacted_thinking`` block, are also kept exactly in ``meta[THINKING_BLOCKS]``,
-    since the API needs them back unchanged while their tool-use turn lasts.
+    since the API needs them back unchanged while their tool-use turn lasts. A thinking block without a
+    signature (some compatible servers send none) is kept as reasoning text only: the API refuses a
+    thinking block sent back with ``"signature": null``.
     """
     texts: list[str] = []
     thoughts: list[str] = []
@@ -195,7 +197,9 @@ def _assistant_blocks(  # noqa: C901 - one branch per block type
             texts.append(_block_text(block, "text", kind))
         elif kind == "thinking":
             thoughts.append(_block_text(block, "thinking", kind))
-            signed.append({"type": "thinking", "thinking": thoughts[-1], "signature": block.get("signature")})
+            signature = block.get("signature")
+            if isinstance(signature, str) and signature:  # unsigned (a compatible server's): text only
+                signed.append({"type": "thinking", "thinking": thoughts[-1], "signature": signature})
         elif kind == "redacted_thinking":
             signed.append({"type": "redacted_thinking", "data": block.get("data")})
         elif kind == "tool_use":
@@ -210,7 +214,7 @@ def _assistant_blocks(  # noqa: C901 - one branch per block type
         out["reasoning"] = "\n\n".join(thoughts)
     if hosted:
         meta = {**meta, HOSTED_ITEMS: hosted}
-    if len(signed) == 1 and signed[0]["type"] == "thinking" and signed[0]["signature"]:
+    if len(signed) == 1 and signed[0]["type"] == "thinking" and len(thoughts) == 1:
         out["reasoning_signature"] = signed[0]["signature"]
     elif signed:
         meta = {**meta, THINKING_BLOCKS: signed}
