@@ -244,6 +244,9 @@ class CompactionRequested(LedgerEvent, frozen=True, kw_only=True, tag="Compactio
     depth: int = 0
     previous_summary_id: str | None = None
     policy: str = ""
+    policy_json: str = ""
+    """The requesting policy itself (``Policy.fingerprint``): a worker holds the summary to what that
+    policy shows under ``budget``, a policy file's too. Empty in requests planned before it."""
     budget: int = 0
     tokenizer: str = ""
     tokens_before: int = 0

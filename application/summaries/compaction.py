@@ -218,7 +218,7 @@ class Compactor:
         plan = plan_span(
             context, limits, basis, trigger=trigger, ahead=ahead, summary_tokens=self.summary_tokens
         )
-        if plan is None or self._reusable(plan, artifacts.values()):
+        if plan is None or self._reusable(plan, artifacts.values(), trigger):
             return None
         return self._request(
             session_id, chosen, plan, budget=budget, context=context, limits=limits, trigger=trigger
@@ -253,7 +253,7 @@ class Compactor:
             target_tokens=limits.low_mark,
             depth=batch.depth,
         )
-        if self._reusable(plan, batches):
+        if self._reusable(plan, batches, trigger):
             return None
         return self._request(
             session_id, policy, plan, budget=budget, context=context, limits=limits, trigger=trigger
@@ -277,6 +277,9 @@ class Compactor:
             f"{session_id}|{plan.covers_from}|{plan.covers_through}|{plan.previous_summary_id}|{key}|{budget}"
             f"|{plan.depth}"
         )
+        withheld = self._withheld(plan, stream.artifacts()) if trigger == "manual" else 0
+        if withheld:  # asked for by hand again after a withheld summary: a new request, not the old one
+            identity += f"|after {withheld} withheld"
         request_id = "cr-" + content_address(identity + "|" + self.summarizer_config)[:24]
         event = CompactionRequested(
             request_id=request_id,
@@ -289,6 +292,7 @@ class Compactor:
             depth=plan.depth,
             previous_summary_id=plan.previous_summary_id,
             policy=key,
+            policy_json=chosen.fingerprint(),
             budget=limits.prompt_limit if budget is None else budget,
             tokenizer=context.tokenizer,
             tokens_before=plan.tokens_before,
@@ -300,16 +304,29 @@ class Compactor:
         stream.append(event, idempotency_key=f"request:{request_id}")
         return event
 
-    def _reusable(self, plan: CompactionPlan, artifacts: Iterable[SummaryRecorded]) -> bool:
-        """An artifact of this span, parent and summarizer config exists (e.g. made under another policy)."""
-        return any(
-            a.covers_from == plan.covers_from
-            and a.covers_through == plan.covers_through
-            and a.previous_summary_id == plan.previous_summary_id
-            and a.depth == plan.depth
-            and a.config_sha == self.summarizer_config
-            for a in artifacts
+    def _same(self, plan: CompactionPlan, artifact: SummaryRecorded) -> bool:
+        """Whether ``artifact`` is of this plan's span, parent and depth, by this summarizer config."""
+        return (
+            artifact.covers_from == plan.covers_from
+            and artifact.covers_through == plan.covers_through
+            and artifact.previous_summary_id == plan.previous_summary_id
+            and artifact.depth == plan.depth
+            and artifact.config_sha == self.summarizer_config
         )
+
+    def _reusable(
+        self, plan: CompactionPlan, artifacts: Iterable[SummaryRecorded], trigger: CompactionTrigger
+    ) -> bool:
+        """An artifact of this span, parent and summarizer config exists (e.g. made under another policy).
+
+        A withheld one counts for the planner's own triggers (a summarizer that keeps losing the task is
+        not asked again and again), not for a compaction asked for by hand: that asks again.
+        """
+        return any(self._same(plan, a) and not (a.withheld and trigger == "manual") for a in artifacts)
+
+    def _withheld(self, plan: CompactionPlan, artifacts: Iterable[SummaryRecorded]) -> int:
+        """How many withheld artifacts of this plan's span, parent and summarizer config exist."""
+        return sum(self._same(plan, a) and a.withheld for a in artifacts)
 
     def report_overflow(
         self,

@@ -22,6 +22,7 @@ from contextledger.application.summaries.card_check import (
 )
 from contextledger.application.summaries.compaction import policy_key
 from contextledger.application.summaries.request_builder import RequestBuilder
+from contextledger.application.summaries.summary_limits import request_policy, summary_limit
 from contextledger.application.views.view_runner import split_stream
 from contextledger.domain.content import content_address
 from contextledger.domain.errors import (
@@ -42,7 +43,6 @@ from contextledger.projections.card_fidelity import check_against_card, with_car
 from contextledger.projections.fidelity import facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
-from contextledger.projections.render import summary_framing
 from contextledger.projections.summary_requests import Summarizer, SummaryRequest, check_summary_text
 
 __all__ = ["CompactionCallbacks", "SummaryWorker", "WorkerSettings", "run_async", "run_in_thread"]
@@ -259,13 +259,8 @@ class SummaryWorker:
     ) -> SummaryRecorded | SummaryAttemptFailed:
         artifacts = {a.summary_id: a for a in stream.artifacts()}
         previous = artifacts.get(request.previous_summary_id or "")
-        policy = self.policies.get(request.policy) or self.policies.get(request.policy.split("@")[0])
-        limit = self.settings.max_summary_tokens
-        if policy is not None and policy.summary.max_tokens:  # the text, framed, must pass ``fits``
-            framing = summary_framing(
-                self.renderer.counter.count, request.covers_from, request.covers_through
-            )
-            limit = max(1, policy.summary.max_tokens - framing)
+        policy = request_policy(request, self.policies)
+        limit = summary_limit(request, policy, self.renderer.counter.count, self.settings.max_summary_tokens)
         try:
             with self._heartbeat(stream, request.request_id, attempt):
                 card = card_state_at(self.ledger, session_id, request.planned_at)

@@ -35,6 +35,8 @@ KEEPS = (
     f"{TASK}\n### Constraints\n- {RULE}\n### Pending Work\n"
     "- [x] reproduce the bug\n- [ ] write the regression test\n"
 )
+ONE_CALL = 64_000
+"""A budget under which the span fits one summarizer call: each draft is one call (asked for by hand)."""
 DROPS = KEEPS.replace(f"- {RULE}\n", "- Keep the change small.\n")
 CLI = str(Path(sys.executable).with_name("contextledger"))
 
@@ -64,7 +66,7 @@ def _session(ledger, todos: list[dict[str, str]] | None = None) -> str:
     return session
 
 
-def _compacted(summarizer, url: str = "memory://", **worker):
+def _compacted(summarizer, url: str = "memory://", budget: int = BUDGET, **worker):
     """A session whose compaction request (covering the rule and the todo list) the worker served."""
     ledger = contextledger.open_ledger(url, clock=FixedClock(step=timedelta(0)), ids=CountingIds())
     session = _session(ledger)
@@ -72,7 +74,8 @@ def _compacted(summarizer, url: str = "memory://", **worker):
     compactor = Compactor(
         ledger, renderer, summarizer=summarizer.name, summarizer_config=summarizer.config_sha
     )
-    request = compactor.plan(session, POLICY, budget=BUDGET)
+    trigger = "threshold" if budget == BUDGET else "manual"
+    request = compactor.plan(session, POLICY, budget=budget, trigger=trigger)
     assert request is not None
     assert request.covers_from <= 6 <= request.covers_through  # the rule (5) and the todo list (3) inside
     assert SummaryWorker(ledger, renderer, summarizer, **worker).run_once() == 1
@@ -84,14 +87,14 @@ def _compacted(summarizer, url: str = "memory://", **worker):
 def test_the_request_carries_the_card_with_or_without_a_live_prefix():
     """What a model summarizer is sent holds the card's instructions and latest todo, in every call.
 
-    Without the policy the worker knows no window and sends one request; with it, this span (about
-    48,000 tokens for a 6,000-token window) is sent in calls that each fit, the live prefix left out
-    (``test_summary_window.py``), and every call carries the card.
+    The request carries its policy, so a worker given none knows the window as well as one given it:
+    this span (about 48,000 tokens for a 6,000-token window) is sent in calls that each fit, the live
+    prefix left out (``test_summary_window.py``), and every call carries the card.
     """
     for policies in (None, {POLICY.name: POLICY}):
         fake = ScriptedSummarizer(KEEPS, model_written=True)
         _compacted(fake, policies=policies)
-        assert (len(fake.requests) == 1) == (policies is None)
+        assert len(fake.requests) > 1
         for request in fake.requests:
             assert request.prefix is None
             assert request.card is not None
@@ -103,7 +106,7 @@ def test_the_request_carries_the_card_with_or_without_a_live_prefix():
 def test_a_draft_that_drops_a_constraint_is_retried_and_the_outcome_recorded():
     """The first draft loses the user's rule: low-fidelity, retried, told what it lost; the retry holds."""
     fake = ScriptedSummarizer(DROPS, KEEPS, model_written=True)
-    _, session, renderer, artifact = _compacted(fake)
+    _, session, renderer, artifact = _compacted(fake, budget=ONE_CALL)
     first, retry = fake.requests
     assert first.lost == ()
     assert any(RULE in lost for lost in retry.lost)
@@ -121,7 +124,7 @@ def test_a_summarizer_that_always_drops_is_withheld_and_the_render_keeps_the_car
     """Both drafts lose the rule: recorded with the report, never applied; the context still has the rule."""
     url = f"sqlite:///{tmp_path / 'card.db'}"
     fake = ScriptedSummarizer(DROPS, model_written=True)
-    ledger, session, renderer, artifact = _compacted(fake, url)
+    ledger, session, renderer, artifact = _compacted(fake, url, budget=ONE_CALL)
     assert len(fake.requests) == 2
     assert (artifact.drafts, artifact.withheld) == (2, True)
     assert artifact.fidelity is not None
