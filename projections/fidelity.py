@@ -7,11 +7,24 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
+from contextledger.domain.errors import SummaryRejectedError
 from contextledger.domain.events import Fidelity
 from contextledger.projections.summary_requests import CLIPPED, SpanEntry
 from contextledger.projections.wire import arguments_object
 
-__all__ = ["Facts", "command_of", "facts_of", "fidelity", "paths_in_arguments"]
+__all__ = [
+    "FACTS_REQUIRED",
+    "Facts",
+    "check_keeps_facts",
+    "command_of",
+    "facts_of",
+    "fidelity",
+    "paths_in_arguments",
+]
+
+FACTS_REQUIRED = 3
+"""A span with at least this many facts (paths, commands, identifiers, numbers) needs a model summary that
+keeps one of them (``check_keeps_facts``)."""
 
 MISSING_LISTED = 40
 """How many missing facts an artifact lists by name (the fractions count all of them)."""
@@ -126,3 +139,18 @@ def fidelity(facts: Facts, text: str) -> Fidelity:
         total=total,
         missing=tuple(missing[:MISSING_LISTED]),
     )
+
+
+def check_keeps_facts(kept: Fidelity) -> None:
+    """Refuse a model's summary that keeps none of the span's facts, when it has ``FACTS_REQUIRED`` or more.
+
+    Such a text is a refusal ("I'm sorry, but I can't help with that."), an apology or a template filled
+    with nothing, whatever the model's finish reason said: applied, it would replace the history.
+
+    Raises:
+        SummaryRejectedError: Not one of the span's facts is in the text.
+    """
+    if kept.total >= FACTS_REQUIRED and kept.overall == 0:
+        raise SummaryRejectedError(
+            f"the summary keeps none of the span's {kept.total} facts (paths, commands, ids)"
+        )

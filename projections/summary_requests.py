@@ -167,9 +167,12 @@ def entry_lines(entry: SpanEntry) -> list[str]:
 
 
 _SKELETON_LINE = re.compile(
-    r"^\s*(?:#+ .*|\|[-| ]*\||[-*] \[ \]\s*|[-*]\s*|\[[^\]]*\]|\(none[^)]*\)|_.*_)?\s*$"
+    r"^\s*(?:#+ .*|\|[-| ]*\||[-*] \[ \]\s*|[-*]\s*|\[[^\]]*\]|\(none[^)]*\)|_.*_"
+    r"|(?:[-*]\s*)?(?:none|n/?a|tbd|nothing|unknown|-+)\.?)?\s*$",
+    re.IGNORECASE,
 )
-"""Lines that carry no content: headings, table rules, empty bullets, ``[placeholders]``, ``(none)``."""
+"""Lines that carry no content: headings, table rules, empty bullets, ``[placeholders]``, ``(none)``, and a
+section's bare ``None``, ``N/A``, ``TBD`` or ``-`` (a model filling the template with nothing)."""
 
 
 def check_summary_text(text: object) -> str:

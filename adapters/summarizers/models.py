@@ -123,6 +123,9 @@ class OpenAICompatibleSummarizer:
             raise SummaryRejectedError(f"{url} answered without choices[0].message.content") from None
         if choice.get("finish_reason") == "length":
             raise SummaryRejectedError(f"{url} cut the summary at max_tokens={request.max_tokens}")
+        refusal = _object(choice.get("message")).get("refusal")
+        if choice.get("finish_reason") == "content_filter" or refusal:
+            raise SummaryRejectedError(f"{url} refused to summarize ({refusal or 'content_filter'})")
         usage = _object(data.get("usage"))
         details = _object(usage.get("prompt_tokens_details"))
         return SummaryDraft(
@@ -209,6 +212,8 @@ class AnthropicSummarizer:
         text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         if data.get("stop_reason") == "max_tokens":
             raise SummaryRejectedError(f"{url} cut the summary at max_tokens={request.max_tokens}")
+        if data.get("stop_reason") == "refusal":
+            raise SummaryRejectedError(f"{url} refused to summarize (stop_reason refusal)")
         usage = _object(data.get("usage"))
         return SummaryDraft(
             text=check_summary_text(text),

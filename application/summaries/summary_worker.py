@@ -40,7 +40,7 @@ from contextledger.domain.events import (
     SummaryRecorded,
 )
 from contextledger.projections.card_fidelity import check_against_card, with_card_check
-from contextledger.projections.fidelity import facts_of, fidelity
+from contextledger.projections.fidelity import check_keeps_facts, facts_of, fidelity
 from contextledger.projections.policy import Policy
 from contextledger.projections.presets import PRESETS
 from contextledger.projections.summary_requests import Summarizer, SummaryRequest, check_summary_text
@@ -275,6 +275,9 @@ class SummaryWorker:
                 outcome = summarize_against_card(self.summarizer, self._chained(calls, limit), card)
             draft, text = outcome.draft, outcome.text
             tokens = _within_bound(self.renderer.counter.count(text), limit)
+            kept = fidelity(facts_of(summary_request.entries), text)
+            if model_written(self.summarizer):
+                check_keeps_facts(kept)
         except SummaryInputTooLargeError as error:  # the same span gives the same request: not retried
             return self._failed(stream, request, attempt, type(error).__name__, str(error), final=True)
         except (SummarizerError, ContextLedgerError) as error:
@@ -304,7 +307,7 @@ class SummaryWorker:
             tokens=tokens,
             tokens_before=request.tokens_before,
             tokens_after=_after(request.tokens_before, span_tokens, tokens),
-            fidelity=with_card_check(fidelity(facts_of(summary_request.entries), text), outcome.check),
+            fidelity=with_card_check(kept, outcome.check),
             drafts=outcome.drafts + len(calls) - 1,  # the calls of a chain before its last draft
             withheld=outcome.withheld,
             at=self.ledger.clock.now(),

@@ -39,6 +39,13 @@ def _openai_reply(text: str = SUMMARY, finish: str = "stop") -> dict:
     }
 
 
+def _refusal() -> dict:
+    """A Chat Completions refusal: the ``refusal`` field set beside (or instead of) the content."""
+    reply = _openai_reply(text="I can't help with that.")
+    reply["choices"][0]["message"]["refusal"] = "I can't help with that."
+    return reply
+
+
 def _anthropic_reply(text: str = SUMMARY, stop: str = "end_turn") -> dict:
     return {
         "model": "claude-sonnet-4-5",
@@ -170,8 +177,30 @@ def test_an_unreachable_server_is_a_typed_error(request_):
             "template",
         ),
         (Reply(body=_openai_reply(finish="length")), "cut the summary"),
+        (
+            Reply(
+                body=_openai_reply(
+                    text="### Original Task\nN/A\n### Completed Work\nNone\n### Pending Work\n- none."
+                )
+            ),
+            "template",
+        ),
+        (
+            Reply(body=_openai_reply(text="I'm sorry, but I can't help with that.", finish="content_filter")),
+            "refused",
+        ),
+        (Reply(body=_refusal()), "refused"),
     ],
-    ids=["not-json", "no-choices", "empty", "skeleton", "cut"],
+    ids=[
+        "not-json",
+        "no-choices",
+        "empty",
+        "skeleton",
+        "cut",
+        "filled-with-nothing",
+        "content-filter",
+        "refusal",
+    ],
 )
 def test_malformed_empty_or_cut_replies_are_rejected(request_, reply, match):
     """Nothing unusable ever becomes a summary: a typed SummaryRejectedError says why."""
@@ -179,10 +208,11 @@ def test_malformed_empty_or_cut_replies_are_rejected(request_, reply, match):
         _openai(url).summarize(request_)
 
 
-def test_anthropic_cut_reply_is_rejected(request_):
-    """A reply stopped at max_tokens is incomplete, so it is refused."""
+@pytest.mark.parametrize("stop", ["max_tokens", "refusal"])
+def test_anthropic_cut_or_refused_reply_is_rejected(request_, stop):
+    """A reply stopped at max_tokens is incomplete, a refusal is no summary: both are refused."""
     with (
-        serve(Reply(body=_anthropic_reply(stop="max_tokens"))) as (url, _),
+        serve(Reply(body=_anthropic_reply(stop=stop))) as (url, _),
         pytest.raises(SummaryRejectedError),
     ):
         _anthropic(url).summarize(request_)

@@ -83,7 +83,7 @@ def test_a_withheld_summary_can_be_asked_for_again_by_hand():
     ledger = contextledger.open_ledger("memory://", clock=FixedClock(), ids=CountingIds())
     session = _session(ledger, 40, rule="Do not add dependencies to pyproject.toml.")
     renderer = contextledger.Renderer(ledger, tokenizer="heuristic")
-    drops = ScriptedSummarizer("## Summary\nRead modules mod0 to mod39.", model_written=True)
+    drops = ScriptedSummarizer("## Summary\nRead src/mod0.py to src/mod39.py; f7 took 7 ms.", model_written=True)
     compactor = contextledger.Compactor(
         ledger, renderer, summarizer=drops.name, summarizer_config=drops.config_sha
     )
@@ -96,3 +96,23 @@ def test_a_withheld_summary_can_be_asked_for_again_by_hand():
     assert again is not None
     assert (again.covers_from, again.covers_through) == (first.covers_from, first.covers_through)
     assert again.request_id != first.request_id
+
+
+def test_a_model_answer_keeping_none_of_the_spans_facts_is_never_applied():
+    """A model's "I'm sorry, but I can't help with that." (finish reason ``stop``) was applied.
+
+    The history of 40 reads was replaced by an apology. A model summary keeping none of the span's paths,
+    commands and ids is a failed attempt; the context keeps what it had.
+    """
+    ledger = contextledger.open_ledger("memory://", clock=FixedClock(), ids=CountingIds())
+    session = _session(ledger, 40)
+    renderer = contextledger.Renderer(ledger, tokenizer="heuristic")
+    sorry = ScriptedSummarizer("I'm sorry, but I can't help with that.", model_written=True)
+    compactor = contextledger.Compactor(
+        ledger, renderer, summarizer=sorry.name, summarizer_config=sorry.config_sha
+    )
+    assert compactor.plan(session, "default", budget=4_000, trigger="manual") is not None
+    contextledger.SummaryWorker(ledger, renderer, sorry).run_once()
+    assert SummaryStream(ledger.log, session).artifacts() == []
+    [request] = SummaryStream(ledger.log, session).requests().values()
+    assert "keeps none of the span's" in (request.last_error or "")
