@@ -12,11 +12,11 @@ from contextledger.adapters.cli.common import (
     JsonOption,
     command,
     emit_json,
+    ledger_for,
     out_console,
     run_guarded,
 )
-from contextledger.adapters.cli.ids import session_ledger
-from contextledger.domain.errors import ValidationError
+from contextledger.domain.errors import SessionForgottenError, ValidationError
 
 __all__ = ["register"]
 
@@ -55,7 +55,15 @@ def register(app: typer.Typer) -> None:
         """
 
         def body() -> None:
-            with session_ledger(db, session_id) as (ledger, session):
+            from contextledger.application.kernel.id_prefixes import resolve_session  # noqa: PLC0415 - on use
+
+            with ledger_for(db) as ledger:
+                try:
+                    session = resolve_session(ledger, session_id)
+                except (
+                    SessionForgottenError
+                ):  # run again: the API finishes the erasure, reports the tombstone
+                    session = session_id
                 if session != session_id:  # an erasure is for good: a prefix is never enough
                     msg = (
                         f"forget erases for good and takes the whole session id: {session_id!r} is a prefix "

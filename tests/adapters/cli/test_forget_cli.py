@@ -44,6 +44,9 @@ def test_forget_with_a_key_file_and_what_the_cli_says_after(tmp_path):
     assert (shown.returncode, _error(shown)) == (1, "SessionForgottenError")
     listed = _run("--key-file", str(key), "sessions", "--db", db, "--json")
     assert [s["session_id"] for s in json.loads(listed.stdout)["sessions"]] == [kept]
+    again = _run("--key-file", str(key), "forget", gone, "--reason", "a retry", "--db", db, "--json")
+    assert again.returncode == 0, again.stderr  # as its help says: it finishes, and reports the first tombstone
+    assert json.loads(again.stdout)["reason"] == "erasure request"
 
 
 def test_forget_on_a_plaintext_ledger_exits_1_and_erases_nothing(tmp_path):
