@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contextledger.domain.errors import StoreError
+from contextledger.domain.errors import OutputPathError
 
 __all__ = ["write_whole"]
 
@@ -16,15 +16,16 @@ def write_whole(path: str | Path, text: str) -> None:
     outside the target's folder (a directory given as the target is refused before anything is written).
 
     Raises:
-        StoreError: the target is a directory, its folder is missing, or the disk refuses the write.
+        OutputPathError: the target is a directory, its folder is missing, or the disk refuses the write
+            (a user's error, exit 1: the store is not involved).
     """
     target = Path(path)
     if target.is_dir():
-        raise StoreError(f"cannot write {target}: it is a directory (give a file name)")
+        raise OutputPathError(f"cannot write {target}: it is a directory (give a file name)")
     temporary = target.with_name(target.name + ".partial")
     try:
         temporary.write_text(text, encoding="utf-8")
         temporary.replace(target)
     except OSError as error:
         temporary.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {target}: {error.strerror or error}") from error
+        raise OutputPathError(f"cannot write {target}: {error.strerror or error}") from error

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidMessageError",
     "LedgerKeyError",
     "LedgerNotFoundError",
+    "OutputPathError",
     "PinnedOverBudgetError",
     "ProjectionConfigError",
     "ProjectionLockedError",
@@ -161,6 +162,13 @@ class LedgerKeyError(ConfigError):
 
 class LedgerNotFoundError(ConfigError):
     """A command that reads a ledger was pointed at a ledger file that does not exist; none was created."""
+
+
+class OutputPathError(ConfigError):
+    """An output file (a report, a CSV, an export) cannot be written where it was asked.
+
+    A directory, a missing folder, no permission, no space: the ledger is untouched, nothing is left behind.
+    """
 
 
 class EncryptionRequiredError(ConfigError):

@@ -37,10 +37,12 @@ def recorded(tmp_path) -> tuple[str, str]:
     [("report", "-o"), ("simulate", "--policy", "default", "--csv"), ("export", "--otlp")],
     ids=["report", "simulate-csv", "export"],
 )
-def test_an_unwritable_output_is_a_store_error_in_one_line_with_nothing_left_behind(
+def test_an_unwritable_output_is_a_user_error_in_one_line_with_nothing_left_behind(
     tmp_path, recorded, command, where
 ):
-    """A missing folder or a directory as the output file: StoreError, exit 5, no traceback, no stray file.
+    """A missing folder or a directory as the output: OutputPathError, exit 1, no traceback, no stray file.
+
+    It was a StoreError, exit 5 ("the store failed"), though the ledger was fine: the path was the user's.
 
     The output is written whole through a temporary beside it (``write_whole``), removed on failure.
     """
@@ -50,9 +52,9 @@ def test_an_unwritable_output_is_a_store_error_in_one_line_with_nothing_left_beh
     target = work / where
     name, *flags = command
     done = _run(name, session, *flags, str(target), "--db", db, "--json", cwd=work)
-    assert done.returncode == 5, done.stderr
+    assert done.returncode == 1, done.stderr
     error = json.loads(done.stderr)["error"]
-    assert error["type"] == "StoreError"
+    assert error["type"] == "OutputPathError"
     assert "cannot write" in error["message"]
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.rglob("*") if p.name != "demo.db" and "demo.db" not in p.name) == [

@@ -45,7 +45,9 @@ def test_forget_with_a_key_file_and_what_the_cli_says_after(tmp_path):
     listed = _run("--key-file", str(key), "sessions", "--db", db, "--json")
     assert [s["session_id"] for s in json.loads(listed.stdout)["sessions"]] == [kept]
     again = _run("--key-file", str(key), "forget", gone, "--reason", "a retry", "--db", db, "--json")
-    assert again.returncode == 0, again.stderr  # as its help says: it finishes, and reports the first tombstone
+    assert again.returncode == 0, (
+        again.stderr
+    )  # as its help says: it finishes, and reports the first tombstone
     assert json.loads(again.stdout)["reason"] == "erasure request"
 
 
