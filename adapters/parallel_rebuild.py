@@ -16,16 +16,30 @@ from contextledger.application.rebuild.blue_green import RebuildSpec
 from contextledger.application.rebuild.rebuild import store_views
 from contextledger.application.rebuild.shards import hand_over
 from contextledger.application.views.view_runner import BatchDone, RunStats, Shard
-from contextledger.domain.errors import ConfigError, StoreError
+from contextledger.domain.errors import ConfigError, StoreError, ValidationError
 
-__all__ = ["LedgerOpener", "auto_workers", "rebuild_in_shards"]
+__all__ = ["MAX_WORKERS", "LedgerOpener", "auto_workers", "check_workers", "rebuild_in_shards"]
 
 LedgerOpener = Callable[[str | None], Ledger]
 """Opens a ledger by URL (the composition root's ``open_ledger``); a module-level function, so that
 worker processes can be handed it."""
 
 _PARALLEL_FROM = 20_000
+
+MAX_WORKERS = 64
+"""The most rebuild processes a run starts (``check_workers``): each holds a connection and a share."""
 """Below this many notifications one process rebuilds (starting workers costs ~0.5 s each)."""
+
+
+def check_workers(workers: int) -> None:
+    """Refuse a number of rebuild processes that is not 0 (auto) to ``MAX_WORKERS``.
+
+    Raises:
+        ValidationError: a negative count (it ran as one), or more than ``MAX_WORKERS`` (a typo of
+            100000000 built a lease name per view and worker until the process was killed).
+    """
+    if not 0 <= workers <= MAX_WORKERS:
+        raise ValidationError(f"--workers takes 0 (auto) to {MAX_WORKERS} processes, not {workers}")
 
 
 def auto_workers(notifications: int) -> int:
@@ -115,9 +129,11 @@ def rebuild_in_shards(
 
     Raises:
         ConfigError: the ledger is in memory (it lives in one process).
+        ValidationError: ``workers`` is not 1 to ``MAX_WORKERS``.
         ProjectionLockedError: a tail or another rebuild holds one of the views.
         StoreError: a worker failed (its error is named); the other shards' committed batches stay.
     """
+    check_workers(workers)
     if url.startswith("memory:"):
         raise ConfigError("a memory:// ledger lives in one process: rebuild it with one worker")
     with opener(url) as ledger:

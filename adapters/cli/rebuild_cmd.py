@@ -337,9 +337,11 @@ def register(app: typer.Typer) -> None:
         """
 
         def body() -> None:
+            from contextledger.adapters.parallel_rebuild import check_workers  # noqa: PLC0415
             from contextledger.adapters.policy_files import resolve_policy  # noqa: PLC0415 - loaded on use
             from contextledger.application.rebuild.blue_green import RebuildSpec  # noqa: PLC0415
 
+            check_workers(workers)
             chosen = resolve_policy(policy)
             kept = tuple(v for v in views.split(",") if v)
             spec = RebuildSpec(chosen.model_dump_json(), budget, tokenizer, audit_views=kept)

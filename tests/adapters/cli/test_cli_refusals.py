@@ -207,3 +207,18 @@ def test_import_and_demo_still_create_a_new_ledger(tmp_path):
     listed = _run("sessions", "--db", "sqlite:///fresh.db", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert len(json.loads(listed.stdout)["sessions"]) == 1
+
+
+@pytest.mark.parametrize("workers", ["-5", "65", "100000000"])
+def test_a_rebuild_worker_count_out_of_range_is_refused_before_anything_is_written(recorded, workers):
+    """``--workers -5`` ran as one; ``100000000`` built a lease name per view and worker until killed."""
+    db, _ = recorded
+    path = db.removeprefix("sqlite:///")
+    with closing(sqlite3.connect(path)) as before:
+        tables = before.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    done = _run("rebuild", "--policy", "threshold", "--workers", workers, "--db", db, "--json")
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert (error["type"], "--workers" in error["message"]) == ("ValidationError", True)
+    with closing(sqlite3.connect(path)) as after:
+        assert after.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall() == tables
