@@ -164,7 +164,8 @@ def _print_fates(console: Any, answer: Any) -> None:
 
     if not answer.calls:
         return
-    short = short_call_ids(fate.call_id for fate in answer.calls)
+    recorded = short_call_ids(f.call_id for f in answer.calls if f.call_id.startswith("call-"))
+    short = {f.call_id: recorded.get(f.call_id, f.call_id) for f in answer.calls}  # "computed@270" whole
     policies = len({fate.policy for fate in answer.calls}) > 1
     columns = ["position", "shown", "fate", "rule", "summary", *(["policy"] if policies else [])]
     table = Table(

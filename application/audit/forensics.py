@@ -46,6 +46,24 @@ __all__ = ["CallFate", "WhyAnswer", "why"]
 _KEPT = {"verbatim", "pinned", "control"}
 
 
+def _check_asked(ledger: Ledger, session_id: str, query: str, position: int | None) -> None:
+    """Refuse a question ``why`` cannot answer as asked: no text, a text and a position, a position past."""
+    if position is None:
+        if not query.strip():
+            raise ValidationError(
+                "why needs a text to trace (or a --position); an empty text is in every message"
+            )
+        return
+    if query.strip():
+        raise ValidationError(
+            "why traces a text or the event at a position, not both: the text would be ignored "
+            f"(give {query!r} alone, or --position {position} alone)"
+        )
+    head = ledger.version(session_id)
+    if not 1 <= position <= head:
+        raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
+
+
 def why(
     ledger: Ledger,
     session_id: str,
@@ -67,17 +85,10 @@ def why(
     computed.
 
     Raises:
-        ValidationError: an empty ``query`` without ``position``, a ``position`` outside the session, or
-            a bad regular expression.
+        ValidationError: an empty ``query`` without ``position``, both a ``query`` and a ``position``, a
+            ``position`` outside the session, or a bad regular expression.
     """
-    if position is not None:
-        head = ledger.version(session_id)
-        if not 1 <= position <= head:
-            raise ValidationError(f"position {position} is outside session {session_id!r} (1..{head})")
-    if position is None and not query.strip():
-        raise ValidationError(
-            "why needs a text to trace (or a --position); an empty text is in every message"
-        )
+    _check_asked(ledger, session_id, query, position)
     try:
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
     except re.error as error:

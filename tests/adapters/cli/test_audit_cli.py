@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import contextledger
 
@@ -115,3 +116,55 @@ def test_why_prints_its_verdict_and_a_table_of_fates(tmp_path, transcripts):
     assert "to keep it:" in done.stdout
     assert "low-water" in done.stdout or "retention" in done.stdout
     assert "fate" in done.stdout
+
+
+def test_why_refuses_a_text_given_with_a_position(tmp_path):
+    """A text given with ``--position`` was ignored: "still in context" for a text the log never held."""
+    db = f"sqlite:///{tmp_path / 'why.db'}"
+    with contextledger.open_ledger(db) as ledger:
+        session = ledger.start_session(system_prompt="s")
+        ledger.add_user_message(session, "read every module")
+        ledger.add_assistant_message(session, "done")
+    both = subprocess.run(
+        [
+            CLI,
+            "why",
+            session,
+            "never held 0x5eed",
+            "--position",
+            "2",
+            "--tokenizer",
+            "heuristic",
+            "--db",
+            db,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert both.returncode == 1
+    error = json.loads(both.stderr)["error"]
+    assert (error["type"], "not both" in error["message"]) == ("ValidationError", True)
+
+
+def test_why_prints_computed_call_names_whole():
+    """``computed@270`` printed as ``computed@27`` beside ``computed@268``: cut like an id (it is none)."""
+    from contextledger.adapters.cli.audit_cmd import _print_fates  # noqa: PLC0415 - the table alone
+    from contextledger.application.audit.why_answer import CallFate  # noqa: PLC0415
+    from rich.console import Console  # noqa: PLC0415
+
+    fates = [
+        CallFate(call_id="computed@268", position=268, disposition="kept", rule="verbatim", shown="verbatim"),
+        CallFate(call_id="computed@270", position=270, disposition="dropped", rule="low-water"),
+        CallFate(
+            call_id="call-4f1c9a2b7d3e", position=272, disposition="kept", rule="verbatim", shown="verbatim"
+        ),
+        CallFate(call_id="call-4f1c9a2b8e11", position=274, disposition="dropped", rule="low-water"),
+    ]
+    console = Console(record=True, width=200)
+    _print_fates(console, SimpleNamespace(calls=fates, calls_source="computed"))
+    shown = [
+        line.split("│")[1].strip() for line in console.export_text().splitlines() if line.startswith("│")
+    ]
+    assert shown == ["computed@268", "computed@270", "call-4f1c9a2b7", "call-4f1c9a2b8"]
