@@ -21,6 +21,7 @@ from contextledger.adapters.cli.common import (
     out_console,
     run_guarded,
 )
+from contextledger.adapters.cli.ids import id_column
 from contextledger.adapters.cli.progress import progress_shown, step_bar
 
 if TYPE_CHECKING:
@@ -110,7 +111,12 @@ def _print_human(outcomes: list[FileImport]) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich loads only when a command prints
 
     console = out_console()
-    table = Table("session", "format", "status", "messages", "calls", "results", "unpaired", "notes")
+    ids = [str(report.session_id) for outcome in outcomes for report in outcome.sessions]
+    table = Table(  # the ids this prints are the ones to copy: folded when squeezed, never cut
+        id_column("session", ids), "format", "status", "messages", "calls", "results", "unpaired", "notes"
+    )
+    for column in table.columns[1:]:  # a format, a status or a count cut to "tau-ben…" says nothing
+        column.overflow = "fold"
     for outcome in outcomes:
         for report in outcome.sessions:
             row = (

@@ -175,20 +175,20 @@ def _register_summaries(app: typer.Typer) -> None:
 
         def body() -> None:
             from contextledger.application.summaries.lineage import compaction_turns  # noqa: PLC0415
-            from rich.table import Table  # noqa: PLC0415
+            from rich.table import Column, Table  # noqa: PLC0415
 
             with session_ledger(db, session_id) as (ledger, session):
                 turns = compaction_turns(ledger, session)
             if json_output:
                 emit_json({"session_id": session, "compactions": turns})
                 return
-            table = Table(
-                "summary",
+            table = Table(  # ids and figures fold when squeezed, never cut
+                id_column("summary", (t.summary_id for t in turns)),
                 "round",
-                "parent",
+                id_column("parent", (t.parent or "" for t in turns)),
                 "summarized",
                 "first kept",
-                "tokens before→after",
+                Column("tokens before→after", overflow="fold"),
                 "fidelity (round)",
             )
             for t in turns:
