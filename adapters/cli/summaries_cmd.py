@@ -19,7 +19,7 @@ from contextledger.adapters.cli.common import (
     use_cases,
 )
 from contextledger.adapters.cli.ids import id_column, session_ledger
-from contextledger.domain.errors import ValidationError
+from contextledger.domain.errors import SummarizerError, SummarizerUnavailableError, ValidationError
 
 __all__ = ["register"]
 
@@ -120,7 +120,8 @@ def _register_worker(app: typer.Typer) -> None:
         """Produce summaries for compaction requests (resumable; several workers may run).
 
         --status --json prints {"requests": [{"session_id", "request_id", "status", "attempts", ...}]};
-        --once --json prints {"processed": N}.
+        --once --json prints {"processed": N, "failed": F}; when every attempt failed it exits 6 with the
+        last failure (the requests wait for their retry: --status).
         """
 
         def body() -> None:
@@ -143,10 +144,18 @@ def _register_worker(app: typer.Typer) -> None:
                 while not once:
                     time.sleep(0 if processed else poll)
                     processed = worker.run_once()
+            if processed and len(worker.failed) == processed:  # every attempt failed: exit 6, not 0
+                last = worker.failed[-1]
+                unavailable = last.error_type == SummarizerUnavailableError.__name__
+                error = SummarizerUnavailableError if unavailable else SummarizerError
+                raise error(
+                    f"every attempt failed ({processed}); the last: {last.error_type}: {last.message}"
+                )
             if json_output:
-                emit_json({"processed": processed})
+                emit_json({"processed": processed, "failed": len(worker.failed)})
             else:
-                out_console().print(f"Processed {processed} requests.")
+                failed = f" ({len(worker.failed)} failed; see --status)" if worker.failed else ""
+                out_console().print(f"Processed {processed} requests{failed}.")
 
         run_guarded(body, json_output=json_output)
 

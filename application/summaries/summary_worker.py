@@ -137,6 +137,8 @@ class SummaryWorker:
         known = dict(policies or PRESETS)
         self.policies = {**known, **{policy_key(p): p for p in known.values()}}
         self.callbacks = tuple(callbacks)
+        self.failed: list[SummaryAttemptFailed] = []
+        """The attempts of the last ``run_once`` that failed (a summarizer down, a draft refused)."""
         self._in_flight: set[str] = set()
         self._lock = threading.Lock()
         self._scanned = 0
@@ -207,13 +209,20 @@ class SummaryWorker:
         return found
 
     def run_once(self, limit: int | None = None) -> int:
-        """Process the requests that can be taken now (at most ``limit``); return how many it tried itself."""
+        """Process the requests that can be taken now (at most ``limit``); return how many it tried itself.
+
+        ``failed`` then holds the failures among them (``SummaryAttemptFailed``), in order.
+        """
         done = 0
+        self.failed = []
         for session_id, status in self._unsettled():
             if limit is not None and done >= limit:
                 break
-            if self._takeable(status) and self.process(session_id, status) is not None:
+            outcome = self.process(session_id, status) if self._takeable(status) else None
+            if outcome is not None:
                 done += 1  # a request another worker took first is not counted
+            if isinstance(outcome, SummaryAttemptFailed):
+                self.failed.append(outcome)
         return done
 
     # -- one request --------------------------------------------------------------------------

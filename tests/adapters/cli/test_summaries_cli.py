@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def test_compact_then_worker_then_lineage_and_search(imported):
     assert again["request"] is None  # one open request at a time
     status = _run("worker", "--status", *common)["requests"]
     assert [r["status"] for r in status] == ["open"]
-    assert _run("worker", "--once", "--tokenizer", "heuristic", *common) == {"processed": 1}
+    assert _run("worker", "--once", "--tokenizer", "heuristic", *common) == {"processed": 1, "failed": 0}
     [done] = _run("worker", "--status", *common)["requests"]
     assert done["status"] == "done"
     [turn] = _run("summaries", session, *common)["compactions"]
@@ -83,3 +84,24 @@ def test_unknown_summarizer_is_a_user_error(imported):
     )
     assert done.returncode == 1
     assert json.loads(done.stderr)["error"]["type"] == "ConfigError"
+
+
+def test_a_worker_whose_every_attempt_failed_exits_6_not_0(imported):
+    """The summarizer unreachable (loopback port 1): ``worker --once`` said "Processed 1 requests.", 0."""
+    db, session = imported
+    common = ("--db", db, "--json")
+    planned = ("--policy", "threshold", "--budget", "16000", "--tokenizer", "heuristic")
+    _run("compact", session, *planned, *common)
+    env = {**os.environ, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "OPENAI_API_KEY": "sk-test"}
+    done = subprocess.run(
+        [CLI, "worker", "--once", "--summarizer", "openai", "--tokenizer", "heuristic", *common],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 6, done.stderr
+    assert json.loads(done.stderr.splitlines()[-1])["error"]["type"] == "SummarizerUnavailableError"
+    [waiting] = _run("worker", "--status", *common)["requests"]
+    assert (waiting["status"], waiting["attempts"]) == ("waiting", 1)
