@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -106,15 +107,19 @@ def check_pinnable(ledger: SessionLedger, session_id: str, position: int) -> Non
     Raises:
         InvalidMessageError: naming the position and what it holds.
     """
-    head = ledger.version(session_id)
-    if not 1 <= position <= head:
-        raise InvalidMessageError(f"position {position} is outside session {session_id!r} (1..{head})")
+    _check_inside(ledger, session_id, position)
     [recorded] = ledger.events(session_id, after=position - 1, upto=position)
     if not isinstance(recorded.event, _MESSAGES):
         kind = type(recorded.event).__name__
         raise InvalidMessageError(
             f"position {position} holds a {kind} event, not a message: only messages are pinned"
         )
+
+
+def _check_inside(ledger: SessionLedger, session_id: str, position: int) -> None:
+    head = ledger.version(session_id)
+    if not 1 <= position <= head:
+        raise InvalidMessageError(f"position {position} is outside session {session_id!r} (1..{head})")
 
 
 def _check_span(ledger: SessionLedger, session_id: str, first: int, last: int) -> None:
@@ -147,17 +152,14 @@ def span_pins(ledger: SessionLedger, session_id: str, first: int, last: int, rea
 
 
 def span_unpins(ledger: SessionLedger, session_id: str, first: int, last: int) -> list[AnyEvent]:
-    """Return one unpin per message of ``first..last``.
+    """Return one unpin per pin in force of ``first..last`` (a position pinned twice is unpinned twice).
 
     Raises:
         ValidationError: the span reaches past the session's head (nothing is unpinned).
     """
     _check_span(ledger, session_id, first, last)
-    return [
-        ItemUnpinned(position=r.position)
-        for r in ledger.events(session_id, after=first - 1, upto=last)
-        if isinstance(r.event, _MESSAGES)
-    ]
+    counts = pins_in_force(ledger, session_id, range(first, last + 1))
+    return [ItemUnpinned(position=p) for p in sorted(counts) for _ in range(counts[p])]
 
 
 def pin(ledger: SessionLedger, session_id: str, position: int, reason: str = "", **options: Any) -> int:
@@ -176,9 +178,37 @@ def pin(ledger: SessionLedger, session_id: str, position: int, reason: str = "",
     return ledger.append_built(session_id, build, **options)[0]
 
 
+def pins_in_force(ledger: SessionLedger, session_id: str, positions: Iterable[int]) -> dict[int, int]:
+    """How many pins of each of ``positions`` are in force (pins less unpins; a count never below 0).
+
+    Reads the session's pins and unpins (one pass over its log: pinning is a user's act, not a loop's).
+    """
+    wanted = set(positions)
+    counts = dict.fromkeys(wanted, 0)
+    for recorded in ledger.events(session_id):
+        event = recorded.event
+        if isinstance(event, ItemPinned | ItemUnpinned) and event.position in wanted:
+            step = 1 if isinstance(event, ItemPinned) else -1
+            counts[event.position] = max(0, counts[event.position] + step)  # the fold ignores a spare unpin
+    return counts
+
+
 def unpin(ledger: SessionLedger, session_id: str, position: int, **options: Any) -> int:
-    """Lift a pin; return the position of the unpin event."""
-    return ledger.append_built(session_id, lambda: [ItemUnpinned(position=position)], **options)[0]
+    """Lift a pin; return the position of the unpin event.
+
+    Raises:
+        InvalidMessageError: no pin of ``position`` is in force (an unpin would change nothing, for good).
+    """
+
+    def build() -> list[AnyEvent]:
+        _check_inside(ledger, session_id, position)
+        if not pins_in_force(ledger, session_id, (position,))[position]:
+            raise InvalidMessageError(
+                f"position {position} of session {session_id!r} is not pinned: nothing to unpin"
+            )
+        return [ItemUnpinned(position=position)]
+
+    return ledger.append_built(session_id, build, **options)[0]
 
 
 def pin_span(

@@ -120,3 +120,25 @@ def test_record_summary_refuses_to_cover_an_event_the_session_does_not_have(ledg
     assert ledger.summaries(session) == []
     ledger.record_summary(session, covers_from=2, covers_through=head, text="read a.py")
     assert [s.covers_through for s in ledger.summaries(session)] == [head]
+
+
+def test_an_unpin_lifts_only_a_pin_in_force_and_writes_nothing_else(ledger):
+    """An unpin of a position never pinned (or of the session's start) was written for good.
+
+    It changed nothing, and a span unpinned every message. Now each unpin lifts a pin in force, counted
+    as the fold counts them.
+    """
+    session = ledger.start_session(system_prompt="s")
+    asked = ledger.add_user_message(session, "first task")
+    said = ledger.add_assistant_message(session, "ok")
+    for position in (1, said):
+        with pytest.raises(contextledger.InvalidMessageError, match="not pinned"):
+            ledger.unpin(session, position)
+    assert ledger.unpin_span(session, 1, said) == ()
+    head = ledger.version(session)
+    ledger.pin(session, asked)
+    ledger.pin(session, asked)
+    assert len(ledger.unpin_span(session, 1, said)) == 2  # pinned twice: two unpins, none for the rest
+    with pytest.raises(contextledger.InvalidMessageError, match="not pinned"):
+        ledger.unpin(session, asked)
+    assert ledger.version(session) == head + 4
