@@ -20,6 +20,7 @@ from contextledger.application.agent.agent_types import (
     ToolCallRequest,
     WirePayload,
 )
+from contextledger.application.agent.late_replies import check_current
 from contextledger.application.agent.signed_reasoning import signed_reasoning
 from contextledger.application.audit.call_recorder import CallRecorder
 from contextledger.application.kernel.ledger import Ledger
@@ -192,6 +193,7 @@ class AgentLoop:
                     "taken; make the call again (a new request)"
                 )
                 raise ValidationError(msg)
+            check_current(self.ledger, self.session_id, call_id, view.record.position)
             stored = self._stored_ids.get(call_id, {})
             message = dict(reply.message)
             message["tool_calls"] = [
