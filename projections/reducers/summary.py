@@ -33,6 +33,9 @@ class SummaryConfig(pydantic.BaseModel):
             the same room, none when none does (ADR 0095). Off (as policies recorded before it were), a
             summary larger than that room was shown all the same, and every later render of the session
             failed with ``PinnedOverBudgetError`` where the events without it fit.
+        no_room_uncovers: When no summary fits the room any more (``within_room``), what the summaries
+            stood for is recorded ``dropped`` by ``summary:no-room`` (ADR 0097). Off (as policies recorded
+            before it were), those groups kept their ``summarized`` records though no summary was shown.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -45,6 +48,7 @@ class SummaryConfig(pydantic.BaseModel):
     on_arrival: bool = True
     clip_within_room: bool = False
     latest_within_room: bool = False
+    no_room_uncovers: bool = False
 
     @property
     def within_room(self) -> bool:
@@ -147,6 +151,9 @@ class SummaryReducer:
         room = shown_room(self.config, state, budget)
         chosen = select_summaries(self.config, state.available, state.head_end, room)
         if not chosen and room is not None and context.summaries:  # none fits any more: none is shown
+            if self.config.no_room_uncovers:  # no summary is shown: nothing is summarized any more
+                reach = max((r.last for r in context.removed if r.rule == "summary"), default=0)
+                _relabel(context, 1, reach, "summary:no-room")
             for summary in context.summaries:
                 context.removed.append(
                     Removed(
@@ -168,6 +175,8 @@ class SummaryReducer:
             _uncover(context, chosen[0].covers_through, old[0].covers_through)  # fell back to a smaller one
         if self.config.mode == "latest" and old and old[0].covers_from < chosen[0].covers_from:
             lost_last = min(chosen[0].covers_from - 1, old[0].covers_through)
+            if self.config.no_room_uncovers:  # what only the old one stood for is shown by none now
+                _relabel(context, old[0].covers_from, lost_last, "summary:superseded")
             context.removed.append(
                 Removed(
                     first=old[0].covers_from,
@@ -197,24 +206,49 @@ def _uncover(context: WorkingContext, through: int, old_through: int) -> None:
     groups the first one took out stay out, and their ``summarized`` records would claim a summary that no
     call shows. Those past ``through`` become ``dropped`` by ``summary:no-room``.
     """
+    _relabel(context, through + 1, old_through, "summary:no-room")
+
+
+def _relabel(context: WorkingContext, first: int, last: int, rule: str) -> None:
+    """Turn the ``summarized`` records of ``first..last`` into ``dropped`` by ``rule``.
+
+    The groups are gone, so a record reaching past either end is split there, its counts shared by
+    positions (the part before ``first`` rounded first, then the part after ``last``).
+    """
     out: list[Removed] = []
     for removed in context.removed:
-        if removed.rule != "summary" or removed.last <= through or removed.first > old_through:
+        if removed.rule != "summary" or removed.last < first or removed.first > last:
             out.append(removed)
-        elif removed.first <= through:  # its counts shared by positions (the groups are gone)
-            share = (through - removed.first + 1) / (removed.last - removed.first + 1)
-            messages, tokens = round(removed.messages * share), round(removed.tokens * share)
-            out.append(msgspec.structs.replace(removed, last=through, messages=messages, tokens=tokens))
+            continue
+        span = removed.last - removed.first + 1
+        before = max(0, first - removed.first)
+        after = max(0, removed.last - last)
+        messages_before, tokens_before = (
+            round(removed.messages * before / span),
+            round(removed.tokens * before / span),
+        )
+        messages_after, tokens_after = (
+            round(removed.messages * after / span),
+            round(removed.tokens * after / span),
+        )
+        if before:
             out.append(
-                Removed(
-                    first=through + 1,
-                    last=removed.last,
-                    action="dropped",
-                    rule="summary:no-room",
-                    messages=removed.messages - messages,
-                    tokens=removed.tokens - tokens,
+                msgspec.structs.replace(
+                    removed, last=first - 1, messages=messages_before, tokens=tokens_before
                 )
             )
-        else:
-            out.append(msgspec.structs.replace(removed, action="dropped", rule="summary:no-room"))
+        out.append(
+            Removed(
+                first=max(first, removed.first),
+                last=min(last, removed.last),
+                action="dropped",
+                rule=rule,
+                messages=removed.messages - messages_before - messages_after,
+                tokens=removed.tokens - tokens_before - tokens_after,
+            )
+        )
+        if after:
+            out.append(
+                msgspec.structs.replace(removed, first=last + 1, messages=messages_after, tokens=tokens_after)
+            )
     context.removed = out

@@ -83,7 +83,9 @@ def test_a_withheld_summary_can_be_asked_for_again_by_hand():
     ledger = contextledger.open_ledger("memory://", clock=FixedClock(), ids=CountingIds())
     session = _session(ledger, 40, rule="Do not add dependencies to pyproject.toml.")
     renderer = contextledger.Renderer(ledger, tokenizer="heuristic")
-    drops = ScriptedSummarizer("## Summary\nRead src/mod0.py to src/mod39.py; f7 took 7 ms.", model_written=True)
+    drops = ScriptedSummarizer(
+        "## Summary\nRead src/mod0.py to src/mod39.py; f7 took 7 ms.", model_written=True
+    )
     compactor = contextledger.Compactor(
         ledger, renderer, summarizer=drops.name, summarizer_config=drops.config_sha
     )

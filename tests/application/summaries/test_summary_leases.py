@@ -183,7 +183,10 @@ def test_cli_workers_killed_mid_call_block_nothing(tmp_path, kills):
             child.communicate(timeout=30)
         done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"processed": 1, "failed": 0}  # was 0: stuck until the 5-minute lease ran out
+    assert json.loads(done.stdout) == {
+        "processed": 1,
+        "failed": 0,
+    }  # was 0: stuck until the 5-minute lease ran out
     with contextledger.open_ledger(db) as ledger:
         stream = SummaryStream(ledger.log, session)
         assert [a.request_id for a in stream.artifacts()] == [request_id]
