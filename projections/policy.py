@@ -152,7 +152,7 @@ class Policy(pydantic.BaseModel):
 _LATER_FIELDS: tuple[tuple[str, frozenset[str], object], ...] = (
     ("card", frozenset({"history_note", "history_as_of"}), False),
     ("window", frozenset({"head_cap_strict", "pin_whole_request"}), False),
-    ("summary", frozenset({"clip_within_room", "latest_within_room", "no_room_uncovers"}), False),
+    ("summary", frozenset({"clip_within_room", "latest_within_room", "exact_cover"}), False),
 )
 """Fields added after policies were fingerprinted: (section, names, default), left out at the default."""
 

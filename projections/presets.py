@@ -28,7 +28,7 @@ DEFAULT = Policy(
     ),
     retention=RetentionConfig(default=ToolRetention(keep_turns=3, keep_steps=10)),
     truncation=TruncationConfig(max_tokens=4_000),
-    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True, no_room_uncovers=True),
+    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True, exact_cover=True),
     window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True, pin_whole_request=True),
     card=CARD,
 )
@@ -44,7 +44,7 @@ BLOCKS = Policy(
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(max_lines=50),
     summary=SummaryConfig(
-        mode="latest", max_tokens=2_000, on_arrival=False, latest_within_room=True, no_room_uncovers=True
+        mode="latest", max_tokens=2_000, on_arrival=False, latest_within_room=True, exact_cover=True
     ),
     window=WindowConfig(
         keep_first=2,
@@ -70,7 +70,7 @@ THRESHOLD = Policy(
     ),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True, no_room_uncovers=True),
+    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True, exact_cover=True),
     window=WindowConfig(keep_first=0, keep_recent=10, keep_recent_unit="messages", pin_whole_request=True),
     card=CARD,
 )
@@ -85,7 +85,7 @@ NEXUS = Policy(
     budget=BudgetConfig(total=200_000, output_reserve=8_000, headroom=20_000, high_water=1.0, low_water=0.25),
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
-    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True, no_room_uncovers=True),
+    summary=SummaryConfig(mode="latest", on_arrival=False, latest_within_room=True, exact_cover=True),
     window=WindowConfig(keep_first=0, keep_recent=30_000, keep_recent_unit="tokens", pin_whole_request=True),
     card=CARD,
 )
@@ -100,7 +100,7 @@ CLIP_ARCHIVE = Policy(
     retention=RetentionConfig(enabled=False),
     truncation=TruncationConfig(enabled=False),
     summary=SummaryConfig(
-        mode="clip", clip_first=2, clip_last=2, on_arrival=False, clip_within_room=True, no_room_uncovers=True
+        mode="clip", clip_first=2, clip_last=2, on_arrival=False, clip_within_room=True, exact_cover=True
     ),
     window=WindowConfig(keep_first=1, keep_first_unit="turns", head_cap_strict=True, pin_whole_request=True),
     card=CARD,

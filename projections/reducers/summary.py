@@ -33,9 +33,12 @@ class SummaryConfig(pydantic.BaseModel):
             the same room, none when none does (ADR 0095). Off (as policies recorded before it were), a
             summary larger than that room was shown all the same, and every later render of the session
             failed with ``PinnedOverBudgetError`` where the events without it fit.
-        no_room_uncovers: When no summary fits the room any more (``within_room``), what the summaries
-            stood for is recorded ``dropped`` by ``summary:no-room`` (ADR 0097). Off (as policies recorded
-            before it were), those groups kept their ``summarized`` records though no summary was shown.
+        exact_cover: What the summaries shown stand for is exactly what the window leaves out as
+            summarized (ADR 0097): when none is shown any more (no room) or one gives way to a summary
+            starting later, those records become ``dropped``; a group pinned when a summary was applied
+            leaves, as summarized, at the first compaction point after its pin lifts. Off (as policies
+            recorded before it were), such groups kept ``summarized`` records though no summary was shown,
+            or stayed verbatim inside the span of the summary shown.
     """
 
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
@@ -48,7 +51,7 @@ class SummaryConfig(pydantic.BaseModel):
     on_arrival: bool = True
     clip_within_room: bool = False
     latest_within_room: bool = False
-    no_room_uncovers: bool = False
+    exact_cover: bool = False
 
     @property
     def within_room(self) -> bool:
@@ -151,31 +154,20 @@ class SummaryReducer:
         room = shown_room(self.config, state, budget)
         chosen = select_summaries(self.config, state.available, state.head_end, room)
         if not chosen and room is not None and context.summaries:  # none fits any more: none is shown
-            if self.config.no_room_uncovers:  # no summary is shown: nothing is summarized any more
-                reach = max((r.last for r in context.removed if r.rule == "summary"), default=0)
-                _relabel(context, 1, reach, "summary:no-room")
-            for summary in context.summaries:
-                context.removed.append(
-                    Removed(
-                        first=summary.covers_from,
-                        last=summary.covers_through,
-                        action="dropped",
-                        rule="summary:no-room",
-                        messages=0,
-                        tokens=0,
-                    )
-                )
-            context.tokens -= sum(s.tokens for s in context.summaries)
-            context.summaries = ()
+            _withdraw(context, exact=self.config.exact_cover)
             return context, state
-        if not chosen or chosen == context.summaries:
+        if not chosen:
+            return context, state
+        if chosen == context.summaries:
+            if self.config.exact_cover:  # a group pinned when it was applied (the latest request) may be
+                _take_out(context, state, chosen)  # unpinned now: the summary stands for it
             return context, state
         old = context.summaries
         if self.config.mode == "latest" and old and chosen[0].covers_through < old[0].covers_through:
             _uncover(context, chosen[0].covers_through, old[0].covers_through)  # fell back to a smaller one
         if self.config.mode == "latest" and old and old[0].covers_from < chosen[0].covers_from:
             lost_last = min(chosen[0].covers_from - 1, old[0].covers_through)
-            if self.config.no_room_uncovers:  # what only the old one stood for is shown by none now
+            if self.config.exact_cover:  # what only the old one stood for is shown by none now
                 _relabel(context, old[0].covers_from, lost_last, "summary:superseded")
             context.removed.append(
                 Removed(
@@ -189,14 +181,42 @@ class SummaryReducer:
             )
         context.tokens += sum(s.tokens for s in chosen) - sum(s.tokens for s in old)
         context.summaries = chosen
-        through = max(s.covers_through for s in chosen)
-        doomed = [
-            i
-            for i, group in enumerate(context.groups)
-            if max(e.position for e in group.entries) <= through and pin_reason(group, state) is None
-        ]
-        remove_groups(context, doomed, "summarized", "summary")
+        _take_out(context, state, chosen)
         return context, state
+
+
+def _withdraw(context: WorkingContext, *, exact: bool) -> None:
+    """Show no summary any more (none fits the room): its span is named dropped by ``summary:no-room``.
+
+    With ``exact`` (``SummaryConfig.exact_cover``), the groups' ``summarized`` records are relabelled too.
+    """
+    if exact:  # no summary is shown: nothing is summarized any more
+        reach = max((r.last for r in context.removed if r.rule == "summary"), default=0)
+        _relabel(context, 1, reach, "summary:no-room")
+    for summary in context.summaries:
+        context.removed.append(
+            Removed(
+                first=summary.covers_from,
+                last=summary.covers_through,
+                action="dropped",
+                rule="summary:no-room",
+                messages=0,
+                tokens=0,
+            )
+        )
+    context.tokens -= sum(s.tokens for s in context.summaries)
+    context.summaries = ()
+
+
+def _take_out(context: WorkingContext, state: RenderState, shown: tuple[SummaryRef, ...]) -> None:
+    """Remove, as summarized, every unpinned group within the reach of the summaries ``shown``."""
+    through = max(s.covers_through for s in shown)
+    doomed = [
+        i
+        for i, group in enumerate(context.groups)
+        if max(e.position for e in group.entries) <= through and pin_reason(group, state) is None
+    ]
+    remove_groups(context, doomed, "summarized", "summary")
 
 
 def _uncover(context: WorkingContext, through: int, old_through: int) -> None:

@@ -210,7 +210,7 @@ def policies(draw: st.DrawFn) -> Policy:
         "on_arrival": draw(st.booleans()),
         "clip_within_room": draw(st.booleans()),
         "latest_within_room": draw(st.booleans()),
-        "no_room_uncovers": draw(st.booleans()),
+        "exact_cover": draw(st.booleans()),
     }
     window = {
         "keep_first": draw(st.integers(0, 3)),

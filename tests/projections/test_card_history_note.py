@@ -113,7 +113,7 @@ def _before(preset: Policy) -> Policy:
     """The preset as it was before the fields added later (the card's note, the head's, the clips' rules)."""
     window = preset.window.model_copy(update={"head_cap_strict": False, "pin_whole_request": False})
     summary = preset.summary.model_copy(
-        update={"clip_within_room": False, "latest_within_room": False, "no_room_uncovers": False}
+        update={"clip_within_room": False, "latest_within_room": False, "exact_cover": False}
     )
     return preset.model_copy(update={"card": CardConfig(), "window": window, "summary": summary})
 

@@ -59,7 +59,7 @@ def _as_before(policy: Policy) -> Policy:
     """The preset as it was when the golden was written: no history note, the head as it was (ADRs 90, 92)."""
     window = policy.window.model_copy(update={"head_cap_strict": False, "pin_whole_request": False})
     summary = policy.summary.model_copy(
-        update={"clip_within_room": False, "latest_within_room": False, "no_room_uncovers": False}
+        update={"clip_within_room": False, "latest_within_room": False, "exact_cover": False}
     )
     return policy.model_copy(update={"card": CardConfig(), "window": window, "summary": summary})
 
