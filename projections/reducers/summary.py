@@ -154,7 +154,7 @@ class SummaryReducer:
         room = shown_room(self.config, state, budget)
         chosen = select_summaries(self.config, state.available, state.head_end, room)
         if not chosen and room is not None and context.summaries:  # none fits any more: none is shown
-            _withdraw(context, exact=self.config.exact_cover)
+            _withdraw(context, exact=self.config.exact_cover and self.config.mode == "latest")
             return context, state
         if not chosen:
             return context, state

@@ -210,7 +210,6 @@ def policies(draw: st.DrawFn) -> Policy:
         "on_arrival": draw(st.booleans()),
         "clip_within_room": draw(st.booleans()),
         "latest_within_room": draw(st.booleans()),
-        "exact_cover": draw(st.booleans()),
     }
     window = {
         "keep_first": draw(st.integers(0, 3)),
@@ -227,6 +226,7 @@ def policies(draw: st.DrawFn) -> Policy:
         "max_fraction": draw(st.floats(0.05, 0.5, allow_nan=False)),
         "max_tokens": draw(st.integers(20, 400)),
     }
+    summary["exact_cover"] = draw(st.booleans())  # drawn last: the earlier draws stay those of before it
     data = {
         "name": "random",
         "budget": budget,

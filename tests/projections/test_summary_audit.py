@@ -28,11 +28,13 @@ _SPAN = re.compile(r"log positions (\d+)-(\d+)")
 def test_a_summarized_decision_always_has_a_shown_summary_reaching_it(session, policy):
     """With the option on, every ``summarized`` range ends within the reach of a summary the call shows.
 
+    In ``latest`` mode: clip-archive's middle batches, left out, still stand for their spans (``recall``).
+
     Without it, a summary that stopped fitting the room (or gave way to one starting later) left the
     groups it had taken out recorded as ``summarized``: ``why`` and the report named a summary no call
     showed (the Claude Code fixture at 6,000 tokens: seven such positions beside ``2-240 summary:no-room``).
     """
-    on = policy.summary.model_copy(update={"exact_cover": True})
+    on = policy.summary.model_copy(update={"exact_cover": True, "mode": "latest"})
     projector = Projector(policy.model_copy(update={"summary": on}), WORDS)
     state = projector.start()
     for counted in count_all(session, WORDS):
