@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -41,10 +41,17 @@ _SCAN_CHARS = 20_000
 
 
 class FileTouches(msgspec.Struct, frozen=True):
-    """Files a call reads and files it changes (created, edited, moved or deleted), in order."""
+    """Files a call reads and files it changes (created, edited, moved or deleted), in order.
+
+    ``deleted`` are those of ``changed`` a command removes (``rm``, ``unlink``, ``rmdir``, ``git rm``).
+    """
 
     read: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+
+_REMOVERS = {"rm", "unlink", "rmdir"}
 
 
 def _plain(word: str) -> bool:
@@ -162,8 +169,8 @@ def _in_place(name: str, rest: list[str], read: list[str], changed: list[str]) -
     (changed if in_place else read).extend(files)
 
 
-def _simple(words: list[str], read: list[str], changed: list[str]) -> None:
-    """Record the files one simple command reads and changes."""
+def _simple(words: list[str], read: list[str], changed: list[str], deleted: list[str] | None = None) -> None:
+    """Record the files one simple command reads and changes (and, given ``deleted``, removes)."""
     args = _redirections(words, read, changed)
     if not args:
         return
@@ -178,6 +185,8 @@ def _simple(words: list[str], read: list[str], changed: list[str]) -> None:
         changed.append(operands[-1])
     elif name in _CHANGERS or name == "tee":
         changed.extend(operands)
+        if deleted is not None and name in _REMOVERS:
+            deleted.extend(operands)
     elif name in _READERS:
         read.extend(operands)
     elif name in _SEARCHERS:
@@ -247,9 +256,10 @@ def files_of_command(command: str) -> FileTouches:
     """
     read: list[str] = []
     changed: list[str] = []
+    deleted: list[str] = []
     stripped, bodies = _strip_heredocs(command)
     for words in _words(stripped):
-        _simple(words, read, changed)
+        _simple(words, read, changed, deleted)
     for opener, body in bodies:
         named = [m.group(1) for m in _PATCH_FILE.finditer(body)]
         if named and ("patch" in opener or "apply" in opener or "git" in opener):
@@ -258,13 +268,15 @@ def files_of_command(command: str) -> FileTouches:
             changed.extend(m.group(1) or m.group(2) for m in _PY_WRITE.finditer(body))
     if not bodies:
         changed.extend(m.group(1) for m in _PATCH_FILE.finditer(command[:_SCAN_CHARS]) if "***" in m.group(0))
-    return _touches(read, changed)
+    return _touches(read, changed, deleted)
 
 
-def _touches(read: list[str], changed: list[str]) -> FileTouches:
+def _touches(read: list[str], changed: list[str], deleted: Iterable[str] = ()) -> FileTouches:
     changed_once = tuple(dict.fromkeys(changed))
     return FileTouches(
-        read=tuple(p for p in dict.fromkeys(read) if p not in changed_once), changed=changed_once
+        read=tuple(p for p in dict.fromkeys(read) if p not in changed_once),
+        changed=changed_once,
+        deleted=tuple(dict.fromkeys(deleted)),
     )
 
 
@@ -284,6 +296,7 @@ def files_of_call(name: str, arguments: Mapping[str, Any]) -> FileTouches:
     command = next((arguments[k] for k in _COMMAND_KEYS if isinstance(arguments.get(k), str)), None)
     read: list[str] = []
     changed: list[str] = []
+    deleted: list[str] = []
     if command is not None and paths and command.strip() in _EDITOR_COMMANDS:
         (changed if _EDITOR_COMMANDS[command.strip()] else read).extend(paths)
         return _touches(read, changed)
@@ -295,8 +308,9 @@ def files_of_call(name: str, arguments: Mapping[str, Any]) -> FileTouches:
         found = files_of_command(command)
         read.extend(found.read)
         changed.extend(found.changed)
+        deleted.extend(found.deleted)
     for key in ("patch", "input", "diff"):
         value = arguments.get(key)
         if isinstance(value, str):
             changed.extend(m.group(1) for m in _PATCH_FILE.finditer(value[:_SCAN_CHARS]))
-    return _touches(read, changed)
+    return _touches(read, changed, deleted)

@@ -103,10 +103,43 @@ def _merge(
 
 def _changed(earlier: str, later: str) -> bool:
     """A file's "changed" row stands when it is only read afterwards (edit, then check: still changed)."""
-    return _CHANGED in earlier and _CHANGED not in later
+    return _CHANGED in earlier and _CHANGED not in later and _DELETED not in later
 
 
 _CHANGED = "| changed at position"
+_DELETED = "| deleted at position"
+_TIMES = re.compile(r" \((\d+) changes\)")
+"""A changed row's count of changes, carried from round to round: ``changed at position 287 (46 changes)``."""
+
+
+def _most_changed(old: list[str], new: list[str], keep: int) -> list[str]:
+    """The Completed Work rows: one per file (its latest), the ``keep`` most changed, then the latest kept.
+
+    A file edited 46 times must not give way to six scratch files made and removed at the end (the rows
+    were the newest ``keep``). A changed row says how often the file changed (counted over the rounds); a
+    removed file says ``deleted`` and counts no change; rows keep their order in the log.
+    """
+    counts: dict[str, int] = {}
+    for row in old:
+        carried = _TIMES.search(row)
+        if _CHANGED in row:
+            counts[_row_path(row)] = int(carried.group(1)) if carried else 1
+    for row in new:
+        if _CHANGED in row:
+            counts[_row_path(row)] = counts.get(_row_path(row), 0) + 1
+    rows = _merge(old, new, len(old) + len(new), key=_row_path, keeps=_changed)
+
+    def changes(row: str) -> int:
+        return counts.get(_row_path(row), 0) if _CHANGED in row else 0
+
+    chosen = sorted(sorted(range(len(rows)), key=lambda i: (changes(rows[i]), i))[-keep:])
+    out = []
+    for i in chosen:
+        row = _TIMES.sub("", rows[i])
+        if changes(row) > 1:
+            row = row[: row.rindex(" |")] + f" ({changes(row)} changes) |"
+        out.append(row)
+    return out
 
 
 _OPEN_ITEM = re.compile(r"- \[([ ~])\] (.*)|- \.\.\. and (\d+) more open item")
@@ -245,7 +278,7 @@ class ExtractiveSummarizer:
         state = [f"- Working on: {span.working_on or 'see the latest turns'}"]
         if span.last_done:
             state.append(f"- Last completed: {span.last_done}")
-        files = _merge(old["Completed Work"], span.files, limits.files, key=_row_path, keeps=_changed)
+        files = _most_changed(old["Completed Work"], span.files, limits.files)
         pending = _pending_lines(span.pending, limits.pending)
         body = {
             "Original Task": [_clip(request.original_task, limits.task_chars) or "(none recorded)"],
@@ -337,7 +370,9 @@ class _Span:
             arguments = arguments_object(call.arguments) or {}
             touched = files_of_call(call.name, arguments)
             self.files.extend(
-                f"| {path} | {call.name} {_CHANGED} {entry.position} |" for path in touched.changed
+                f"| {path} | {call.name} {_DELETED if path in touched.deleted else _CHANGED} {at} |"
+                for path in touched.changed
+                for at in (entry.position,)
             )
             self.files.extend(
                 f"| {path} | {call.name} | read at position {entry.position} |" for path in touched.read

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer
+from contextledger.adapters.summarizers.extractive import ExtractiveSummarizer, _Limits
 from contextledger.adapters.tokenizers import get_counter
 from contextledger.domain.events import ToolCall
 from contextledger.projections.fidelity import facts_of, fidelity
@@ -252,3 +252,24 @@ def test_a_long_todo_list_keeps_the_item_in_progress_and_its_head_and_counts_the
     later = [SpanEntry(position=4, role="assistant", text="migrating module 00 now")]
     second = summarizer.summarize(_request(later, previous=first, round_=2, max_tokens=2_000)).text
     assert _pending(second) == lines
+
+
+def test_the_most_changed_file_stays_and_scratch_files_removed_say_deleted():
+    """A file edited 46 times gave way to six scratch files made and removed at the span's end.
+
+    The rows kept were the newest, each scratch file said ``changed`` though it was gone (the django
+    fixture, span 2-288). The count of changes is carried to the next round.
+    """
+    sed = "sed -i 's/a{0}/b{0}/' django/db/models/constraints.py"
+    edits = [_call(10 + i, "bash", command=sed.format(i)) for i in range(46)]
+    scratch = [f"scratch{i}.py" for i in range(6)]
+    made = [_call(60 + i, "bash", command=f"touch {name}") for i, name in enumerate(scratch)]
+    removed = _call(70, "bash", command="rm " + " ".join(scratch))
+    text = ExtractiveSummarizer(_Limits(files=6)).summarize(_request([*edits, *made, removed])).text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "position" in line]
+    assert rows[0] == "| django/db/models/constraints.py | bash | changed at position 55 (46 changes) |"
+    assert len(rows) == 6
+    assert all(row.endswith("| bash | deleted at position 70 |") for row in rows[1:])
+    later = _request([_call(80, "bash", command="ls")], previous=text, round_=2)
+    again = ExtractiveSummarizer(_Limits(files=1)).summarize(later).text
+    assert "| django/db/models/constraints.py | bash | changed at position 55 (46 changes) |" in again

@@ -32,7 +32,7 @@ NAMES = (
     "aider__afi-core.aider.chat.history.md",
 )
 FACTS = ("seems like a typo in the description", "error", "no such text 42")
-BEFORE_SHA256 = "ec496bf2199f34c6e0da7b6acef827b9acf6145ad76b0fce284d41106aa13c7a"
+BEFORE_SHA256 = "4d112d550d5e5bba7e6b62f3790237a327712a197e3b8570e118d5d66419ea9e"
 """This simulation's JSON (568 calls) as the code before the fast paths (ADR 0038) wrote it, but evictions.
 
 Since ADR 0087 the evictions count each position once, at the first call that shows it evicted, by its
@@ -45,7 +45,9 @@ passing result that mentions an error is none, a shell's own failure words are o
 a done todo item is not owed): with the summarizer, fidelity and card check of ``671aacd`` this simulation
 still hashes ``ca96f737...``. Since stop 76 an extractive summary's Pending Work keeps each todo item's mark
 (``[~]`` in progress) and, past its limit, the items in progress and the list's head, counting the rest: with
-the summarizer of ``a8c5c72`` this simulation hashed ``b4e7f1db...``."""
+the summarizer of ``a8c5c72`` this simulation hashed ``b4e7f1db...``. Since stop 77 its Completed Work keeps
+the most changed files (counting each file's changes over the rounds) and names a removed file ``deleted``:
+with the summarizer of ``57402ad`` this simulation hashed ``ec496bf2...``."""
 
 
 def _source():
