@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 import msgspec
-from contextledger.domain.events import AnyEvent, Recorded, SessionForgotten
+from contextledger.domain.events import AnyEvent, ForkParent, Recorded, SessionForgotten
 
 __all__ = [
     "AppendOutcome",
@@ -49,13 +49,19 @@ class AppendOutcome(msgspec.Struct, frozen=True):
 
 
 class SessionInfo(msgspec.Struct, frozen=True):
-    """One stored session: its id, how many events it holds, its model and start time."""
+    """One stored session: its id, how many events it holds, its model and start time.
+
+    ``parent`` is the session and position a fork continues from; a fork's ``events`` count the
+    parent's prefix too (the positions ``show`` and ``render`` number), and it has the parent's model
+    when it names none of its own.
+    """
 
     session_id: str
     events: int
     model: str | None = None
     started_at: datetime | None = None
     source: str | None = None
+    parent: ForkParent | None = None
 
 
 class StreamAppend(msgspec.Struct, frozen=True, kw_only=True):

@@ -341,6 +341,7 @@ class RecorderEventStore:
                 model=s.model,
                 started_at=s.at,
                 source=str(s.metadata.get("source_format")) if "source_format" in s.metadata else None,
+                parent=s.parent,
             )
             for s in started
         ]

@@ -171,8 +171,24 @@ class ForkAwareLog:
         return version if link is None else self._to_virtual(link, version) if version > 1 else link.position
 
     def sessions(self) -> list[SessionInfo]:
-        """Return every started session (event counts are each stream's own events)."""
-        return self.inner.sessions()
+        """Return every started session; a fork's events count its parent's prefix, as its positions do.
+
+        ``sessions`` said 2 events of a fork that ``show`` listed 11 of (its own pin and start only), and
+        no model. A parent is stored before its forks, so its model is known when a fork is met.
+        """
+        models: dict[str, str | None] = {}
+        out: list[SessionInfo] = []
+        for stored in self.inner.sessions():
+            link = stored.parent
+            info = stored
+            if link is not None:
+                self._links.setdefault(stored.session_id, link)
+                model = stored.model or models.get(link.session_id)
+                head = self._virtual_head(stored.session_id, stored.events)
+                info = msgspec.structs.replace(stored, events=head, model=model)
+            models[info.session_id] = info.model
+            out.append(info)
+        return out
 
     def lookup_idempotency_key(self, stream_id: str, key: str) -> tuple[int, ...] | None:
         """Return the virtual positions an earlier append with ``key`` stored, or None."""

@@ -41,7 +41,7 @@ def test_sessions_json_lists_stored_sessions(tmp_path):
     url = f"sqlite:///{tmp_path / 'd.db'}"
     assert _run("demo", "--db", url, "--json", cwd=tmp_path).returncode == 0
     listed = json.loads(_run("sessions", "--db", url, "--json", cwd=tmp_path).stdout)["sessions"]
-    assert set(listed[0]) == {"session_id", "events", "model", "started_at", "source"}
+    assert set(listed[0]) == {"session_id", "events", "model", "started_at", "source", "parent"}
     assert listed[0]["events"] == 16
     assert listed[0]["model"] == "gpt-4o"
 

@@ -197,3 +197,25 @@ def test_a_start_with_a_parent_that_cannot_be_read_is_refused_and_writes_nothing
     assert [s.session_id for s in ledger.sessions()] == ["p"]
     ledger.start_session(session_id="child", parent=("p", 2))
     assert [ledger.text(r.event.content) for r in ledger.events("child")[1:]] == ["hello"]
+
+
+def test_sessions_counts_a_forks_events_as_its_positions_number_them(ledger):
+    """``sessions`` said 2 events (the fork's start and one pin) of a fork ``show`` listed 11 of, no model.
+
+    A fork of a fork counts both prefixes; both name the root's model, which they do not restate.
+    """
+    root = ledger.start_session(system_prompt="s", model="gpt-4o")
+    for n in range(5):
+        ledger.add_user_message(root, f"u{n}")
+        ledger.add_assistant_message(root, f"a{n}")
+    child = ledger.fork(root, 10)
+    ledger.pin(child, 2)
+    grandchild = ledger.fork(child, 11)
+    ledger.add_user_message(grandchild, "more")
+    infos = {info.session_id: info for info in ledger.sessions()}
+    for session in (root, child, grandchild):
+        assert infos[session].events == len(ledger.events(session)) == ledger.version(session)
+        assert infos[session].model == "gpt-4o"
+    assert infos[child].parent is not None
+    assert (infos[child].parent.session_id, infos[child].parent.position) == (root, 10)
+    assert infos[root].parent is None
