@@ -21,7 +21,9 @@ class PinCost(msgspec.Struct, frozen=True, kw_only=True):
     """The next render with the pin against the one without it, under one policy and budget.
 
     ``displaced`` are the log positions shown verbatim without the pin and not shown verbatim with
-    it (the pinned positions aside); ``brought_back`` the pinned positions the pin makes verbatim.
+    it (the pinned positions aside); ``brought_back`` the positions the pin makes verbatim: the pinned
+    ones and the rest of their step groups (a call comes back with its results), ``pinned_tokens``
+    their messages' tokens, each message counted once.
     """
 
     session_id: str
@@ -63,14 +65,19 @@ def _ranges(positions: tuple[int, ...]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def _verbatim(context: RenderedContext) -> dict[int, int]:
-    """Each position shown as its own whole message, with that message's tokens."""
-    shown: dict[int, int] = {}
-    for message in context.messages:
+def _verbatim(context: RenderedContext) -> dict[int, tuple[int, int]]:
+    """Each position shown in a whole message: that message's index and tokens."""
+    shown: dict[int, tuple[int, int]] = {}
+    for index, message in enumerate(context.messages):
         if message.kind == "message":
             for position in message.sources:
-                shown[position] = message.tokens
+                shown[position] = (index, message.tokens)
     return shown
+
+
+def _tokens(shown: dict[int, tuple[int, int]], positions: tuple[int, ...]) -> int:
+    """The tokens of the messages showing ``positions``, each message once."""
+    return sum(dict(shown[p] for p in positions).values())
 
 
 def pin_cost(
@@ -112,7 +119,7 @@ def pin_cost(
     after = projector.render(pinned_state, renderer.reader.resolve)
     positions = tuple(e.position for e in events if isinstance(e, ItemPinned))
     shown_before, shown_after = _verbatim(before), _verbatim(after)
-    brought = tuple(p for p in positions if p in shown_after and p not in shown_before)
+    brought = tuple(sorted(p for p in shown_after if p not in shown_before))
     displaced = tuple(sorted(p for p in shown_before if p not in shown_after and p not in positions))
     return PinCost(
         session_id=session_id,
@@ -122,9 +129,9 @@ def pin_cost(
         tokens_before=before.tokens,
         tokens_after=after.tokens,
         brought_back=brought,
-        pinned_tokens=sum(shown_after[p] for p in brought),
+        pinned_tokens=_tokens(shown_after, brought),
         displaced=displaced,
-        displaced_tokens=sum(shown_before[p] for p in displaced),
+        displaced_tokens=_tokens(shown_before, displaced),
     )
 
 

@@ -108,3 +108,32 @@ def test_pin_cost_takes_a_presets_name_as_every_other_call_does(ledger):
     renderer = Renderer(ledger, tokenizer="heuristic")
     named = pin_cost(renderer, session, big, policy="default", budget=BUDGET)
     assert named == pin_cost(renderer, session, big, policy=PRESETS["default"], budget=BUDGET)
+
+
+def test_a_pin_brings_back_its_whole_step_group_and_its_cost_says_so(ledger):
+    """Pinning a dropped call brings its result back too: the dry run counted the pinned message alone.
+
+    On the Claude Code fixture, ``pin --dry-run 4`` said 8,257 tokens where the pin brought back
+    positions 3-5 and 12,541 tokens.
+    """
+    session = ledger.start_session(system_prompt="s")
+    ledger.add_user_message(session, "the task")
+    ledger.add_assistant_message(session, "ok")
+    ledger.add_user_message(session, "read the log")
+    call = ledger.add_assistant_message(
+        session, "Reading it. " + "why " * 300, tool_calls=[{"id": "c1", "name": "bash"}]
+    )
+    result = ledger.add_tool_result(session, "c1", "log line\n" * 400, tool_name="bash")
+    for turn in range(80):
+        ledger.add_user_message(session, f"turn {turn} " + "word " * 250)
+        ledger.add_assistant_message(session, f"answer {turn}")
+    renderer = Renderer(ledger, tokenizer="heuristic")
+    before = _verbatim(renderer.render(session, PRESETS["default"], budget=BUDGET))
+    assert not {call, result} & before
+    cost = pin_cost(renderer, session, call, policy=PRESETS["default"], budget=BUDGET)
+    assert cost.brought_back == (call, result)
+    ledger.pin(session, call)
+    after = renderer.render(session, PRESETS["default"], budget=BUDGET)
+    shown = [m for m in after.messages if m.kind == "message" and set(m.sources) & {call, result}]
+    assert len(shown) == 2
+    assert cost.pinned_tokens == sum(m.tokens for m in shown)
