@@ -238,6 +238,8 @@ def _register_why(app: typer.Typer) -> None:
             console.print(cell(answer.verdict, "bold"))
             if answer.policy:
                 console.print(cell(f"under policy {answer.policy} ({answer.calls_source} calls)"))
+            if answer.caveat:
+                console.print(cell(f"note: {answer.caveat}"))
             if answer.entered_at is not None:
                 console.print(
                     cell(f"entered at position {answer.entered_at} ({answer.entered_kind}): {answer.snippet}")

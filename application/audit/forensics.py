@@ -24,6 +24,7 @@ from contextledger.application.audit.traced_calls import (
     rendered,
     run_at,
     sightings_at,
+    summaries_caveat,
 )
 from contextledger.application.audit.why_answer import (
     TURN_ENDED,
@@ -142,6 +143,7 @@ def why(
         snippet=entry.snippet,
         calls_source=source,
         calls=tuple(fates),
+        caveat=None if source != "computed" else summaries_caveat(ledger, session_id, policy),
         policy=policy_name,
         carried_by=tuple(c.position for c in carriers),
         calls_differ=differ,

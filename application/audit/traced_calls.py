@@ -16,6 +16,7 @@ from contextledger.domain.events import AssistantMessageAdded, DispositionRun
 from contextledger.projections.context import RenderedContext
 from contextledger.projections.dispositions import dispositions_of
 from contextledger.projections.policy import Policy
+from contextledger.projections.presets import get_preset
 from contextledger.projections.reasoning_back import REASONING_WIRES, reasoning_rules_of, turn_replies
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "rendered",
     "run_at",
     "sightings_at",
+    "summaries_caveat",
+    "truncation_limits",
 ]
 
 _WHOLE = {"verbatim", "pinned"}
@@ -185,6 +188,21 @@ def recorded_calls(recorder: CallRecorder, renderer: Renderer, views: list[CallV
             card=chosen.card.enabled,
             cut_by=truncation_limits(chosen),
         )
+
+
+def summaries_caveat(ledger: Ledger, session_id: str, policy: Policy | None) -> str | None:
+    """What computed calls cannot show: summaries, when the session has none stored (``WhyAnswer.caveat``).
+
+    ``why --policy`` said a text was dropped and advised a larger budget where ``report`` and ``simulate``
+    (which run a summarizer as the session goes) showed it summarized at the same call.
+    """
+    chosen = policy or get_preset("default")
+    if not chosen.summary.enabled or ledger.summaries(session_id):
+        return None
+    return (
+        f"computed without summaries: the session has none stored, so none stands for what {chosen.name} "
+        "drops (report and simulate run the extractive summarizer as they go; compact and worker store some)"
+    )
 
 
 def truncation_limits(policy: Policy) -> tuple[str, ...]:

@@ -84,6 +84,9 @@ class WhyAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """``recorded`` audit records (re-rendered to search their text), or ``computed``: the calls the
     policy would have made."""
     calls: tuple[CallFate, ...] = ()
+    caveat: str | None = None
+    """What the calls could not account for: computed calls under a policy with summaries, in a session
+    with none stored, show no summary (``report`` and ``simulate`` run a summarizer as they go)."""
     first_left_call: str | None = None
     first_left_position: int | None = None
     disposition: str | None = None

@@ -1,4 +1,4 @@
-"""`why`'s smallest change names the truncation limit that cut: the one the call's policy sets."""
+"""`why`'s advice names the limit that cut (the call's policy's), and says what its computed calls lack."""
 
 from __future__ import annotations
 
@@ -55,3 +55,22 @@ def test_an_agents_recorded_call_names_the_policy_field_it_sets():
         cut = why(ledger, session, CUT, renderer=renderer)
         assert cut.calls_source == "recorded"
         assert "truncation.max_lines above this output's size" in (cut.smallest_change or ""), cut.verdict
+
+
+def test_computed_calls_without_stored_summaries_say_so():
+    """``why --policy`` computes calls with the stored summaries only (none here), unsaid.
+
+    It said "dropped, raise the budget" where ``report`` and ``simulate``, which run a summarizer, showed
+    the text summarized at the same call: the answer says now that its calls had no summary to show.
+    """
+    with contextledger.open_ledger("memory://") as ledger:
+        session = _listing(ledger)
+        renderer = Renderer(ledger, tokenizer="heuristic")
+        answer = why(ledger, session, CUT, renderer=renderer, policy=PRESETS["default"], budget=4_000)
+        assert answer.calls_source == "computed"
+        assert answer.caveat is not None
+        assert "none stored" in answer.caveat
+        without = PRESETS["default"].model_copy(
+            update={"summary": PRESETS["default"].summary.model_copy(update={"enabled": False})}
+        )
+        assert why(ledger, session, CUT, renderer=renderer, policy=without, budget=4_000).caveat is None
