@@ -117,6 +117,38 @@ def post_json(
         return _post_json(client, url, body, headers=headers, policy=policy, secrets=secrets, sleep=sleep)
 
 
+def _post_within(
+    client: httpx.Client, url: str, body: Mapping[str, Any], headers: Mapping[str, str], timeout: float
+) -> httpx.Response:
+    """POST and read the whole answer within ``timeout`` seconds in all (httpx's timeout is per read).
+
+    A server sending its answer a few bytes at a time, each read within the timeout, held a 1 s attempt
+    for 18 s (and a worker's lease, heartbeat after heartbeat).
+
+    Raises:
+        httpx.TimeoutException: the answer took longer than ``timeout`` in all.
+    """
+    deadline = time.monotonic() + timeout
+    with client.stream("POST", url, json=body, headers=dict(headers), timeout=timeout) as streamed:
+        chunks: list[bytes] = []
+        for chunk in streamed.iter_bytes():
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout(
+                    f"the answer took longer than {timeout:g} s", request=streamed.request
+                )
+        kept = {
+            k: v for k, v in streamed.headers.items() if k.lower() not in _DECODED
+        }  # the bytes are decoded
+        return httpx.Response(
+            streamed.status_code, headers=kept, content=b"".join(chunks), request=streamed.request
+        )
+
+
+_DECODED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+"""Headers that described the bytes on the wire, not the decoded body ``_post_within`` keeps."""
+
+
 def _post_json(
     client: httpx.Client,
     url: str,
@@ -131,7 +163,7 @@ def _post_json(
     for attempt in range(1, policy.attempts + 1):
         wait: float | None = None
         try:
-            response = client.post(url, json=body, headers=dict(headers), timeout=policy.timeout)
+            response = _post_within(client, url, body, headers, policy.timeout)
         except httpx.TimeoutException:
             reason = f"timed out after {policy.timeout:g} s"
         except httpx.TransportError as error:

@@ -21,6 +21,8 @@ class Reply:
     raw: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0
+    """Seconds between the body's bytes, sent one at a time (a server that never stops answering)."""
 
 
 @dataclass
@@ -67,7 +69,12 @@ def _handler(script: Script) -> type[BaseHTTPRequestHandler]:
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if not reply.drip:
+                    self.wfile.write(payload)
+                for byte in payload if reply.drip else b"":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(reply.drip)
             except (BrokenPipeError, ConnectionResetError):
                 return  # the client gave up (timeout test)
 

@@ -243,3 +243,16 @@ def test_config_hash_changes_with_the_model_not_the_key():
     base = OpenAICompatibleSummarizer(model="a", api_key="k1", client=httpx.Client())
     assert base.config_sha == OpenAICompatibleSummarizer(model="a", api_key="k2").config_sha
     assert base.config_sha != OpenAICompatibleSummarizer(model="b", api_key="k1").config_sha
+
+
+def test_a_server_answering_a_byte_at_a_time_is_timed_out_in_all_not_per_read(request_):
+    """The timeout is per read in httpx: a byte every 0.05 s held a 1 s attempt for 18 s.
+
+    Without a deadline for the whole answer this call succeeds, ~15 s later; with it, the attempt fails.
+    """
+    policy = HttpPolicy(timeout=1.0, attempts=1, backoff=0.01, max_retry_after=5.0)
+    dripping = Reply(body=_openai_reply(), drip=0.05)
+    with serve(dripping) as (url, _), pytest.raises(SummarizerUnavailableError, match="timed out"):
+        OpenAICompatibleSummarizer(
+            model="gpt-4o", base_url=f"{url}/v1", api_key=KEY, policy=policy
+        ).summarize(request_)
