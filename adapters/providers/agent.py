@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 from contextledger.adapters.providers.anthropic_messages import AnthropicFormat
+from contextledger.adapters.providers.common import check_tool_names
 from contextledger.adapters.providers.openai_chat import OpenAIChatFormat
 from contextledger.adapters.providers.openai_responses import ResponsesFormat
 from contextledger.adapters.providers.recorded_stream import AsyncRecordedStream, RecordedStream, failure_text
@@ -96,10 +97,11 @@ class AgentContext(AgentLoop):
     ) -> Self:
         """Start a session (keyword arguments of ``Ledger.start_session``; tools in any provider's shape).
 
-        The provider, policy and budget are checked first: one refused starts no session.
+        The provider, policy, budget and tool names are checked first: one refused starts no session.
         """
         provider_format(provider)
         check_settings(policy, budget)
+        check_tool_names(session.get("tools") or ())
         return cls(ledger, ledger.start_session(**session), provider=provider, policy=policy, budget=budget)
 
     def record_stream(self, call_id: str, stream: Any) -> RecordedStream:
@@ -164,6 +166,7 @@ class AsyncAgentContext(AsyncAgentLoop):
         """Start a session like ``AgentContext.start`` (a quick local write) and return its async context."""
         provider_format(provider)
         check_settings(policy, budget)
+        check_tool_names(session.get("tools") or ())
         session_id = ledger.start_session(**session)
         return cls(ledger, session_id, provider=provider, policy=policy, budget=budget)
 

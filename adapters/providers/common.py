@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
-from contextledger.application.kernel.wire_shapes import as_plain
+from contextledger.application.kernel.wire_shapes import as_plain, ledger_tool_schema
 from contextledger.domain.errors import InvalidMessageError
 from contextledger.domain.limits import MAX_STORED_INT
 
-__all__ = ["count", "mapping", "part_text", "reply_dict"]
+__all__ = ["check_tool_names", "count", "mapping", "part_text", "reply_dict"]
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name both APIs accept (Chat Completions, Responses and Messages: ``^[a-zA-Z0-9_-]{1,64}$``)."""
+
+
+def check_tool_names(tools: Iterable[object]) -> None:
+    """Refuse a tool whose name the provider APIs refuse, before any session is started.
+
+    An MCP tool named ``fs.read`` (MCP allows dots) was sent as it was, and the first model call got a
+    400 back. The error names the tool and a name the APIs take.
+
+    Raises:
+        InvalidMessageError: a tool name with a character outside ``A-Z a-z 0-9 _ -``, or over 64 of them.
+    """
+    for tool in tools:
+        name = ledger_tool_schema(tool).get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+        if isinstance(name, str) and not _TOOL_NAME.fullmatch(name):
+            suggested = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "tool"
+            msg = (
+                f"tool name {name!r} is refused by the model APIs (letters, digits, _ and -, 1 to 64 "
+                f"characters): name it {suggested!r}, for instance"
+            )
+            raise InvalidMessageError(msg)
 
 
 def reply_dict(response: object, what: str) -> dict[str, Any]:

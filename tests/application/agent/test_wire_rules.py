@@ -70,3 +70,16 @@ def test_the_chat_checker_accepts_content_parts_and_refuses_empty_ones():
         ("empty_content", 1),
         ("empty_content", 3),
     ]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai-responses"])
+@pytest.mark.parametrize("name", ["fs.read", "github/create_issue", "with space", "x" * 65])
+def test_a_tool_name_the_apis_refuse_is_refused_before_any_session_starts(provider, name):
+    """MCP allows dots in tool names; both APIs refuse them: the first model call got a 400 back."""
+    ledger = contextledger.open_ledger("memory://")
+    tools = [{"name": name, "description": "d", "inputSchema": {"type": "object"}}]  # an MCP Tool's shape
+    with pytest.raises(contextledger.InvalidMessageError, match="refused by the model APIs"):
+        contextledger.AgentContext.start(ledger, provider=provider, budget=8_000, tools=tools)
+    assert ledger.sessions() == []
+    good = [{"name": "fs_read-2", "description": "d", "inputSchema": {"type": "object"}}]
+    assert contextledger.AgentContext.start(ledger, provider=provider, budget=8_000, tools=good).session_id
