@@ -35,6 +35,7 @@ from contextledger.application.audit.why_answer import (
 )
 from contextledger.application.kernel.ledger import Ledger
 from contextledger.application.render.renderer import Renderer
+from contextledger.application.search.log_search import query_pattern
 from contextledger.domain.errors import ValidationError
 from contextledger.domain.events import (
     DispositionRun,
@@ -90,10 +91,7 @@ def why(
             ``position`` outside the session, or a bad regular expression.
     """
     _check_asked(ledger, session_id, query, position)
-    try:
-        pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
-    except re.error as error:
-        raise ValidationError(f"not a regular expression: {query!r} ({error})") from None
+    pattern = query_pattern(query, regex=regex)
     carriers = carriers_of(ledger, session_id, query, pattern, position, regex=regex)
     if not carriers:
         verdict = (

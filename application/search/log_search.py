@@ -18,7 +18,26 @@ from contextledger.domain.events import (
 )
 from contextledger.projections.call_text import argument_text
 
-__all__ = ["SearchHit", "search_session", "searchable_texts"]
+__all__ = ["SearchHit", "query_pattern", "search_session", "searchable_texts"]
+
+
+def query_pattern(query: str, *, regex: bool) -> re.Pattern[str]:
+    """The pattern ``search`` and ``why`` look for: ``query``, case-insensitive, or a regular expression.
+
+    A single space in a plain ``query`` matches any run of whitespace: snippets show a line break and
+    its indent as one space, and a snippet pasted back read "not in the log" of a text the log holds.
+    Two spaces or more are matched as they are (a line's own indentation).
+
+    Raises:
+        ValidationError: not a regular expression.
+    """
+    parts = re.split(r"( +)", query)
+    source = query if regex else "".join(r"\s+" if p == " " else re.escape(p) for p in parts)
+    try:
+        return re.compile(source, re.IGNORECASE)
+    except re.error as error:
+        raise ValidationError(f"not a regular expression: {query!r} ({error})") from None
+
 
 SNIPPET_CHARS = 80
 """Characters shown on each side of a match."""
@@ -67,10 +86,7 @@ def search_session(
 
     Every event of the log is searched, whatever any render kept, and every summary artifact.
     """
-    try:
-        pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
-    except re.error as error:
-        raise ValidationError(f"not a regular expression: {query!r} ({error})") from None
+    pattern = query_pattern(query, regex=regex)
     hits: list[SearchHit] = []
     for recorded in ledger.events(session_id):
         kind = type(recorded.event).__name__
