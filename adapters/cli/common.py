@@ -262,17 +262,40 @@ def ledger_for(db: str | None, *, create: bool = False) -> Iterator[Ledger]:
     Raises:
         ValidationError: ``--db`` was given as an empty text (the default would be opened in its place).
         LedgerNotFoundError: ``create`` is false and the SQLite file ``--db`` names does not exist, or
-            holds no ledger (another program's database, an empty file).
+            holds no ledger (another program's database, an empty file); or ``create`` is true and the
+            file is another program's database.
     """
     if db is not None and not db.strip():
         raise ValidationError("--db takes a store URL (e.g. sqlite:///agent.db), not an empty text")
     if not create:
         _check_exists(db)
+    else:
+        _check_not_foreign(db)
     ledger = ledger_opener()(db)
     try:
         yield ledger
     finally:
         ledger.close()
+
+
+def _check_not_foreign(db: str | None) -> None:
+    """Raise ``LedgerNotFoundError`` when the URL names another program's SQLite database (no ledger table).
+
+    ``import --db app.db`` added a ledger's tables to an application's own database.
+    """
+    from contextledger.adapters.store.factory import resolve_url  # noqa: PLC0415 - the store loads on use
+    from contextledger.adapters.store.sqlite import foreign_database, sqlite_file  # noqa: PLC0415
+
+    url = resolve_url(db)
+    if url.split(":", 1)[0].lower() != "sqlite":
+        return
+    file, _ = sqlite_file(url)
+    if foreign_database(file):
+        msg = (
+            f"{file} is another program's SQLite database (it has tables, none a ledger's): no ledger's "
+            "schema is written into it; give a new file or an existing ledger"
+        )
+        raise LedgerNotFoundError(msg)
 
 
 def _check_exists(db: str | None) -> None:

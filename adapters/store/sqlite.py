@@ -392,6 +392,23 @@ def holds_ledger(file: Path) -> bool:
     return found is not None
 
 
+def foreign_database(file: Path) -> bool:
+    """Whether an existing SQLite file holds another program's tables and no ledger's (read, nothing written).
+
+    A command that creates a ledger (``import``, ``demo``) wrote the ledger's schema into it.
+    """
+    if not file.exists() or file.stat().st_size == 0:
+        return False
+    try:
+        with closing(sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True)) as connection:
+            names = {
+                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+    except sqlite3.DatabaseError:  # not a SQLite file at all: opening the store names it (a StoreError)
+        return False
+    return bool(names) and "ledger_events" not in names
+
+
 def _busy_timeout(url: str, options: dict[str, list[str]]) -> float:
     raw = options.get("timeout", [str(DEFAULT_BUSY_TIMEOUT)])[0]
     try:

@@ -209,6 +209,25 @@ def test_import_and_demo_still_create_a_new_ledger(tmp_path):
     assert len(json.loads(listed.stdout)["sessions"]) == 1
 
 
+@pytest.mark.parametrize("command", [("demo",), ("worker", "--once")])
+def test_a_command_that_creates_a_ledger_never_writes_one_into_another_programs_database(tmp_path, command):
+    """``import``/``demo --db app.db`` added a ledger's tables to an application's own database."""
+    other = tmp_path / "customers.db"
+    with closing(sqlite3.connect(other)) as connection:
+        connection.execute("CREATE TABLE customers (name TEXT)")
+        connection.commit()
+    before = other.read_bytes()
+    done = _run(*command, "--db", f"sqlite:///{other.name}", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    error = json.loads(done.stderr.splitlines()[-1])["error"]
+    assert (error["type"], "another program's SQLite database" in error["message"]) == (
+        "LedgerNotFoundError",
+        True,
+    )
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["customers.db"]
+
+
 @pytest.mark.parametrize("workers", ["-5", "65", "100000000"])
 def test_a_rebuild_worker_count_out_of_range_is_refused_before_anything_is_written(recorded, workers):
     """``--workers -5`` ran as one; ``100000000`` built a lease name per view and worker until killed."""
